@@ -1,0 +1,14 @@
+module github.com/ratewise/ratewise
+
+go 1.25.0
+
+require (
+	github.com/hashicorp/go-retryablehttp v0.7.8
+	github.com/jarcoal/httpmock v1.4.2
+	go.uber.org/goleak v1.3.0
+)
+
+require (
+	github.com/hashicorp/go-cleanhttp v0.5.2 // indirect
+	github.com/stretchr/testify v1.8.4 // indirect
+)

@@ -1,0 +1,319 @@
+package ratewise
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// Defaults of [RetryPolicy]: a zero field means the matching constant.
+const (
+	DefaultMaxAttempts     = 5
+	DefaultInitialDelay    = 1 * time.Second
+	DefaultMaxDelay        = 30 * time.Second
+	DefaultMultiplier      = 2.0
+	DefaultJitterFraction  = 0.2
+	DefaultTotalWaitCap    = 2 * time.Minute
+	DefaultNetworkRetries  = 2
+	DefaultMaxBufferedBody = 1 << 20 // 1 MiB
+)
+
+// NoNetworkRetries, set as [RetryPolicy.NetworkRetries], turns off retries
+// after network errors (zero means [DefaultNetworkRetries]).
+const NoNetworkRetries = -1
+
+// Jitter says how a computed backoff delay is randomised so that clients
+// refused together do not come back together.
+type Jitter uint8
+
+const (
+	// JitterFull draws the delay uniformly from [0, base]: the spread that
+	// best breaks up a herd of retrying clients. It is the zero value.
+	JitterFull Jitter = iota
+	// JitterProportional draws the delay from base × (1 ± JitterFraction).
+	JitterProportional
+	// JitterNone uses the computed delay as is.
+	JitterNone
+)
+
+// String returns the mode's name: "full", "proportional" or "none".
+func (j Jitter) String() string {
+	switch j {
+	case JitterFull:
+		return "full"
+	case JitterProportional:
+		return "proportional"
+	case JitterNone:
+		return "none"
+	}
+	return fmt.Sprintf("Jitter(%d)", uint8(j))
+}
+
+// Class is the retry layer's reading of one response.
+type Class uint8
+
+const (
+	// Final hands the response back to the caller as it is: successes,
+	// client errors and, by default, server errors.
+	Final Class = iota
+	// RateLimited means the server refused the request for rate. It is
+	// retried after the server's wait hint (Retry-After and the reset
+	// headers) or the policy's backoff, whichever is longer.
+	RateLimited
+	// Retryable is a transient failure worth another attempt after backoff
+	// (a server's hint still raises the delay). The default classification
+	// never returns it; a [RetryPolicy.Classify] hook may, e.g. for 502.
+	Retryable
+)
+
+// String returns the class's name.
+func (c Class) String() string {
+	switch c {
+	case Final:
+		return "final"
+	case RateLimited:
+		return "rate-limited"
+	case Retryable:
+		return "retryable"
+	}
+	return fmt.Sprintf("Class(%d)", uint8(c))
+}
+
+// RetryPolicy says when and how long the transport waits before trying a
+// request again. The zero value is ready to use: every zero field means the
+// Default constant of the same name (DefaultMaxAttempts and so on), so a
+// policy only names what it changes. A RetryPolicy is a plain value; copy it
+// freely.
+type RetryPolicy struct {
+	// MaxAttempts is the number of attempts, the first included; 1 turns
+	// retries off.
+	MaxAttempts int
+	// InitialDelay is the backoff base before the first retry.
+	InitialDelay time.Duration
+	// MaxDelay caps the computed backoff, jitter included. It does not cap a
+	// server's Retry-After hint, which is honoured exactly.
+	MaxDelay time.Duration
+	// Multiplier grows the backoff base from one retry to the next.
+	Multiplier float64
+	// Jitter randomises each delay; the zero value is JitterFull.
+	Jitter Jitter
+	// JitterFraction is f in JitterProportional's base × (1 ± f), in [0, 1].
+	JitterFraction float64
+	// TotalWaitCap bounds the time one call may spend waiting, summed over
+	// its waits. A wait that cannot end inside what is left is not started:
+	// the call ends at once with its last response. A budget set with
+	// [WithBudget] replaces it.
+	TotalWaitCap time.Duration
+	// IgnoreRetryAfter makes the delay the policy's backoff alone, whatever
+	// the server asked for.
+	IgnoreRetryAfter bool
+	// NetworkRetries bounds retries after network errors (no response),
+	// which happen only for idempotent methods or requests carrying an
+	// Idempotency-Key header. NoNetworkRetries turns them off.
+	NetworkRetries int
+	// MaxBufferedBody is the largest request body without GetBody that is
+	// buffered so it can be sent again; a larger one gets one attempt only.
+	MaxBufferedBody int64
+	// Classify, when set, replaces DefaultClassify. It must not read the
+	// response body; RateLimitPhrases covers bodies.
+	Classify func(*http.Response) Class
+	// RateLimitPhrases mark a non-2xx response as RateLimited when one of
+	// them appears, ignoring case, in the first 4 KiB of its body (e.g.
+	// "rate limit", "confirm you're not a bot"). The caller can still read
+	// the whole body.
+	RateLimitPhrases []string
+}
+
+// DefaultRetryPolicy returns the policy with every default spelled out.
+func DefaultRetryPolicy() RetryPolicy {
+	return RetryPolicy{}.withDefaults()
+}
+
+// withDefaults returns p with each zero field set to its default.
+func (p RetryPolicy) withDefaults() RetryPolicy {
+	if p.MaxAttempts == 0 {
+		p.MaxAttempts = DefaultMaxAttempts
+	}
+	if p.InitialDelay == 0 {
+		p.InitialDelay = DefaultInitialDelay
+	}
+	if p.MaxDelay == 0 {
+		p.MaxDelay = DefaultMaxDelay
+	}
+	if p.Multiplier == 0 {
+		p.Multiplier = DefaultMultiplier
+	}
+	if p.JitterFraction == 0 {
+		p.JitterFraction = DefaultJitterFraction
+	}
+	if p.TotalWaitCap == 0 {
+		p.TotalWaitCap = DefaultTotalWaitCap
+	}
+	if p.NetworkRetries == 0 {
+		p.NetworkRetries = DefaultNetworkRetries
+	}
+	if p.MaxBufferedBody == 0 {
+		p.MaxBufferedBody = DefaultMaxBufferedBody
+	}
+	return p
+}
+
+// Validate reports every field of p that is out of range, in one error
+// naming each field and its value. Zero fields are read as their defaults.
+func (p RetryPolicy) Validate() error {
+	d := p.withDefaults()
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("ratewise: RetryPolicy."+format, args...))
+	}
+	if d.MaxAttempts < 1 {
+		bad("MaxAttempts (%d) must be at least 1", d.MaxAttempts)
+	}
+	if d.InitialDelay < 0 {
+		bad("InitialDelay (%v) must not be negative", d.InitialDelay)
+	}
+	if d.MaxDelay < 0 {
+		bad("MaxDelay (%v) must not be negative", d.MaxDelay)
+	} else if d.InitialDelay > 0 && d.MaxDelay < d.InitialDelay {
+		bad("MaxDelay (%v%s) is below InitialDelay (%v)", d.MaxDelay, defaultNote(p.MaxDelay == 0), d.InitialDelay)
+	}
+	if math.IsNaN(d.Multiplier) || math.IsInf(d.Multiplier, 0) || d.Multiplier < 1 {
+		bad("Multiplier (%v) must be a finite number of at least 1", d.Multiplier)
+	}
+	if d.Jitter > JitterNone {
+		bad("Jitter (%d) is not a known mode (JitterFull, JitterProportional or JitterNone)", uint8(d.Jitter))
+	}
+	if math.IsNaN(d.JitterFraction) || d.JitterFraction < 0 || d.JitterFraction > 1 {
+		bad("JitterFraction (%v) must be within [0, 1]", d.JitterFraction)
+	}
+	if d.TotalWaitCap < 0 {
+		bad("TotalWaitCap (%v) must not be negative", d.TotalWaitCap)
+	} else if d.InitialDelay > 0 && d.TotalWaitCap < d.InitialDelay {
+		bad("TotalWaitCap (%v%s) is below InitialDelay (%v)", d.TotalWaitCap, defaultNote(p.TotalWaitCap == 0), d.InitialDelay)
+	}
+	if d.NetworkRetries < NoNetworkRetries {
+		bad("NetworkRetries (%d) must be at least 0, or NoNetworkRetries", d.NetworkRetries)
+	}
+	if d.MaxBufferedBody < 0 {
+		bad("MaxBufferedBody (%d) must not be negative", d.MaxBufferedBody)
+	}
+	for i, phrase := range d.RateLimitPhrases {
+		if strings.TrimSpace(phrase) == "" {
+			bad("RateLimitPhrases[%d] is empty: it would match every body", i)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func defaultNote(isDefault bool) string {
+	if isDefault {
+		return ", the default"
+	}
+	return ""
+}
+
+// Backoff returns the jittered delay before retry number retry, counted
+// from 0 for the first retry: InitialDelay × Multiplier^retry, capped at
+// MaxDelay, then randomised by the Jitter mode. It ignores any server hint.
+func (p RetryPolicy) Backoff(retry int) time.Duration {
+	d := p.withDefaults()
+	if d.Jitter == JitterNone {
+		return d.backoff(retry, 0)
+	}
+	return d.backoff(retry, rand.Float64())
+}
+
+// backoff is Backoff with the random draw, in [0, 1), as an argument. It
+// expects p.withDefaults() so that tests can pin every draw.
+func (p RetryPolicy) backoff(retry int, draw float64) time.Duration {
+	if retry < 0 {
+		retry = 0
+	}
+	maxDelay := float64(p.MaxDelay)
+	// In float64, so a large retry number saturates instead of overflowing.
+	base := math.Min(float64(p.InitialDelay)*math.Pow(p.Multiplier, float64(retry)), maxDelay)
+	switch p.Jitter {
+	case JitterFull:
+		return time.Duration(base * draw)
+	case JitterProportional:
+		// Draw from [base(1-f), base(1+f)], with the top held at MaxDelay so
+		// that delays at the cap stay spread rather than pile up on it.
+		lo := base * (1 - p.JitterFraction)
+		hi := math.Min(base*(1+p.JitterFraction), maxDelay)
+		return time.Duration(lo + (hi-lo)*draw)
+	default:
+		return time.Duration(base)
+	}
+}
+
+// DefaultClassify is the classification used when [RetryPolicy.Classify] is
+// nil: 429 Too Many Requests is RateLimited, and so is 503 Service
+// Unavailable carrying Retry-After; everything else is Final. A Classify
+// hook may call it for the cases it does not handle itself.
+func DefaultClassify(resp *http.Response) Class {
+	switch resp.StatusCode {
+	case http.StatusTooManyRequests:
+		return RateLimited
+	case http.StatusServiceUnavailable:
+		if len(resp.Header["Retry-After"]) > 0 {
+			return RateLimited
+		}
+	}
+	return Final
+}
+
+// classify reads resp with p's hook and phrases. When phrases are set and
+// the response is a non-2xx Final one, it peeks at the body and puts it
+// back so the caller can still read it in full.
+func (p *RetryPolicy) classify(resp *http.Response) Class {
+	var class Class
+	if p.Classify != nil {
+		class = p.Classify(resp)
+	} else {
+		class = DefaultClassify(resp)
+	}
+	if class == Final && len(p.RateLimitPhrases) > 0 && (resp.StatusCode < 200 || resp.StatusCode > 299) {
+		if containsAnyFold(peekBody(resp, peekLimit), p.RateLimitPhrases) {
+			return RateLimited
+		}
+	}
+	return class
+}
+
+// CheckResponse is [CheckResponse] with p's classification: it returns a
+// *RateLimitError when p's Classify hook or RateLimitPhrases read resp as
+// RateLimited, and nil otherwise.
+func (p RetryPolicy) CheckResponse(resp *http.Response) error {
+	if resp == nil || p.classify(resp) != RateLimited {
+		return nil
+	}
+	return newRateLimitError(resp)
+}
+
+func containsAnyFold(body []byte, phrases []string) bool {
+	if len(body) == 0 {
+		return false
+	}
+	lower := strings.ToLower(string(body))
+	for _, phrase := range phrases {
+		if phrase = strings.TrimSpace(phrase); phrase != "" && strings.Contains(lower, strings.ToLower(phrase)) {
+			return true
+		}
+	}
+	return false
+}
+
+// isIdempotent reports whether req may be sent again after a network error
+// left its fate unknown: RFC 9110's idempotent methods, or any method with
+// an Idempotency-Key header.
+func isIdempotent(req *http.Request) bool {
+	switch req.Method {
+	case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace, http.MethodPut, http.MethodDelete:
+		return true
+	}
+	return len(req.Header["Idempotency-Key"]) > 0 || len(req.Header["X-Idempotency-Key"]) > 0
+}

@@ -1,0 +1,132 @@
+package ratewise
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+)
+
+// CallStats counts what the transport did for the calls made with one
+// context: attempts sent, responses read as rate-limited, time spent
+// waiting, and the last status received. Get one from [WithCallStats].
+// It is safe for concurrent use; its zero value counts nothing yet.
+//
+// Every call made with the context adds to it, so a redirect followed by
+// [http.Client] adds its own attempts. Give each call its own CallStats
+// when they must be told apart.
+type CallStats struct {
+	attempts      atomic.Int64
+	rateLimitHits atomic.Int64
+	waited        atomic.Int64 // nanoseconds
+	lastStatus    atomic.Int64
+}
+
+// Attempts returns the number of requests sent to the base RoundTripper.
+func (s *CallStats) Attempts() int { return int(s.attempts.Load()) }
+
+// RateLimitHits returns the number of responses read as rate-limited.
+func (s *CallStats) RateLimitHits() int { return int(s.rateLimitHits.Load()) }
+
+// Waited returns the time spent waiting before retries, summed.
+func (s *CallStats) Waited() time.Duration { return time.Duration(s.waited.Load()) }
+
+// LastStatus returns the status code of the last response received, or 0
+// when none was.
+func (s *CallStats) LastStatus() int { return int(s.lastStatus.Load()) }
+
+// The recorders below accept a nil receiver: most calls carry no stats.
+
+func (s *CallStats) recordAttempt() {
+	if s != nil {
+		s.attempts.Add(1)
+	}
+}
+
+func (s *CallStats) recordResponse(status int, class Class) {
+	if s == nil {
+		return
+	}
+	s.lastStatus.Store(int64(status))
+	if class == RateLimited {
+		s.rateLimitHits.Add(1)
+	}
+}
+
+func (s *CallStats) recordWait(d time.Duration) {
+	if s != nil {
+		s.waited.Add(int64(d))
+	}
+}
+
+type callStatsKey struct{}
+
+// WithCallStats returns a context that makes the transport count, in the
+// returned *CallStats, what it does for every call made with that context.
+func WithCallStats(ctx context.Context) (context.Context, *CallStats) {
+	s := new(CallStats)
+	return context.WithValue(ctx, callStatsKey{}, s), s
+}
+
+// callStatsFrom returns the context's CallStats, or nil.
+func callStatsFrom(ctx context.Context) *CallStats {
+	s, _ := ctx.Value(callStatsKey{}).(*CallStats)
+	return s
+}
+
+// budget is a wait budget shared by calls: each wait takes its whole length
+// from it before it starts, so concurrent calls never overspend it together.
+type budget struct {
+	left atomic.Int64 // nanoseconds
+}
+
+// take removes d from the budget and reports true, or reports false and
+// leaves the budget as it is when less than d is left.
+func (b *budget) take(d time.Duration) bool {
+	for {
+		left := b.left.Load()
+		if left < int64(d) {
+			return false
+		}
+		if b.left.CompareAndSwap(left, left-int64(d)) {
+			return true
+		}
+	}
+}
+
+// giveBack returns the unused part of a wait that ended early.
+func (b *budget) giveBack(d time.Duration) {
+	if d > 0 {
+		b.left.Add(int64(d))
+	}
+}
+
+type budgetKey struct{}
+
+// WithBudget returns a context whose calls share one wait budget of d: the
+// waits of every call made with it, concurrent ones included, add up to at
+// most d. A wait that does not fit in what is left is not started; the call
+// ends at once with its last response, as it does when a call's own
+// [RetryPolicy.TotalWaitCap] runs out, which the shared budget replaces. A
+// wait cut short by cancellation gives back its unused part. A negative d
+// is read as 0: no waiting at all. An inner WithBudget replaces an outer
+// one for the calls made with it.
+func WithBudget(ctx context.Context, d time.Duration) context.Context {
+	b := new(budget)
+	b.left.Store(int64(max(d, 0)))
+	return context.WithValue(ctx, budgetKey{}, b)
+}
+
+// BudgetLeft returns the wait budget left in ctx's shared budget, and false
+// when ctx carries none.
+func BudgetLeft(ctx context.Context) (time.Duration, bool) {
+	b := budgetFrom(ctx)
+	if b == nil {
+		return 0, false
+	}
+	return time.Duration(b.left.Load()), true
+}
+
+func budgetFrom(ctx context.Context) *budget {
+	b, _ := ctx.Value(budgetKey{}).(*budget)
+	return b
+}

@@ -116,7 +116,7 @@ func TestHintLongerThanBudgetReturnsAtOnce(t *testing.T) {
 				if resp.StatusCode != 429 {
 					t.Errorf("status = %d, want the 429", resp.StatusCode)
 				}
-				if body := readAll(t, resp); body != http.StatusText(429) {
+				if body := readAll(t, resp); body != http.StatusText(http.StatusTooManyRequests) {
 					t.Errorf("body = %q, want the server's body intact", body)
 				}
 				if elapsed := time.Since(start); elapsed != 0 {
@@ -355,7 +355,7 @@ func TestMaxAttemptsReturnsLastResponse(t *testing.T) {
 		if err := CheckResponse(resp); !errors.As(err, &rle) || rle.Attempts != DefaultMaxAttempts || rle.RetryAfter != time.Second {
 			t.Errorf("CheckResponse = %v, want a RateLimitError with %d attempts and RetryAfter 1s", err, DefaultMaxAttempts)
 		}
-		if body := readAll(t, resp); body != http.StatusText(429) {
+		if body := readAll(t, resp); body != http.StatusText(http.StatusTooManyRequests) {
 			t.Errorf("body = %q after CheckResponse, want it intact", body)
 		}
 	})

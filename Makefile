@@ -1,0 +1,43 @@
+# The repository's one entry point for tests and checks. Every target walks
+# every Go module of the repository (the root one and any nested module).
+
+GO          ?= go
+MODULES     := $(shell find . -name go.mod -not -path './.git/*' -printf '%h\n' | sort)
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+FUZZTIME    ?= 30s
+BENCHTIME   ?= 1s
+
+.PHONY: test lint fuzz bench
+
+## test: go test -race over every module (fuzz targets run on their seed corpora)
+test:
+	@set -e; for m in $(MODULES); do \
+		echo "== go test -race $$m"; \
+		(cd $$m && $(GO) test -race -count=1 ./...); \
+	done
+
+## lint: gofmt, go vet and staticcheck over every module
+lint:
+	@set -e; unformatted=$$(gofmt -l .); \
+	if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
+	@set -e; for m in $(MODULES); do \
+		echo "== vet + staticcheck $$m"; \
+		(cd $$m && $(GO) vet ./... && $(GO) run $(STATICCHECK) ./...); \
+	done
+
+## fuzz: run each fuzz target for FUZZTIME (default 30s)
+fuzz:
+	@set -e; for m in $(MODULES); do \
+		(cd $$m && for pkg in $$($(GO) list ./...); do \
+			for target in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+				echo "== fuzz $$pkg $$target"; \
+				$(GO) test -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) $$pkg; \
+			done; \
+		done); \
+	done
+
+## bench: benchmarks of every module, with allocations
+bench:
+	@set -e; for m in $(MODULES); do \
+		(cd $$m && $(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./...); \
+	done

@@ -1,0 +1,132 @@
+package ratewise_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/hashicorp/go-retryablehttp"
+	"github.com/jarcoal/httpmock"
+
+	"github.com/ratewise/ratewise"
+)
+
+// A fake API that refuses the first request with 429 and then answers. The
+// mock is the base under the ratewise Transport, never in place of it.
+func fakeAPI() *httpmock.MockTransport {
+	mock := httpmock.NewMockTransport()
+	mock.RegisterResponder(http.MethodGet, "https://api.example.com/items",
+		httpmock.NewStringResponder(429, "slow down").HeaderSet(http.Header{"Retry-After": {"0"}}).
+			Then(httpmock.NewStringResponder(200, `["a","b"]`)))
+	return mock
+}
+
+func ExampleNew() {
+	client := &http.Client{Transport: ratewise.New(fakeAPI(), ratewise.WithRetry(ratewise.RetryPolicy{
+		MaxAttempts:  3,
+		InitialDelay: time.Millisecond,
+	}))}
+
+	ctx, stats := ratewise.WithCallStats(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "https://api.example.com/items", nil)
+	resp, err := client.Do(req)
+	if err != nil {
+		fmt.Println("error:", err)
+		return
+	}
+	defer resp.Body.Close()
+	fmt.Println(resp.StatusCode, "after", stats.Attempts(), "attempts,", stats.RateLimitHits(), "rate-limited")
+	// Output: 200 after 2 attempts, 1 rate-limited
+}
+
+func ExampleCheckResponse() {
+	client := &http.Client{Transport: ratewise.New(fakeAPI(), ratewise.WithRetry(ratewise.RetryPolicy{MaxAttempts: 1}))}
+	resp, err := client.Get("https://api.example.com/items")
+	if err != nil {
+		fmt.Println("error:", err)
+		return
+	}
+	defer resp.Body.Close()
+
+	err = ratewise.CheckResponse(resp)
+	var rle *ratewise.RateLimitError
+	if errors.As(err, &rle) {
+		fmt.Println(err)
+		fmt.Printf("body %q, retry after %v\n", rle.RawBody, rle.RetryAfter)
+	}
+	// Output:
+	// ratewise: rate limited (429 Too Many Requests); server asked to wait 0s
+	// body "slow down", retry after 0s
+}
+
+func ExampleParseRetryAfter() {
+	now := time.Date(2026, time.March, 10, 12, 0, 0, 0, time.UTC)
+	for _, v := range []string{"120", "1.5", "Tue, 10 Mar 2026 12:00:30 GMT", "Mon, 09 Mar 2026 12:00:00 GMT", "-1", "99999999999"} {
+		d, ok := ratewise.ParseRetryAfter(v, now)
+		fmt.Printf("%q: %v %v\n", v, d, ok)
+	}
+	// Output:
+	// "120": 2m0s true
+	// "1.5": 1.5s true
+	// "Tue, 10 Mar 2026 12:00:30 GMT": 30s true
+	// "Mon, 09 Mar 2026 12:00:00 GMT": 0s true
+	// "-1": 0s false
+	// "99999999999": 0s false
+}
+
+func ExampleWaitHint() {
+	now := time.Date(2026, time.March, 10, 12, 0, 0, 0, time.UTC)
+	resp := &http.Response{StatusCode: 429, Header: http.Header{
+		"Ratelimit":         {`"minute";r=0;t=20, "hour";r=100;t=1800`},
+		"X-Ratelimit-Reset": {fmt.Sprint(now.Add(time.Minute).Unix())},
+	}}
+	d, ok := ratewise.WaitHint(resp, now)
+	fmt.Println(d, ok)
+	// Output: 20s true
+}
+
+func ExampleRetryPolicy_Backoff() {
+	p := ratewise.RetryPolicy{InitialDelay: time.Second, MaxDelay: 10 * time.Second, Jitter: ratewise.JitterNone}
+	for retry := range 6 {
+		fmt.Print(p.Backoff(retry), " ")
+	}
+	fmt.Println()
+	// Output: 1s 2s 4s 8s 10s 10s
+}
+
+func ExampleRetryPolicy_Validate() {
+	err := ratewise.RetryPolicy{MaxAttempts: -1, InitialDelay: 5 * time.Second, MaxDelay: 2 * time.Second}.Validate()
+	fmt.Println(err)
+	// Output:
+	// ratewise: RetryPolicy.MaxAttempts (-1) must be at least 1
+	// ratewise: RetryPolicy.MaxDelay (2s) is below InitialDelay (5s)
+}
+
+func ExampleWithBudget() {
+	// Two calls made with ctx wait at most 90s between them, in total.
+	ctx := ratewise.WithBudget(context.Background(), 90*time.Second)
+	left, _ := ratewise.BudgetLeft(ctx)
+	fmt.Println(left)
+	// Output: 1m30s
+}
+
+func ExampleRetryablehttpPolicy() {
+	p := ratewise.RetryPolicy{MaxAttempts: 3, InitialDelay: time.Millisecond}
+	client := retryablehttp.NewClient()
+	client.HTTPClient.Transport = fakeAPI()
+	client.Logger = nil
+	client.CheckRetry, client.Backoff = ratewise.RetryablehttpPolicy(p)
+	client.RetryMax = p.MaxAttempts - 1
+	client.ErrorHandler = retryablehttp.PassthroughErrorHandler
+
+	resp, err := client.Get("https://api.example.com/items")
+	if err != nil {
+		fmt.Println("error:", err)
+		return
+	}
+	defer resp.Body.Close()
+	fmt.Println(resp.StatusCode)
+	// Output: 200
+}

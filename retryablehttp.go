@@ -66,6 +66,5 @@ func retryableNetworkError(err error) bool {
 	if !errors.As(err, &uerr) {
 		return false // not from an HTTP exchange: nothing known to retry
 	}
-	req := &http.Request{Method: strings.ToUpper(uerr.Op)}
-	return isIdempotent(req) && !isPermanent(req, uerr)
+	return isIdempotent(&http.Request{Method: strings.ToUpper(uerr.Op)}) && !isPermanent(uerr)
 }

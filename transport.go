@@ -36,6 +36,10 @@ type Transport struct {
 
 var _ http.RoundTripper = (*Transport)(nil)
 
+// errNoURL rejects at once a request that no base could send, rather than
+// retrying the base's error.
+var errNoURL = errors.New("ratewise: request has no URL")
+
 // Option configures a [Transport] in [New].
 type Option func(*Transport)
 
@@ -87,6 +91,10 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if t.err != nil {
 		closeRequestBody(req)
 		return nil, t.err
+	}
+	if req.URL == nil {
+		closeRequestBody(req)
+		return nil, errNoURL
 	}
 	c := call{t: t, policy: &t.retry, req: req, out: req, ctx: req.Context()}
 	return c.run()
@@ -198,7 +206,7 @@ func (c *call) afterNetworkError(err error) error {
 		limit = 0
 	}
 	if c.networkRetries > limit || c.attempts >= c.policy.MaxAttempts ||
-		!c.replayable || !isIdempotent(c.req) || isPermanent(c.req, err) {
+		!c.replayable || !isIdempotent(c.req) || isPermanent(err) {
 		if c.attempts > 1 {
 			return fmt.Errorf("ratewise: giving up after %d attempts: %w", c.attempts, err)
 		}
@@ -224,11 +232,12 @@ func (c *call) afterNetworkError(err error) error {
 // fix (an untrusted certificate, an unsupported scheme, an invalid header,
 // a redirect loop), by go-retryablehttp's classification. That
 // classification expects the *url.Error an http.Client returns, so a bare
-// transport error is wrapped as one.
-func isPermanent(req *http.Request, err error) bool {
+// transport error is wrapped as one (its URL left out: only the cause is
+// read).
+func isPermanent(err error) bool {
 	var uerr *url.Error
 	if !errors.As(err, &uerr) {
-		uerr = &url.Error{Op: req.Method, URL: req.URL.Redacted(), Err: err}
+		uerr = &url.Error{Op: "Do", Err: err}
 	}
 	retry, _ := retryablehttp.DefaultRetryPolicy(context.Background(), nil, uerr)
 	return !retry

@@ -608,3 +608,12 @@ func TestWorksInsideHTTPClient(t *testing.T) {
 		}
 	})
 }
+
+func TestRequestWithoutURLFailsAtOnce(t *testing.T) {
+	calls := 0
+	base := roundTripFunc(func(*http.Request) (*http.Response, error) { calls++; return nil, errors.New("no URL") })
+	_, err := New(base).RoundTrip(&http.Request{Method: http.MethodGet, Header: http.Header{}})
+	if err == nil || calls != 0 {
+		t.Errorf("RoundTrip = %v after %d base calls, want an error and none", err, calls)
+	}
+}

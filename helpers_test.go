@@ -98,6 +98,15 @@ func (s *script) closed() (opened, closed int) {
 	return s.opened, s.closedN
 }
 
+// assertAllClosed fails t unless every response body handed out was
+// closed.
+func (s *script) assertAllClosed(t *testing.T) {
+	t.Helper()
+	if opened, closed := s.closed(); opened != closed {
+		t.Errorf("%d response bodies handed out, %d closed", opened, closed)
+	}
+}
+
 // offsets returns when each request arrived, relative to start.
 func (s *script) offsets(start time.Time) []time.Duration {
 	s.mu.Lock()

@@ -37,9 +37,7 @@ func TestRetryablehttpPolicyHonoursRetryAfter(t *testing.T) {
 		if got := time.Since(start); got != 60*time.Second {
 			t.Errorf("elapsed = %v, want exactly 60s", got)
 		}
-		if opened, closed := s.closed(); opened != closed {
-			t.Errorf("%d bodies opened, %d closed", opened, closed)
-		}
+		s.assertAllClosed(t)
 	})
 }
 

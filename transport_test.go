@@ -223,9 +223,7 @@ func TestCancelDuringWaitReturnsAtOnce(t *testing.T) {
 		if got := time.Since(start); got != 10*time.Second {
 			t.Errorf("returned after %v, want at the cancel, 10s", got)
 		}
-		if opened, closed := s.closed(); opened != closed {
-			t.Errorf("%d response bodies handed out, %d closed", opened, closed)
-		}
+		s.assertAllClosed(t)
 	})
 }
 
@@ -333,9 +331,7 @@ func TestDiscardedBodiesAreClosed(t *testing.T) {
 		if body := readAll(t, resp); body != "OK" {
 			t.Errorf("final body = %q, want OK", body)
 		}
-		if opened, closed := s.closed(); opened != closed {
-			t.Errorf("after: %d opened, %d closed", opened, closed)
-		}
+		s.assertAllClosed(t)
 	})
 }
 

@@ -1,0 +1,10 @@
+// Package ratewise makes an [http.Client] polite and fast against
+// rate-limited APIs. Its [Transport] is an [http.RoundTripper] that wraps
+// another one and retries what the server refused for rate: it honours
+// Retry-After and the rate-limit reset headers exactly, backs off with full
+// jitter otherwise, and never waits past a total budget.
+//
+// A response always comes back with a nil error, whatever its status, as
+// the RoundTripper contract asks; [CheckResponse] turns a final 429 into a
+// *[RateLimitError] for callers who want one.
+package ratewise

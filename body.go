@@ -79,16 +79,18 @@ func peekBody(resp *http.Response, n int) []byte {
 }
 
 // prepareBody makes the call's request body replayable: through GetBody
-// when the request has one, else by buffering it up to MaxBufferedBody. A
-// larger body is sent once, with no retry.
+// when the request has one, else by buffering it when its ContentLength is
+// known and at most MaxBufferedBody. Any other body is sent once, with no
+// retry: a stream of unknown length may be slow, or wait on the response,
+// and must not be read ahead of the send.
 func (c *call) prepareBody() error {
 	req := c.req
 	switch {
 	case req.Body == nil || req.Body == http.NoBody || req.GetBody != nil:
 		c.replayable = true
 		return nil
-	case c.policy.MaxAttempts == 1:
-		return nil // one attempt: nothing to replay
+	case c.policy.MaxAttempts == 1 || req.ContentLength <= 0 || req.ContentLength > c.policy.MaxBufferedBody:
+		return nil // sent as it is, once
 	}
 	data, once, ok, err := bufferBody(req.Body, c.policy.MaxBufferedBody)
 	if err != nil {
@@ -145,11 +147,12 @@ func bufferedReader(data []byte) io.ReadCloser {
 	return io.NopCloser(bytes.NewReader(data))
 }
 
-// bufferBody reads req.Body, when it has no GetBody, into memory so that it
-// can be replayed. It reads at most limit bytes: a larger body is returned
-// as a reader over what was read followed by the unread rest, and ok is
-// false because it can be sent only once. The original body is closed once
-// fully read, or left to the base RoundTripper otherwise.
+// bufferBody reads a request body into memory so that it can be replayed.
+// It reads at most limit bytes: a larger body (one longer than its
+// ContentLength said) is returned as a reader over what was read followed
+// by the unread rest, and ok is false because it can be sent only once. The
+// original body is closed once fully read, or left to the base RoundTripper
+// otherwise.
 func bufferBody(body io.ReadCloser, limit int64) (data []byte, once io.ReadCloser, ok bool, err error) {
 	data, err = io.ReadAll(io.LimitReader(body, limit+1))
 	if err != nil {

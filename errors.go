@@ -29,8 +29,9 @@ type RateLimitError struct {
 	// RawBody is the start of the response body, at most 4 KiB, for
 	// diagnostics. The body itself is left readable in full.
 	RawBody string
-	// Attempts is the number of attempts the call made, when the request's
-	// context carries [CallStats]; 0 when unknown.
+	// Attempts is the attempt count of the [CallStats] that the request's
+	// context carries (all the calls made with that context), and 0 when
+	// it carries none.
 	Attempts int
 }
 

@@ -113,12 +113,12 @@ func ExampleWithBudget() {
 }
 
 func ExampleRetryablehttpPolicy() {
-	p := ratewise.RetryPolicy{MaxAttempts: 3, InitialDelay: time.Millisecond}
+	p := ratewise.RetryPolicy{InitialDelay: time.Millisecond}
 	client := retryablehttp.NewClient()
 	client.HTTPClient.Transport = fakeAPI()
 	client.Logger = nil
 	client.CheckRetry, client.Backoff = ratewise.RetryablehttpPolicy(p)
-	client.RetryMax = p.MaxAttempts - 1
+	client.RetryMax = p.WithDefaults().MaxAttempts - 1
 	client.ErrorHandler = retryablehttp.PassthroughErrorHandler
 
 	resp, err := client.Get("https://api.example.com/items")

@@ -112,11 +112,16 @@ type RetryPolicy struct {
 	// the server asked for.
 	IgnoreRetryAfter bool
 	// NetworkRetries bounds retries after network errors (no response),
-	// which happen only for idempotent methods or requests carrying an
-	// Idempotency-Key header. NoNetworkRetries turns them off.
+	// which happen only for idempotent methods (GET, HEAD, OPTIONS, TRACE,
+	// PUT, DELETE) or requests carrying an Idempotency-Key or
+	// X-Idempotency-Key header. NoNetworkRetries turns them off.
 	NetworkRetries int
 	// MaxBufferedBody is the largest request body without GetBody that is
-	// buffered so it can be sent again; a larger one gets one attempt only.
+	// buffered so it can be sent again. Only a body of known ContentLength
+	// is buffered: a larger one, or a stream of unknown length (which may
+	// be slow or wait on the response), gets one attempt only. Requests
+	// made by http.NewRequest from a bytes or strings reader have GetBody
+	// and need no buffer.
 	MaxBufferedBody int64
 	// Classify, when set, replaces DefaultClassify. It must not read the
 	// response body; RateLimitPhrases covers bodies.
@@ -128,13 +133,14 @@ type RetryPolicy struct {
 	RateLimitPhrases []string
 }
 
-// DefaultRetryPolicy returns the policy with every default spelled out.
+// DefaultRetryPolicy returns the policy with every default spelled out; it
+// equals RetryPolicy{}.WithDefaults().
 func DefaultRetryPolicy() RetryPolicy {
-	return RetryPolicy{}.withDefaults()
+	return RetryPolicy{}.WithDefaults()
 }
 
 // withDefaults returns p with each zero field set to its default.
-func (p RetryPolicy) withDefaults() RetryPolicy {
+func (p RetryPolicy) WithDefaults() RetryPolicy {
 	if p.MaxAttempts == 0 {
 		p.MaxAttempts = DefaultMaxAttempts
 	}
@@ -165,7 +171,7 @@ func (p RetryPolicy) withDefaults() RetryPolicy {
 // Validate reports every field of p that is out of range, in one error
 // naming each field and its value. Zero fields are read as their defaults.
 func (p RetryPolicy) Validate() error {
-	d := p.withDefaults()
+	d := p.WithDefaults()
 	var errs []error
 	bad := func(format string, args ...any) {
 		errs = append(errs, fmt.Errorf("ratewise: RetryPolicy."+format, args...))
@@ -179,7 +185,8 @@ func (p RetryPolicy) Validate() error {
 	if d.MaxDelay < 0 {
 		bad("MaxDelay (%v) must not be negative", d.MaxDelay)
 	} else if d.InitialDelay > 0 && d.MaxDelay < d.InitialDelay {
-		bad("MaxDelay (%v%s) is below InitialDelay (%v)", d.MaxDelay, defaultNote(p.MaxDelay == 0), d.InitialDelay)
+		bad("MaxDelay (%v%s) is below InitialDelay (%v%s)", d.MaxDelay, defaultNote(p.MaxDelay == 0),
+			d.InitialDelay, defaultNote(p.InitialDelay == 0))
 	}
 	if math.IsNaN(d.Multiplier) || math.IsInf(d.Multiplier, 0) || d.Multiplier < 1 {
 		bad("Multiplier (%v) must be a finite number of at least 1", d.Multiplier)
@@ -193,7 +200,8 @@ func (p RetryPolicy) Validate() error {
 	if d.TotalWaitCap < 0 {
 		bad("TotalWaitCap (%v) must not be negative", d.TotalWaitCap)
 	} else if d.InitialDelay > 0 && d.TotalWaitCap < d.InitialDelay {
-		bad("TotalWaitCap (%v%s) is below InitialDelay (%v)", d.TotalWaitCap, defaultNote(p.TotalWaitCap == 0), d.InitialDelay)
+		bad("TotalWaitCap (%v%s) is below InitialDelay (%v%s)", d.TotalWaitCap, defaultNote(p.TotalWaitCap == 0),
+			d.InitialDelay, defaultNote(p.InitialDelay == 0))
 	}
 	if d.NetworkRetries < NoNetworkRetries {
 		bad("NetworkRetries (%d) must be at least 0, or NoNetworkRetries", d.NetworkRetries)
@@ -220,7 +228,7 @@ func defaultNote(isDefault bool) string {
 // from 0 for the first retry: InitialDelay × Multiplier^retry, capped at
 // MaxDelay, then randomised by the Jitter mode. It ignores any server hint.
 func (p RetryPolicy) Backoff(retry int) time.Duration {
-	d := p.withDefaults()
+	d := p.WithDefaults()
 	if d.Jitter == JitterNone {
 		return d.backoff(retry, 0)
 	}
@@ -228,26 +236,31 @@ func (p RetryPolicy) Backoff(retry int) time.Duration {
 }
 
 // backoff is Backoff with the random draw, in [0, 1), as an argument. It
-// expects p.withDefaults() so that tests can pin every draw.
+// expects p.WithDefaults() so that tests can pin every draw.
 func (p RetryPolicy) backoff(retry int, draw float64) time.Duration {
-	if retry < 0 {
-		retry = 0
-	}
+	retry = max(retry, 0)
 	maxDelay := float64(p.MaxDelay)
 	// In float64, so a large retry number saturates instead of overflowing.
 	base := math.Min(float64(p.InitialDelay)*math.Pow(p.Multiplier, float64(retry)), maxDelay)
+	var d float64
 	switch p.Jitter {
 	case JitterFull:
-		return time.Duration(base * draw)
+		d = base * draw
 	case JitterProportional:
 		// Draw from [base(1-f), base(1+f)], with the top held at MaxDelay so
 		// that delays at the cap stay spread rather than pile up on it.
 		lo := base * (1 - p.JitterFraction)
 		hi := math.Min(base*(1+p.JitterFraction), maxDelay)
-		return time.Duration(lo + (hi-lo)*draw)
+		d = lo + (hi-lo)*draw
 	default:
-		return time.Duration(base)
+		d = base
 	}
+	// float64(MaxDelay) may round up past it, and past MaxInt64 near the
+	// top, where the conversion would wrap negative.
+	if d >= maxDelay {
+		return p.MaxDelay
+	}
+	return time.Duration(max(d, 0))
 }
 
 // DefaultClassify is the classification used when [RetryPolicy.Classify] is

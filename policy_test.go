@@ -79,7 +79,7 @@ func TestValidate(t *testing.T) {
 }
 
 func TestBackoffGrowsAndCaps(t *testing.T) {
-	p := RetryPolicy{Jitter: JitterNone, InitialDelay: time.Second, MaxDelay: 30 * time.Second}.withDefaults()
+	p := RetryPolicy{Jitter: JitterNone, InitialDelay: time.Second, MaxDelay: 30 * time.Second}.WithDefaults()
 	want := []time.Duration{1, 2, 4, 8, 16, 30, 30}
 	for retry, w := range want {
 		if got := p.Backoff(retry); got != w*time.Second {
@@ -131,7 +131,7 @@ func TestProportionalJitterStaysInRange(t *testing.T) {
 		}
 	}
 	// At the cap, draws stay spread below MaxDelay instead of piling on it.
-	capped := RetryPolicy{Jitter: JitterProportional, InitialDelay: time.Second, MaxDelay: 10 * time.Second}.withDefaults()
+	capped := RetryPolicy{Jitter: JitterProportional, InitialDelay: time.Second, MaxDelay: 10 * time.Second}.WithDefaults()
 	if lo, hi := capped.backoff(10, 0), capped.backoff(10, 0.999999); lo != 8*time.Second || hi > 10*time.Second || hi < 9999*time.Millisecond {
 		t.Errorf("capped proportional draws span [%v, %v], want [8s, 10s]", lo, hi)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -19,7 +20,7 @@ import (
 // unless p.IgnoreRetryAfter. Wire it in with
 //
 //	client.CheckRetry, client.Backoff = ratewise.RetryablehttpPolicy(p)
-//	client.RetryMax = p.MaxAttempts - 1 // retryablehttp counts retries
+//	client.RetryMax = p.WithDefaults().MaxAttempts - 1 // retryablehttp counts retries
 //	client.ErrorHandler = retryablehttp.PassthroughErrorHandler // keep the last response
 //
 // Backoff ignores the client's RetryWaitMin and RetryWaitMax: p's delays
@@ -29,8 +30,8 @@ import (
 // header (the method alone decides). Use a context deadline to bound the
 // whole call.
 func RetryablehttpPolicy(p RetryPolicy) (retryablehttp.CheckRetry, retryablehttp.Backoff) {
-	p = p.withDefaults()
-	p.RateLimitPhrases = append([]string(nil), p.RateLimitPhrases...)
+	p = p.WithDefaults()
+	p.RateLimitPhrases = slices.Clone(p.RateLimitPhrases)
 	checkRetry := func(ctx context.Context, resp *http.Response, err error) (bool, error) {
 		if ctx.Err() != nil {
 			return false, ctx.Err()

@@ -17,7 +17,7 @@ func newRetryableClient(base http.RoundTripper, p RetryPolicy) *retryablehttp.Cl
 	client.HTTPClient = &http.Client{Transport: base}
 	client.Logger = nil
 	client.CheckRetry, client.Backoff = RetryablehttpPolicy(p)
-	client.RetryMax = p.withDefaults().MaxAttempts - 1
+	client.RetryMax = p.WithDefaults().MaxAttempts - 1 // as the doc says
 	client.ErrorHandler = retryablehttp.PassthroughErrorHandler
 	return client
 }

@@ -11,8 +11,10 @@ import (
 // wait from now. It accepts delta-seconds ("120"), an HTTP-date in any of
 // the three forms RFC 9110 allows (IMF-fixdate, RFC 850 and asctime), and,
 // leniently, non-negative decimal seconds ("1.5"). A date in the past means
-// a wait of 0. It reports false for anything else: empty or malformed
-// values, signs, exponents, NaN, and waits too long for a time.Duration.
+// a wait of 0; an RFC 850 two-digit year more than 50 years ahead is read
+// as the past year with the same last two digits, as RFC 9110 asks. It
+// reports false for anything else: empty or malformed values, signs,
+// exponents, NaN, and waits too long for a time.Duration.
 func ParseRetryAfter(value string, now time.Time) (time.Duration, bool) {
 	value = strings.TrimSpace(value)
 	if value == "" {
@@ -21,35 +23,56 @@ func ParseRetryAfter(value string, now time.Time) (time.Duration, bool) {
 	if c := value[0]; c >= '0' && c <= '9' || c == '.' {
 		return parseSeconds(value)
 	}
-	t, err := http.ParseTime(value)
-	if err != nil {
-		return 0, false
+	if t, err := time.Parse(http.TimeFormat, value); err == nil {
+		return untilTime(t, now)
 	}
-	return untilTime(t, now)
+	if t, err := time.Parse(time.RFC850, value); err == nil {
+		return untilTime(fixTwoDigitYear(t, now), now)
+	}
+	if t, err := time.Parse(time.ANSIC, value); err == nil {
+		return untilTime(t, now)
+	}
+	return 0, false
+}
+
+// fixTwoDigitYear applies RFC 9110's rule to an RFC 850 date, whose year
+// time.Parse placed in 1969..2068: the year is the one with the same last
+// two digits that is at most 50 years after now's.
+func fixTwoDigitYear(t, now time.Time) time.Time {
+	year := now.Year() - now.Year()%100 + t.Year()%100
+	if year > now.Year()+50 {
+		year -= 100
+	}
+	return t.AddDate(year-t.Year(), 0, 0)
 }
 
 // WaitHint returns how long resp asks the client to wait before the next
 // request, from the first of these headers that parses:
 //
-//   - Retry-After (see [ParseRetryAfter]);
-//   - RateLimit-Reset, seconds until the quota resets;
-//   - RateLimit, the IETF draft's structured header, its "reset" or "t"
-//     parameter (of the exhausted policy, or the longest when several are);
-//   - X-RateLimit-Reset, seconds until the reset or, when the number is
-//     that large, the Unix time of the reset.
+//   - Retry-After (see [ParseRetryAfter]), the first valid value when it
+//     is repeated;
+//   - RateLimit-Reset, unless RateLimit-Remaining says quota is left;
+//   - RateLimit, the IETF draft's structured header: the "t" (or "reset")
+//     parameter of the policy whose quota ("r" or "remaining") is spent,
+//     the longest when several are;
+//   - X-RateLimit-Reset, unless X-RateLimit-Remaining says quota is left.
 //
-// It reports false when none is present and valid.
+// A reset is seconds from now or, when the number is that large (above
+// 10^9), the Unix time of the reset. A reset is skipped when its remaining
+// count is above zero: the refusal then came from some other limit, and
+// waiting for that quota's reset would be waiting for the wrong thing. It
+// reports false when no header gives a valid wait.
 func WaitHint(resp *http.Response, now time.Time) (time.Duration, bool) {
 	if resp == nil {
 		return 0, false
 	}
 	h := resp.Header
-	if v := h["Retry-After"]; len(v) > 0 {
-		if d, ok := ParseRetryAfter(v[0], now); ok {
+	for _, v := range h["Retry-After"] {
+		if d, ok := ParseRetryAfter(v, now); ok {
 			return d, true
 		}
 	}
-	if v := h["Ratelimit-Reset"]; len(v) > 0 {
+	if v := h["Ratelimit-Reset"]; len(v) > 0 && quotaSpent(h["Ratelimit-Remaining"]) {
 		if d, ok := parseReset(v[0], now); ok {
 			return d, true
 		}
@@ -59,12 +82,22 @@ func WaitHint(resp *http.Response, now time.Time) (time.Duration, bool) {
 			return d, true
 		}
 	}
-	if v := h["X-Ratelimit-Reset"]; len(v) > 0 {
+	if v := h["X-Ratelimit-Reset"]; len(v) > 0 && quotaSpent(h["X-Ratelimit-Remaining"]) {
 		if d, ok := parseReset(v[0], now); ok {
 			return d, true
 		}
 	}
 	return 0, false
+}
+
+// quotaSpent reports whether a remaining-quota header is absent, zero, or
+// unreadable: anything but a count above zero.
+func quotaSpent(remaining []string) bool {
+	if len(remaining) == 0 {
+		return true
+	}
+	secs, frac, ok := splitDecimal(strings.TrimSpace(remaining[0]))
+	return !ok || secs == 0 && frac == 0
 }
 
 // unixTimeThreshold separates a reset given as seconds from now from one
@@ -145,44 +178,56 @@ func untilTime(t, now time.Time) (time.Duration, bool) {
 }
 
 // parseRateLimitField reads the IETF draft RateLimit header. It knows the
-// structured list form of later drafts, `"default";r=0;t=30`, and the
-// dictionary form of earlier ones, `limit=100, remaining=0, reset=30`.
-// Among the members that carry a reset (t or reset), those whose remaining
-// quota (r or remaining) is zero or absent are candidates; the longest of
-// them is the wait, since every exhausted policy must reset first.
+// structured list form of later drafts, `"burst";r=0;t=5, "day";r=9;t=60`,
+// one item per policy, and the dictionary form of earlier ones,
+// `limit=100, remaining=0, reset=30`, one key per member. A policy whose
+// quota is spent (r or remaining zero, or absent) is a candidate; the
+// longest reset among them is the wait, since every spent policy must
+// reset before a request can pass.
 func parseRateLimitField(value string, now time.Time) (time.Duration, bool) {
 	var (
 		longest time.Duration
 		found   bool
+		dict    rateLimitPolicy // the dictionary form's one policy
 	)
-	for member := range strings.SplitSeq(value, ",") {
-		var (
-			reset     time.Duration
-			hasReset  bool
-			remaining = "0"
-		)
-		for param := range strings.SplitSeq(member, ";") {
-			key, val, ok := strings.Cut(param, "=")
-			if !ok {
-				continue
-			}
-			val = strings.Trim(strings.TrimSpace(val), `"`)
-			switch strings.ToLower(strings.TrimSpace(key)) {
-			case "t", "reset":
-				reset, hasReset = parseReset(val, now)
-			case "r", "remaining":
-				remaining = val
-			}
-		}
-		if !hasReset {
-			continue
-		}
-		if left, frac, ok := splitDecimal(remaining); ok && (left != 0 || frac != 0) {
-			continue // this policy still has quota: it is not why we wait
-		}
-		if !found || reset > longest {
-			longest, found = reset, true
+	consider := func(p rateLimitPolicy) {
+		if p.hasReset && quotaSpent(p.remaining) && (!found || p.reset > longest) {
+			longest, found = p.reset, true
 		}
 	}
+	for member := range strings.SplitSeq(value, ",") {
+		if !strings.Contains(member, ";") {
+			dict.set(member, now)
+			continue
+		}
+		var item rateLimitPolicy
+		for param := range strings.SplitSeq(member, ";") {
+			item.set(param, now)
+		}
+		consider(item)
+	}
+	consider(dict)
 	return longest, found
+}
+
+// rateLimitPolicy is what parseRateLimitField gathers of one policy.
+type rateLimitPolicy struct {
+	reset     time.Duration
+	hasReset  bool
+	remaining []string // empty when absent, as quotaSpent expects
+}
+
+// set reads one key=value parameter; other parameters are ignored.
+func (p *rateLimitPolicy) set(param string, now time.Time) {
+	key, val, ok := strings.Cut(param, "=")
+	if !ok {
+		return
+	}
+	val = strings.Trim(strings.TrimSpace(val), `"`)
+	switch strings.ToLower(strings.TrimSpace(key)) {
+	case "t", "reset":
+		p.reset, p.hasReset = parseReset(val, now)
+	case "r", "remaining":
+		p.remaining = []string{val}
+	}
 }

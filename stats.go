@@ -82,6 +82,7 @@ type budget struct {
 // take removes d from the budget and reports true, or reports false and
 // leaves the budget as it is when less than d is left.
 func (b *budget) take(d time.Duration) bool {
+	d = max(d, 0)
 	for {
 		left := b.left.Load()
 		if left < int64(d) {

@@ -61,7 +61,7 @@ func WithRetry(p RetryPolicy) Option {
 			return
 		}
 		p.RateLimitPhrases = slices.Clone(p.RateLimitPhrases)
-		t.retry = p.withDefaults()
+		t.retry = p.WithDefaults()
 	}
 }
 
@@ -117,44 +117,42 @@ type call struct {
 }
 
 // run is the attempt loop of the pipeline: prepare the body, then send,
-// classify, and decide, until a response is final or nothing is left to
-// try with.
+// classify and decide, until a response is final or nothing is left to try
+// with. Both kinds of failed attempt, a response to retry and a network
+// error, meet in one decision (planRetry), so that what must hold before a
+// wait starts is checked in one place.
 func (c *call) run() (*http.Response, error) {
 	if err := c.prepareBody(); err != nil {
 		return nil, err
 	}
 	c.stats = callStatsFrom(c.ctx)
 	for {
-		c.attempts++
-		c.stats.recordAttempt()
-		resp, err := c.t.base.RoundTrip(c.out)
-		if err == nil && resp == nil {
-			err = errors.New("ratewise: base RoundTripper returned neither a response nor an error")
-		}
+		resp, err := c.send()
+		var delay time.Duration
 		if err != nil {
-			if resp != nil && resp.Body != nil { // a broken base; keep the contract
-				_ = resp.Body.Close()
+			if final := c.refuseNetworkRetry(err); final != nil {
+				return nil, final
 			}
-			if err = c.afterNetworkError(err); err != nil {
-				return nil, err
+			delay = c.policy.Backoff(c.attempts - 1)
+		} else {
+			class := c.policy.classify(resp)
+			c.stats.recordResponse(resp.StatusCode, class)
+			if class == Final || c.attempts >= c.policy.MaxAttempts || !c.replayable {
+				return resp, nil
 			}
-			continue
+			delay = c.responseDelay(resp)
 		}
 
-		class := c.policy.classify(resp)
-		c.stats.recordResponse(resp.StatusCode, class)
-		if class == Final {
-			return resp, nil
+		next, refused := c.planRetry(delay)
+		if refused != nil {
+			if resp != nil {
+				return resp, nil // the last response is the answer, untouched
+			}
+			return nil, fmt.Errorf("ratewise: giving up after %d attempts, %w: %w", c.attempts, refused, err)
 		}
-		delay, retry := c.retryDelay(resp)
-		if !retry {
-			return resp, nil
+		if resp != nil {
+			drainAndClose(resp.Body)
 		}
-		next, err := c.nextRequest()
-		if err != nil {
-			return resp, nil // the body cannot be sent again: this response is the answer
-		}
-		drainAndClose(resp.Body)
 		if err := c.wait(delay); err != nil {
 			closeRequestBody(next)
 			return nil, err
@@ -163,28 +161,39 @@ func (c *call) run() (*http.Response, error) {
 	}
 }
 
-// retryDelay decides whether a rate-limited or retryable response is tried
-// again, and after how long: the policy's jittered backoff, raised to the
-// server's hint unless IgnoreRetryAfter. It takes the wait from the budget.
-func (c *call) retryDelay(resp *http.Response) (time.Duration, bool) {
-	if c.attempts >= c.policy.MaxAttempts || !c.replayable {
-		return 0, false
+// send makes one attempt through the base RoundTripper.
+func (c *call) send() (*http.Response, error) {
+	c.attempts++
+	c.stats.recordAttempt()
+	resp, err := c.t.base.RoundTrip(c.out)
+	if err == nil && resp == nil {
+		return nil, errNoResponse
 	}
+	if err != nil && resp != nil && resp.Body != nil {
+		_ = resp.Body.Close() // a broken base returned both; keep the contract
+	}
+	return resp, err
+}
+
+var errNoResponse = errors.New("ratewise: base RoundTripper returned neither a response nor an error")
+
+// responseDelay is the wait before retrying after resp: the policy's
+// jittered backoff, raised to the server's hint unless IgnoreRetryAfter.
+func (c *call) responseDelay(resp *http.Response) time.Duration {
 	delay := c.policy.Backoff(c.attempts - 1)
 	if !c.policy.IgnoreRetryAfter {
 		if hint, ok := WaitHint(resp, time.Now()); ok && hint > delay {
 			delay = hint
 		}
 	}
-	if c.reserve(delay) != nil {
-		return 0, false
-	}
-	return delay, true
+	return delay
 }
 
-// afterNetworkError returns nil when the attempt that failed with err is to
-// be tried again, after waiting; otherwise the error to return.
-func (c *call) afterNetworkError(err error) error {
+// refuseNetworkRetry returns nil when the attempt that failed with err may
+// be tried again, and otherwise the error the call ends with: the context's
+// when it is done, the base's when the request is not idempotent, the
+// error is permanent, or the retries are spent.
+func (c *call) refuseNetworkRetry(err error) error {
 	if ctxErr := c.ctx.Err(); ctxErr != nil {
 		if errors.Is(err, ctxErr) {
 			return err
@@ -192,55 +201,61 @@ func (c *call) afterNetworkError(err error) error {
 		return fmt.Errorf("%w: %w", ctxErr, err)
 	}
 	c.networkRetries++
-	limit := c.policy.NetworkRetries
-	if limit == NoNetworkRetries {
-		limit = 0
+	limit := max(c.policy.NetworkRetries, 0) // NoNetworkRetries is -1
+	if c.networkRetries <= limit && c.attempts < c.policy.MaxAttempts && c.replayable &&
+		isIdempotent(c.req) && err != errNoResponse && !isPermanent(err) {
+		return nil
 	}
-	if c.networkRetries > limit || c.attempts >= c.policy.MaxAttempts ||
-		!c.replayable || !isIdempotent(c.req) || isPermanent(err) {
-		if c.attempts > 1 {
-			return fmt.Errorf("ratewise: giving up after %d attempts: %w", c.attempts, err)
-		}
-		return err
+	if c.attempts > 1 {
+		return fmt.Errorf("ratewise: giving up after %d attempts: %w", c.attempts, err)
 	}
-	delay := c.policy.Backoff(c.attempts - 1)
-	if reason := c.reserve(delay); reason != nil {
-		return fmt.Errorf("ratewise: giving up after %d attempts, next wait of %v does not fit: %w: %w", c.attempts, delay, reason, err)
+	return err
+}
+
+// planRetry commits to a retry after delay: it takes the wait from the
+// budget and gets a fresh body for the next request. When either fails it
+// takes nothing and returns why.
+func (c *call) planRetry(delay time.Duration) (*http.Request, error) {
+	if err := c.reserve(delay); err != nil {
+		return nil, err
 	}
-	next, bodyErr := c.nextRequest()
-	if bodyErr != nil {
-		return fmt.Errorf("ratewise: cannot send the body again (%w): %w", bodyErr, err)
+	next, err := c.nextRequest()
+	if err != nil {
+		c.giveBack(delay)
+		return nil, fmt.Errorf("cannot get the request body again: %w", err)
 	}
-	if waitErr := c.wait(delay); waitErr != nil {
-		closeRequestBody(next)
-		return waitErr
-	}
-	c.out = next
-	return nil
+	return next, nil
 }
 
 // isPermanent reports whether a network error is one that retrying cannot
 // fix (an untrusted certificate, an unsupported scheme, an invalid header,
 // a redirect loop), by go-retryablehttp's classification. That
-// classification expects the *url.Error an http.Client returns, so a bare
-// transport error is wrapped as one (its URL left out: only the cause is
-// read).
+// classification reads only the *url.Error an http.Client returns and the
+// error right under it, so each error of the wrap chain is shown to it in
+// turn, as a *url.Error (its URL left out: only the cause is read). A
+// certificate error under a proxy's or another RoundTripper's wrapping is
+// then found too.
 func isPermanent(err error) bool {
-	var uerr *url.Error
-	if !errors.As(err, &uerr) {
-		uerr = &url.Error{Op: "Do", Err: err}
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		uerr, ok := e.(*url.Error)
+		if !ok {
+			uerr = &url.Error{Op: "Do", Err: e}
+		}
+		if retry, _ := retryablehttp.DefaultRetryPolicy(context.Background(), nil, uerr); !retry {
+			return true
+		}
 	}
-	retry, _ := retryablehttp.DefaultRetryPolicy(context.Background(), nil, uerr)
-	return !retry
+	return false
 }
 
-// reserve takes a wait of d from the call's budget. It returns
-// ErrBudgetExhausted when d does not fit in the budget left, or
-// context.DeadlineExceeded when the wait would outlive the context's
-// deadline; a wait refused is not taken.
+// reserve takes a wait of d from the call's budget. It refuses, taking
+// nothing, a wait that does not fit in the budget left (ErrBudgetExhausted)
+// or that would last until the context's deadline, leaving no time to send
+// (context.DeadlineExceeded).
 func (c *call) reserve(d time.Duration) error {
-	if deadline, ok := c.ctx.Deadline(); ok && time.Until(deadline) < d {
-		return context.DeadlineExceeded
+	d = max(d, 0)
+	if deadline, ok := c.ctx.Deadline(); ok && time.Until(deadline) <= d {
+		return fmt.Errorf("next wait of %v would reach the context deadline: %w", d, context.DeadlineExceeded)
 	}
 	if !c.budgetFound {
 		c.budgetFound = true
@@ -250,12 +265,12 @@ func (c *call) reserve(d time.Duration) error {
 	}
 	if c.shared != nil {
 		if !c.shared.take(d) {
-			return ErrBudgetExhausted
+			return fmt.Errorf("next wait of %v does not fit: %w", d, ErrBudgetExhausted)
 		}
 		return nil
 	}
 	if d > c.waitLeft {
-		return ErrBudgetExhausted
+		return fmt.Errorf("next wait of %v does not fit: %w", d, ErrBudgetExhausted)
 	}
 	c.waitLeft -= d
 	return nil
@@ -287,6 +302,9 @@ func (c *call) wait(d time.Duration) error {
 }
 
 func (c *call) giveBack(d time.Duration) {
+	if d <= 0 {
+		return
+	}
 	if c.shared != nil {
 		c.shared.giveBack(d)
 	} else {

@@ -247,11 +247,13 @@ func TestCancelGivesBackSharedBudget(t *testing.T) {
 func TestBodyReplayedOnEveryAttempt(t *testing.T) {
 	payload := strings.Repeat("ratewise-", 1000)
 	tests := []struct {
-		name string
-		body func() io.Reader
+		name   string
+		body   func() io.Reader
+		length int64 // ContentLength to set, when not 0
 	}{
 		{name: "GetBody", body: func() io.Reader { return strings.NewReader(payload) }},
-		{name: "buffered", body: func() io.Reader { return io.MultiReader(strings.NewReader(payload)) }},
+		// No GetBody, but a known length: buffered.
+		{name: "buffered", body: func() io.Reader { return io.MultiReader(strings.NewReader(payload)) }, length: int64(len(payload))},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -259,6 +261,9 @@ func TestBodyReplayedOnEveryAttempt(t *testing.T) {
 				s := newScript(answer(429, "Retry-After", "1"), answer(503, "Retry-After", "1"), answer(201))
 				req := mustRequest(t, http.MethodPost, tt.body())
 				req.Header.Set("Content-Type", "text/plain")
+				if tt.length != 0 {
+					req.ContentLength = tt.length
+				}
 				before := snapshot(req)
 
 				resp, err := New(s.mock()).RoundTrip(req)
@@ -299,21 +304,60 @@ func snapshot(req *http.Request) requestView {
 	return requestView{req.Method, req.URL.String(), req.Header.Clone(), req.ContentLength, req.Body, req.GetBody != nil}
 }
 
-func TestBodyTooLargeToBufferGetsOneAttempt(t *testing.T) {
+func TestBodyNotBufferedGetsOneAttempt(t *testing.T) {
+	payload := strings.Repeat("x", 100)
+	tests := []struct {
+		name   string
+		length int64
+	}{
+		{name: "longer than MaxBufferedBody", length: int64(len(payload))},
+		{name: "unknown length", length: 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := newScript(answer(429, "Retry-After", "1"), answer(200))
+				body := &closeRecorder{Reader: strings.NewReader(payload)}
+				req := mustRequest(t, http.MethodPost, body)
+				req.ContentLength = tt.length
+				resp, err := New(s.mock(), WithRetry(RetryPolicy{MaxBufferedBody: 10})).RoundTrip(req)
+				if err != nil {
+					t.Fatalf("RoundTrip: %v", err)
+				}
+				readAll(t, resp)
+				if resp.StatusCode != 429 || s.calls() != 1 {
+					t.Errorf("status %d after %d calls, want the 429 after 1", resp.StatusCode, s.calls())
+				}
+				if string(s.bodies[0]) != payload {
+					t.Errorf("server got %q, want the whole body", s.bodies[0])
+				}
+			})
+		})
+	}
+}
+
+func TestStreamingBodyIsNotReadAhead(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		payload := strings.Repeat("x", 100)
-		s := newScript(answer(429, "Retry-After", "1"), answer(200))
-		p := RetryPolicy{MaxBufferedBody: 10}
-		resp, err := New(s.mock(), WithRetry(p)).RoundTrip(mustRequest(t, http.MethodPost, io.MultiReader(strings.NewReader(payload))))
-		if err != nil {
+		// A body that yields its data only after a while: the transport
+		// must hand it to the base at once instead of reading it first.
+		pr, pw := io.Pipe()
+		go func() {
+			time.Sleep(time.Minute)
+			_, _ = pw.Write([]byte("late"))
+			_ = pw.Close()
+		}()
+		var sentAt time.Duration
+		start := time.Now()
+		base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			sentAt = time.Since(start)
+			_, _ = io.Copy(io.Discard, r.Body)
+			return &http.Response{StatusCode: 200, Body: http.NoBody}, nil
+		})
+		if _, err := New(base).RoundTrip(mustRequest(t, http.MethodPost, pr)); err != nil {
 			t.Fatalf("RoundTrip: %v", err)
 		}
-		readAll(t, resp)
-		if resp.StatusCode != 429 || s.calls() != 1 {
-			t.Errorf("status %d after %d calls, want the 429 after 1", resp.StatusCode, s.calls())
-		}
-		if string(s.bodies[0]) != payload {
-			t.Errorf("server got %q, want the whole body", s.bodies[0])
+		if sentAt != 0 {
+			t.Errorf("request reached the base after %v, want at once", sentAt)
 		}
 	})
 }

@@ -47,6 +47,8 @@ func TestValidate(t *testing.T) {
 			want: []string{"RetryPolicy.MaxDelay (2s) is below InitialDelay (5s)"}},
 		{name: "default MaxDelay below InitialDelay", give: RetryPolicy{InitialDelay: time.Minute},
 			want: []string{"MaxDelay (30s, the default) is below InitialDelay (1m0s)"}},
+		{name: "TotalWaitCap below default InitialDelay", give: RetryPolicy{TotalWaitCap: 500 * time.Millisecond},
+			want: []string{"TotalWaitCap (500ms) is below InitialDelay (1s, the default)"}},
 		{name: "TotalWaitCap below InitialDelay", give: RetryPolicy{InitialDelay: 5 * time.Second, TotalWaitCap: time.Second},
 			want: []string{"TotalWaitCap (1s) is below InitialDelay (5s)"}},
 		{name: "negative TotalWaitCap", give: RetryPolicy{TotalWaitCap: -1}, want: []string{"TotalWaitCap (-1ns)"}},
@@ -91,6 +93,16 @@ func TestBackoffGrowsAndCaps(t *testing.T) {
 		if got < 0 || got > p.MaxDelay {
 			t.Errorf("Backoff(%d) = %v, want within [0, %v]", retry, got, p.MaxDelay)
 		}
+	}
+	// A huge MaxDelay must not overflow into a negative wait.
+	huge := RetryPolicy{Jitter: JitterNone, MaxDelay: math.MaxInt64, Multiplier: 1e12}
+	for retry := range 10 {
+		if got := huge.Backoff(retry); got < 0 {
+			t.Errorf("MaxDelay MaxInt64: Backoff(%d) = %v, want non-negative", retry, got)
+		}
+	}
+	if got := huge.Backoff(9); got != math.MaxInt64 {
+		t.Errorf("MaxDelay MaxInt64: Backoff(9) = %v, want MaxDelay", got)
 	}
 	if got := (RetryPolicy{Jitter: JitterNone, Multiplier: 3}).Backoff(2); got != 9*time.Second {
 		t.Errorf("Multiplier 3: Backoff(2) = %v, want 9s", got)
@@ -171,6 +183,24 @@ func TestPhraseMatchLeavesBodyWhole(t *testing.T) {
 	got, err := io.ReadAll(resp.Body)
 	if err != nil || string(got) != body {
 		t.Errorf("body after classify: %d bytes, %v; want all %d", len(got), err, len(body))
+	}
+}
+
+func TestPolicyCheckResponseUsesItsClassification(t *testing.T) {
+	p := RetryPolicy{Classify: func(r *http.Response) Class {
+		if r.StatusCode == http.StatusForbidden {
+			return RateLimited
+		}
+		return Final
+	}}
+	if err := p.CheckResponse(&http.Response{StatusCode: 403, Body: http.NoBody}); err == nil {
+		t.Error("CheckResponse(403) = nil, want a RateLimitError from the hook")
+	}
+	if err := p.CheckResponse(&http.Response{StatusCode: 429, Body: http.NoBody}); err != nil {
+		t.Errorf("CheckResponse(429) = %v, want nil: the hook says final", err)
+	}
+	if err := p.CheckResponse(nil); err != nil {
+		t.Errorf("CheckResponse(nil) = %v, want nil", err)
 	}
 }
 

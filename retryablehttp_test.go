@@ -63,6 +63,7 @@ func TestRetryablehttpPolicyDecisions(t *testing.T) {
 		steps     []step
 		policy    RetryPolicy
 		wantCalls int
+		wantErr   bool
 	}{
 		{name: "404 final", method: "GET", steps: []step{answer(404), answer(200)}, wantCalls: 1},
 		{name: "500 final", method: "GET", steps: []step{answer(500), answer(200)}, wantCalls: 1},
@@ -71,8 +72,8 @@ func TestRetryablehttpPolicyDecisions(t *testing.T) {
 			steps: []step{{status: 400, body: "please SLOW DOWN"}, answer(200)}, wantCalls: 2},
 		{name: "hint past the cap stops", method: "GET", steps: []step{answer(429, "Retry-After", "3600"), answer(200)}, wantCalls: 1},
 		{name: "GET network error retried", method: "GET", steps: []step{{err: errReset}, answer(200)}, wantCalls: 2},
-		{name: "POST network error not retried", method: "POST", steps: []step{{err: errReset}, answer(200)}, wantCalls: 1},
-		{name: "certificate error not retried", method: "GET", steps: []step{{err: certErr}, answer(200)}, wantCalls: 1},
+		{name: "POST network error not retried", method: "POST", steps: []step{{err: errReset}, answer(200)}, wantCalls: 1, wantErr: true},
+		{name: "certificate error not retried", method: "GET", steps: []step{{err: certErr}, answer(200)}, wantCalls: 1, wantErr: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -84,6 +85,9 @@ func TestRetryablehttpPolicyDecisions(t *testing.T) {
 					t.Fatal(err)
 				}
 				resp, err := client.Do(req)
+				if (err != nil) != tt.wantErr {
+					t.Fatalf("Do error = %v, want error %v", err, tt.wantErr)
+				}
 				if err == nil {
 					readAll(t, resp)
 				}

@@ -6,6 +6,8 @@ import (
 	"crypto/x509"
 	"errors"
 	"io"
+	"math"
+	"net"
 	"net/http"
 	"reflect"
 	"slices"
@@ -100,6 +102,9 @@ func TestHintLongerThanBudgetReturnsAtOnce(t *testing.T) {
 		}},
 		{name: "context deadline", policy: RetryPolicy{TotalWaitCap: time.Hour}, ctx: func() (context.Context, context.CancelFunc) {
 			return context.WithTimeout(context.Background(), 100*time.Second)
+		}},
+		{name: "context deadline at the hint", policy: RetryPolicy{TotalWaitCap: time.Hour}, ctx: func() (context.Context, context.CancelFunc) {
+			return context.WithTimeout(context.Background(), 600*time.Second)
 		}},
 	}
 	for _, tt := range tests {
@@ -506,6 +511,8 @@ func TestNetworkErrors(t *testing.T) {
 		{name: "POST with Idempotency-Key retried", method: "POST", header: http.Header{"Idempotency-Key": {"k1"}},
 			steps: []step{{err: errReset}, answer(200)}, wantCalls: 2},
 		{name: "certificate error not retried", method: "GET", steps: []step{{err: certErr}, answer(200)}, wantCalls: 1, wantErr: certErr},
+		{name: "wrapped certificate error not retried", method: "GET",
+			steps: []step{{err: &net.OpError{Op: "proxyconnect", Net: "tcp", Err: certErr}}, answer(200)}, wantCalls: 1, wantErr: certErr},
 		{name: "MaxAttempts bounds network retries", method: "GET", policy: RetryPolicy{MaxAttempts: 2, NetworkRetries: 10},
 			steps: []step{{err: errReset}}, wantCalls: 2, wantErr: syscall.ECONNRESET},
 	}
@@ -602,11 +609,108 @@ type closeRecorder struct {
 func (c *closeRecorder) Close() error { c.closed = true; return nil }
 
 func TestBrokenBaseReturningNothing(t *testing.T) {
-	base := roundTripFunc(func(*http.Request) (*http.Response, error) { return nil, nil })
-	_, err := New(base, WithRetry(RetryPolicy{MaxAttempts: 1})).RoundTrip(mustRequest(t, http.MethodGet, nil))
-	if err == nil {
-		t.Fatal("RoundTrip returned no error for a base that returned nothing")
+	calls := 0
+	base := roundTripFunc(func(*http.Request) (*http.Response, error) { calls++; return nil, nil })
+	resp, err := New(base).RoundTrip(mustRequest(t, http.MethodGet, nil))
+	if resp != nil || !errors.Is(err, errNoResponse) || calls != 1 {
+		t.Errorf("RoundTrip = %v, %v after %d calls; want nil, errNoResponse after 1", resp, err, calls)
 	}
+}
+
+func TestGetBodyFailureKeepsResponseAndBudget(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newScript(answer(429, "Retry-After", "30"), answer(200))
+		req := mustRequest(t, http.MethodPost, strings.NewReader("payload"))
+		req.GetBody = func() (io.ReadCloser, error) { return nil, errors.New("gone") }
+		ctx := WithBudget(context.Background(), time.Minute)
+		resp, err := New(s.mock()).RoundTrip(req.WithContext(ctx))
+		if err != nil {
+			t.Fatalf("RoundTrip: %v", err)
+		}
+		if body := readAll(t, resp); resp.StatusCode != 429 || body != http.StatusText(http.StatusTooManyRequests) {
+			t.Errorf("got %d %q, want the 429 with its body", resp.StatusCode, body)
+		}
+		if left, _ := BudgetLeft(ctx); left != time.Minute {
+			t.Errorf("budget left = %v, want all of it, 1m", left)
+		}
+	})
+}
+
+// endlessBody is a response body that never ends; it counts what was read.
+type endlessBody struct {
+	read   int64
+	closed bool
+}
+
+func (b *endlessBody) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = 'x'
+	}
+	b.read += int64(len(p))
+	return len(p), nil
+}
+
+func (b *endlessBody) Close() error { b.closed = true; return nil }
+
+func TestDiscardedBodyDrainIsBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		endless := &endlessBody{}
+		calls := 0
+		base := roundTripFunc(func(*http.Request) (*http.Response, error) {
+			calls++
+			if calls == 1 {
+				return &http.Response{StatusCode: 429, Header: http.Header{"Retry-After": {"1"}}, Body: endless}, nil
+			}
+			return &http.Response{StatusCode: 200, Body: http.NoBody}, nil
+		})
+		resp, err := New(base).RoundTrip(mustRequest(t, http.MethodGet, nil))
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("RoundTrip = %v, %v; want the 200", resp, err)
+		}
+		if !endless.closed || endless.read > maxDrain+32<<10 {
+			t.Errorf("discarded endless body: closed %v after reading %d bytes; want closed after at most about %d",
+				endless.closed, endless.read, maxDrain)
+		}
+	})
+}
+
+func TestRetryableClassHonoursHint(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newScript(answer(502, "Retry-After", "7"), answer(200))
+		p := RetryPolicy{Classify: func(r *http.Response) Class {
+			if r.StatusCode == http.StatusBadGateway {
+				return Retryable
+			}
+			return DefaultClassify(r)
+		}}
+		ctx, stats := WithCallStats(context.Background())
+		start := time.Now()
+		resp, err := New(s.mock(), WithRetry(p)).RoundTrip(mustRequest(t, http.MethodGet, nil).WithContext(ctx))
+		if err != nil {
+			t.Fatalf("RoundTrip: %v", err)
+		}
+		readAll(t, resp)
+		if got := time.Since(start); got != 7*time.Second || stats.RateLimitHits() != 0 {
+			t.Errorf("elapsed %v, rate-limit hits %d; want 7s and 0 (a 502 is no rate limit)", got, stats.RateLimitHits())
+		}
+	})
+}
+
+func TestHugeMaxDelayNeverWaitsNegative(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newScript(answer(429))
+		p := RetryPolicy{MaxAttempts: 4, Jitter: JitterNone, Multiplier: 1e12, MaxDelay: math.MaxInt64, TotalWaitCap: math.MaxInt64}
+		start := time.Now()
+		resp, err := New(s.mock(), WithRetry(p)).RoundTrip(mustRequest(t, http.MethodGet, nil))
+		if err != nil {
+			t.Fatalf("RoundTrip: %v", err)
+		}
+		readAll(t, resp)
+		// 1s, then 10^12 s: the second wait cannot fit what is left.
+		if got := time.Since(start); got != time.Second || s.calls() != 2 {
+			t.Errorf("elapsed %v after %d calls, want 1s after 2", got, s.calls())
+		}
+	})
 }
 
 type roundTripFunc func(*http.Request) (*http.Response, error)

@@ -139,7 +139,8 @@ func DefaultRetryPolicy() RetryPolicy {
 	return RetryPolicy{}.WithDefaults()
 }
 
-// withDefaults returns p with each zero field set to its default.
+// WithDefaults returns p with each zero field set to its default: the
+// policy a Transport actually runs.
 func (p RetryPolicy) WithDefaults() RetryPolicy {
 	if p.MaxAttempts == 0 {
 		p.MaxAttempts = DefaultMaxAttempts

@@ -27,6 +27,10 @@ func TestDefaultRetryPolicy(t *testing.T) {
 	if err := (RetryPolicy{}).Validate(); err != nil {
 		t.Errorf("zero RetryPolicy.Validate() = %v", err)
 	}
+	got := RetryPolicy{MaxAttempts: 9, Jitter: JitterNone}.WithDefaults()
+	if got.MaxAttempts != 9 || got.Jitter != JitterNone || got.InitialDelay != DefaultInitialDelay || got.TotalWaitCap != DefaultTotalWaitCap {
+		t.Errorf("WithDefaults() = %+v, want the set fields kept and the zero ones defaulted", got)
+	}
 }
 
 func TestValidate(t *testing.T) {

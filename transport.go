@@ -169,10 +169,13 @@ func (c *call) send() (*http.Response, error) {
 	if err == nil && resp == nil {
 		return nil, errNoResponse
 	}
-	if err != nil && resp != nil && resp.Body != nil {
-		_ = resp.Body.Close() // a broken base returned both; keep the contract
+	if err != nil {
+		if resp != nil && resp.Body != nil {
+			_ = resp.Body.Close() // a broken base returned both; keep the contract
+		}
+		return nil, err
 	}
-	return resp, err
+	return resp, nil
 }
 
 var errNoResponse = errors.New("ratewise: base RoundTripper returned neither a response nor an error")

@@ -617,6 +617,24 @@ func TestBrokenBaseReturningNothing(t *testing.T) {
 	}
 }
 
+func TestBrokenBaseReturningResponseAndError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newScript(answer(200))
+		base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			resp, _ := s.respond(r)
+			return resp, errReset
+		})
+		// With no budget the retry is refused: the call must still end with
+		// the error, not the response the base closed.
+		ctx := WithBudget(context.Background(), 0)
+		resp, err := New(base).RoundTrip(mustRequest(t, http.MethodGet, nil).WithContext(ctx))
+		if resp != nil || !errors.Is(err, syscall.ECONNRESET) {
+			t.Errorf("RoundTrip = %v, %v; want nil and the error", resp, err)
+		}
+		s.assertAllClosed(t)
+	})
+}
+
 func TestGetBodyFailureKeepsResponseAndBudget(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newScript(answer(429, "Retry-After", "30"), answer(200))

@@ -2,6 +2,7 @@ package ratewise
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"net/http"
 	"sync"
@@ -131,6 +132,29 @@ func (b *countedBody) Close() error {
 		b.s.mu.Unlock()
 	})
 	return nil
+}
+
+// result is what a test call saw: the final status and body, the call's
+// stats, and how long the call took.
+type result struct {
+	status  int
+	body    string
+	stats   *CallStats
+	elapsed time.Duration
+}
+
+// get sends one GET through a Transport with policy p over s, reads the
+// final body, and fails t if the call returns an error.
+func (s *script) get(t *testing.T, ctx context.Context, p RetryPolicy) result {
+	t.Helper()
+	ctx, stats := WithCallStats(ctx)
+	start := time.Now()
+	resp, err := New(s.mock(), WithRetry(p)).RoundTrip(mustRequest(t, http.MethodGet, nil).WithContext(ctx))
+	if err != nil {
+		t.Fatalf("RoundTrip: %v", err)
+	}
+	body := readAll(t, resp)
+	return result{status: resp.StatusCode, body: body, stats: stats, elapsed: time.Since(start)}
 }
 
 func mustRequest(t *testing.T, method string, body io.Reader) *http.Request {

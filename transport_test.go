@@ -26,24 +26,18 @@ func TestRetryAfterSecondsHonouredExactly(t *testing.T) {
 			answer(429, "Retry-After", "30"),
 			answer(200),
 		)
-		tr := New(s.mock())
-		ctx, stats := WithCallStats(context.Background())
 		start := time.Now()
-
-		resp, err := tr.RoundTrip(mustRequest(t, http.MethodGet, nil).WithContext(ctx))
-		if err != nil {
-			t.Fatalf("RoundTrip: %v", err)
+		r := s.get(t, context.Background(), RetryPolicy{})
+		if r.status != 200 {
+			t.Errorf("status = %d, want 200", r.status)
 		}
-		readAll(t, resp)
-		if resp.StatusCode != 200 {
-			t.Errorf("status = %d, want 200", resp.StatusCode)
-		}
-		if got := time.Since(start); got != 60*time.Second {
-			t.Errorf("elapsed = %v, want exactly 60s", got)
+		if r.elapsed != 60*time.Second {
+			t.Errorf("elapsed = %v, want exactly 60s", r.elapsed)
 		}
 		if got, want := s.offsets(start), []time.Duration{0, 30 * time.Second, 60 * time.Second}; !slices.Equal(got, want) {
 			t.Errorf("requests arrived at %v, want %v", got, want)
 		}
+		stats := r.stats
 		if stats.Attempts() != 3 || stats.RateLimitHits() != 2 || stats.Waited() != 60*time.Second || stats.LastStatus() != 200 {
 			t.Errorf("stats = attempts %d, hits %d, waited %v, last %d; want 3, 2, 60s, 200",
 				stats.Attempts(), stats.RateLimitHits(), stats.Waited(), stats.LastStatus())
@@ -58,13 +52,8 @@ func TestRetryAfterHTTPDateHonoured(t *testing.T) {
 			answer(429, "Retry-After", start.Add(45*time.Second).UTC().Format(http.TimeFormat)),
 			answer(200),
 		)
-		resp, err := New(s.mock()).RoundTrip(mustRequest(t, http.MethodGet, nil))
-		if err != nil {
-			t.Fatalf("RoundTrip: %v", err)
-		}
-		readAll(t, resp)
-		if got := time.Since(start); got != 45*time.Second {
-			t.Errorf("elapsed = %v, want 45s", got)
+		if r := s.get(t, context.Background(), RetryPolicy{}); r.elapsed != 45*time.Second {
+			t.Errorf("elapsed = %v, want 45s", r.elapsed)
 		}
 	})
 }
@@ -77,11 +66,7 @@ func TestRateLimitResetHeadersUsedWithoutRetryAfter(t *testing.T) {
 			answer(429, "RateLimit", `"default";r=0;t=15`),
 			answer(200),
 		)
-		resp, err := New(s.mock()).RoundTrip(mustRequest(t, http.MethodGet, nil))
-		if err != nil {
-			t.Fatalf("RoundTrip: %v", err)
-		}
-		readAll(t, resp)
+		s.get(t, context.Background(), RetryPolicy{})
 		if got, want := s.offsets(start), []time.Duration{0, 20 * time.Second, 35 * time.Second}; !slices.Equal(got, want) {
 			t.Errorf("requests arrived at %v, want %v", got, want)
 		}
@@ -140,19 +125,10 @@ func TestTotalWaitCapStopsRetries(t *testing.T) {
 		s := newScript(answer(429))
 		p := RetryPolicy{MaxAttempts: 100, InitialDelay: time.Second, MaxDelay: 10 * time.Second,
 			Jitter: JitterNone, TotalWaitCap: 25 * time.Second}
-		ctx, stats := WithCallStats(context.Background())
-		start := time.Now()
-		resp, err := New(s.mock(), WithRetry(p)).RoundTrip(mustRequest(t, http.MethodGet, nil).WithContext(ctx))
-		if err != nil {
-			t.Fatalf("RoundTrip: %v", err)
-		}
-		readAll(t, resp)
+		r := s.get(t, context.Background(), p)
 		// Waits 1+2+4+8+10 = 25s fit the cap exactly; the next 10s does not.
-		if got := time.Since(start); got != 25*time.Second {
-			t.Errorf("elapsed = %v, want 25s", got)
-		}
-		if stats.Attempts() != 6 || stats.Waited() != 25*time.Second {
-			t.Errorf("attempts, waited = %d, %v; want 6, 25s", stats.Attempts(), stats.Waited())
+		if r.elapsed != 25*time.Second || r.stats.Attempts() != 6 || r.stats.Waited() != 25*time.Second {
+			t.Errorf("elapsed %v, attempts %d, waited %v; want 25s, 6, 25s", r.elapsed, r.stats.Attempts(), r.stats.Waited())
 		}
 	})
 }
@@ -411,13 +387,8 @@ func TestFinalResponsesAreNotRetried(t *testing.T) {
 		t.Run(http.StatusText(status), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				s := newScript(answer(status), answer(200))
-				resp, err := New(s.mock()).RoundTrip(mustRequest(t, http.MethodGet, nil))
-				if err != nil {
-					t.Fatalf("RoundTrip: %v", err)
-				}
-				readAll(t, resp)
-				if resp.StatusCode != status || s.calls() != 1 {
-					t.Errorf("status %d after %d calls, want %d after 1", resp.StatusCode, s.calls(), status)
+				if r := s.get(t, context.Background(), RetryPolicy{}); r.status != status || s.calls() != 1 {
+					t.Errorf("status %d after %d calls, want %d after 1", r.status, s.calls(), status)
 				}
 			})
 		})
@@ -451,16 +422,12 @@ func TestClassifyHookAndPhrases(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				s := newScript(tt.first, step{status: 200, body: "done"})
-				resp, err := New(s.mock(), WithRetry(tt.policy)).RoundTrip(mustRequest(t, http.MethodGet, nil))
-				if err != nil {
-					t.Fatalf("RoundTrip: %v", err)
-				}
-				body := readAll(t, resp)
+				r := s.get(t, context.Background(), tt.policy)
 				if s.calls() != tt.want {
 					t.Errorf("server calls = %d, want %d", s.calls(), tt.want)
 				}
-				if tt.want == 1 && body != tt.first.body {
-					t.Errorf("final body has %d bytes, want all %d of the server's", len(body), len(tt.first.body))
+				if tt.want == 1 && r.body != tt.first.body {
+					t.Errorf("final body has %d bytes, want all %d of the server's", len(r.body), len(tt.first.body))
 				}
 			})
 		})
@@ -471,14 +438,8 @@ func TestIgnoreRetryAfterUsesBackoff(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newScript(answer(429, "Retry-After", "60"), answer(200))
 		p := RetryPolicy{IgnoreRetryAfter: true, InitialDelay: 2 * time.Second, Jitter: JitterNone}
-		start := time.Now()
-		resp, err := New(s.mock(), WithRetry(p)).RoundTrip(mustRequest(t, http.MethodGet, nil))
-		if err != nil {
-			t.Fatalf("RoundTrip: %v", err)
-		}
-		readAll(t, resp)
-		if got := time.Since(start); got != 2*time.Second {
-			t.Errorf("elapsed = %v, want the 2s backoff", got)
+		if r := s.get(t, context.Background(), p); r.elapsed != 2*time.Second {
+			t.Errorf("elapsed = %v, want the 2s backoff", r.elapsed)
 		}
 	})
 }
@@ -701,15 +662,8 @@ func TestRetryableClassHonoursHint(t *testing.T) {
 			}
 			return DefaultClassify(r)
 		}}
-		ctx, stats := WithCallStats(context.Background())
-		start := time.Now()
-		resp, err := New(s.mock(), WithRetry(p)).RoundTrip(mustRequest(t, http.MethodGet, nil).WithContext(ctx))
-		if err != nil {
-			t.Fatalf("RoundTrip: %v", err)
-		}
-		readAll(t, resp)
-		if got := time.Since(start); got != 7*time.Second || stats.RateLimitHits() != 0 {
-			t.Errorf("elapsed %v, rate-limit hits %d; want 7s and 0 (a 502 is no rate limit)", got, stats.RateLimitHits())
+		if r := s.get(t, context.Background(), p); r.elapsed != 7*time.Second || r.stats.RateLimitHits() != 0 {
+			t.Errorf("elapsed %v, rate-limit hits %d; want 7s and 0 (a 502 is no rate limit)", r.elapsed, r.stats.RateLimitHits())
 		}
 	})
 }
@@ -718,15 +672,9 @@ func TestHugeMaxDelayNeverWaitsNegative(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newScript(answer(429))
 		p := RetryPolicy{MaxAttempts: 4, Jitter: JitterNone, Multiplier: 1e12, MaxDelay: math.MaxInt64, TotalWaitCap: math.MaxInt64}
-		start := time.Now()
-		resp, err := New(s.mock(), WithRetry(p)).RoundTrip(mustRequest(t, http.MethodGet, nil))
-		if err != nil {
-			t.Fatalf("RoundTrip: %v", err)
-		}
-		readAll(t, resp)
 		// 1s, then 10^12 s: the second wait cannot fit what is left.
-		if got := time.Since(start); got != time.Second || s.calls() != 2 {
-			t.Errorf("elapsed %v after %d calls, want 1s after 2", got, s.calls())
+		if r := s.get(t, context.Background(), p); r.elapsed != time.Second || s.calls() != 2 {
+			t.Errorf("elapsed %v after %d calls, want 1s after 2", r.elapsed, s.calls())
 		}
 	})
 }

@@ -10,5 +10,7 @@ require (
 
 require (
 	github.com/hashicorp/go-cleanhttp v0.5.2 // indirect
+	github.com/sony/gobreaker/v2 v2.4.0 // indirect
 	github.com/stretchr/testify v1.8.4 // indirect
+	golang.org/x/time v0.15.0 // indirect
 )

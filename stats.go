@@ -58,19 +58,19 @@ func (s *CallStats) recordWait(d time.Duration) {
 	}
 }
 
-type callStatsKey struct{}
-
 // WithCallStats returns a context that makes the transport count, in the
 // returned *CallStats, what it does for every call made with that context.
 func WithCallStats(ctx context.Context) (context.Context, *CallStats) {
 	s := new(CallStats)
-	return context.WithValue(ctx, callStatsKey{}, s), s
+	return withOptions(ctx, func(o *callOptions) { o.stats = s }), s
 }
 
 // callStatsFrom returns the context's CallStats, or nil.
 func callStatsFrom(ctx context.Context) *CallStats {
-	s, _ := ctx.Value(callStatsKey{}).(*CallStats)
-	return s
+	if o := optionsFrom(ctx); o != nil {
+		return o.stats
+	}
+	return nil
 }
 
 // budget is a wait budget shared by calls: each wait takes its whole length
@@ -94,14 +94,22 @@ func (b *budget) take(d time.Duration) bool {
 	}
 }
 
+// spend removes time already waited, as much of it as is left.
+func (b *budget) spend(d time.Duration) {
+	for {
+		left := b.left.Load()
+		if b.left.CompareAndSwap(left, max(left-int64(max(d, 0)), 0)) {
+			return
+		}
+	}
+}
+
 // giveBack returns the unused part of a wait that ended early.
 func (b *budget) giveBack(d time.Duration) {
 	if d > 0 {
 		b.left.Add(int64(d))
 	}
 }
-
-type budgetKey struct{}
 
 // WithBudget returns a context whose calls share one wait budget of d: the
 // waits of every call made with it, concurrent ones included, add up to at
@@ -114,7 +122,7 @@ type budgetKey struct{}
 func WithBudget(ctx context.Context, d time.Duration) context.Context {
 	b := new(budget)
 	b.left.Store(int64(max(d, 0)))
-	return context.WithValue(ctx, budgetKey{}, b)
+	return withOptions(ctx, func(o *callOptions) { o.budget = b })
 }
 
 // BudgetLeft returns the wait budget left in ctx's shared budget, and false
@@ -128,6 +136,8 @@ func BudgetLeft(ctx context.Context) (time.Duration, bool) {
 }
 
 func budgetFrom(ctx context.Context) *budget {
-	b, _ := ctx.Value(budgetKey{}).(*budget)
-	return b
+	if o := optionsFrom(ctx); o != nil {
+		return o.budget
+	}
+	return nil
 }

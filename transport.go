@@ -1,25 +1,37 @@
 package ratewise
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
-	"net/url"
 	"slices"
 	"time"
-
-	"github.com/hashicorp/go-retryablehttp"
 )
 
-// Transport is an [http.RoundTripper] that sends each request through its
-// base RoundTripper and retries it, per its [RetryPolicy], when the server
-// refuses it for rate or the network fails an idempotent request. Create
-// one with [New]. It is safe for concurrent use, and its zero value is not
-// usable.
+// Transport is an [http.RoundTripper] that sends each request through a
+// base RoundTripper, in the order of the pipeline:
+//
+//   - the key's circuit breaker ([WithBreaker]): while open, nothing is
+//     sent;
+//   - the key's cooldown gate ([WithCooldown]), paused by servers' wait
+//     hints, then each limit scope ([WithLimit]): its pace, then a
+//     concurrency slot;
+//   - the send, then the retry policy ([WithRetry]): rate-limited and
+//     retryable responses, and network errors of idempotent requests, are
+//     tried again after a backoff raised to the server's hint, while
+//     attempts and the wait budget last.
+//
+// Create one with [New]. It is safe for concurrent use; its zero value is
+// not usable.
 type Transport struct {
-	base  http.RoundTripper
-	retry RetryPolicy // with defaults filled in
+	base     http.RoundTripper
+	retry    RetryPolicy // with defaults filled in
+	scopes   []*scope
+	gate     *gate     // nil when the cooldown gate is off
+	breakers *breakers // nil without WithBreaker
 	// err is the first invalid option; every RoundTrip returns it so that
 	// a bad configuration is loud rather than silently replaced.
 	err error
@@ -36,14 +48,15 @@ type Option func(*Transport)
 
 // New returns a Transport that sends requests through base, or through
 // [http.DefaultTransport] when base is nil. Without options it retries with
-// [DefaultRetryPolicy]. An invalid option makes every RoundTrip return an
-// error naming the bad fields; check policies with [RetryPolicy.Validate]
-// to catch that at start-up.
+// [DefaultRetryPolicy] and holds a host's requests while the host's wait
+// hint lasts; it has no limit scope and no breaker. An invalid option
+// makes every RoundTrip return an error naming the bad fields; check
+// policies with their Validate methods to catch that at start-up.
 func New(base http.RoundTripper, opts ...Option) *Transport {
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	t := &Transport{base: base, retry: DefaultRetryPolicy()}
+	t := &Transport{base: base, retry: DefaultRetryPolicy(), gate: newGate(CooldownPolicy{})}
 	for _, opt := range opts {
 		if opt != nil {
 			opt(t)
@@ -73,11 +86,12 @@ func (t *Transport) CloseIdleConnections() {
 	}
 }
 
-// RoundTrip sends req, retrying it as the policy allows, and returns the
-// final response with a nil error, whatever its status. It returns an error
-// only when no response was obtained: a network failure, a cancelled
-// context, or a wait budget spent before any response came. It does not
-// modify req; retries send shallow copies carrying a fresh body.
+// RoundTrip sends req through the pipeline and returns the final response
+// with a nil error, whatever its status. It returns an error only when no
+// response was obtained: a network failure, a cancelled context, an open
+// breaker (*CircuitOpenError), a limit that refused to queue
+// (*LimitError), or a wait budget spent before any response came. It does
+// not modify req; retries send shallow copies carrying a fresh body.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if t.err != nil {
 		closeRequestBody(req)
@@ -88,18 +102,33 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, errNoURL
 	}
 	c := call{t: t, policy: &t.retry, req: req, out: req, ctx: req.Context()}
+	if o := optionsFrom(c.ctx); o != nil {
+		if o.retryErr != nil {
+			closeRequestBody(req)
+			return nil, o.retryErr
+		}
+		if o.retry != nil {
+			c.policy = o.retry
+		}
+		c.stats, c.shared, c.priority = o.stats, o.budget, o.priority
+	}
+	if c.shared == nil {
+		c.waitLeft = c.policy.TotalWaitCap
+	}
+	c.held = c.heldInline[:0]
 	return c.run()
 }
 
 // call is the state of one RoundTrip. It lives on RoundTrip's stack, so a
 // request that is not retried allocates nothing for it.
 type call struct {
-	t      *Transport
-	policy *RetryPolicy
-	req    *http.Request // the caller's request, never modified
-	out    *http.Request // what the next attempt sends
-	ctx    context.Context
-	stats  *CallStats
+	t        *Transport
+	policy   *RetryPolicy
+	req      *http.Request // the caller's request, never modified
+	out      *http.Request // what the next attempt sends
+	ctx      context.Context
+	stats    *CallStats
+	priority Priority
 
 	// How the body is sent again: req.GetBody, or bodyData when buffered;
 	// replayable is false for a body that can be sent once only.
@@ -109,36 +138,52 @@ type call struct {
 
 	attempts       int
 	networkRetries int
-	// The wait budget, found at the first wait: shared through the
-	// context, or else the policy's TotalWaitCap, of which waitLeft remains.
-	budgetFound bool
-	shared      *budget
-	waitLeft    time.Duration
+	// The wait budget: shared through the context, or else the policy's
+	// TotalWaitCap, of which waitLeft remains.
+	shared   *budget
+	waitLeft time.Duration
+
+	// What the current attempt holds: its breaker ticket, and concurrency
+	// slots until its response body is closed.
+	ticket     breakerTicket
+	held       []heldSlot
+	heldInline [2]heldSlot
+	// last is the previous attempt's response, its body kept in memory,
+	// handed back if a wait before the next attempt is refused.
+	last *http.Response
 }
 
-// run is the attempt loop of the pipeline: prepare the body, then send,
-// classify and decide, until a response is final or nothing is left to try
-// with. Both kinds of failed attempt, a response to retry and a network
-// error, meet in one decision (planRetry), so that what must hold before a
-// wait starts is checked in one place.
+// run is the attempt loop of the pipeline: prepare the body, then for each
+// attempt admit, send, classify, feed back and decide, until a response is
+// final or nothing is left to try with. Both kinds of failed attempt, a
+// response to retry and a network error, meet in one decision (planRetry),
+// so that what must hold before a wait starts is checked in one place.
 func (c *call) run() (*http.Response, error) {
 	if err := c.prepareBody(); err != nil {
 		return nil, err
 	}
-	c.stats = callStatsFrom(c.ctx)
 	for {
+		if err := c.admit(); err != nil {
+			closeRequestBody(c.out)
+			return c.lastOr(err)
+		}
 		resp, err := c.send()
+		class := Final
+		if err == nil {
+			class = c.policy.classify(resp)
+			c.stats.recordResponse(resp.StatusCode, class)
+		}
+		c.feedBack(resp, err, class)
+
 		var delay time.Duration
 		if err != nil {
 			if final := c.refuseNetworkRetry(err); final != nil {
-				return nil, final
+				return c.lastOr(final)
 			}
 			delay = c.policy.Backoff(c.attempts - 1)
 		} else {
-			class := c.policy.classify(resp)
-			c.stats.recordResponse(resp.StatusCode, class)
 			if class == Final || c.attempts >= c.policy.MaxAttempts || !c.replayable {
-				return resp, nil
+				return c.deliver(resp), nil
 			}
 			delay = c.responseDelay(resp)
 		}
@@ -146,12 +191,12 @@ func (c *call) run() (*http.Response, error) {
 		next, refused := c.planRetry(delay)
 		if refused != nil {
 			if resp != nil {
-				return resp, nil // the last response is the answer, untouched
+				return c.deliver(resp), nil // the last response is the answer, untouched
 			}
-			return nil, fmt.Errorf("ratewise: giving up after %d attempts, %w: %w", c.attempts, refused, err)
+			return c.lastOr(fmt.Errorf("ratewise: giving up after %d attempts, %w: %w", c.attempts, refused, err))
 		}
 		if resp != nil {
-			drainAndClose(resp.Body)
+			c.keepLast(resp)
 		}
 		if err := c.wait(delay); err != nil {
 			closeRequestBody(next)
@@ -161,13 +206,51 @@ func (c *call) run() (*http.Response, error) {
 	}
 }
 
+// admit takes the attempt through the breaker, the cooldown gate and every
+// limit scope, waiting where they say, within the budget.
+func (c *call) admit() error {
+	t := c.t
+	if t.breakers != nil {
+		key := t.breakers.policy.Key(c.req)
+		e := t.breakers.acquire(key, time.Now())
+		ticket, err := t.breakers.admit(c, key, &e.state)
+		t.breakers.states.release(e)
+		if err != nil {
+			return err
+		}
+		c.ticket = ticket
+	}
+	if t.gate != nil {
+		if err := t.gate.admit(c, t.gate.Key(c.req)); err != nil {
+			c.ticket.cancel()
+			return err
+		}
+	}
+	for _, s := range t.scopes {
+		key := s.Key(c.req)
+		e := s.states.acquire(key, time.Now(), true)
+		if err := s.admit(c, key, &e.state); err != nil {
+			s.states.release(e)
+			c.releaseHeld()
+			c.ticket.cancel()
+			return err
+		}
+		if s.MaxConcurrent > 0 {
+			c.held = append(c.held, heldSlot{scope: s, entry: e})
+		} else {
+			s.states.release(e)
+		}
+	}
+	return nil
+}
+
 // send makes one attempt through the base RoundTripper.
 func (c *call) send() (*http.Response, error) {
 	c.attempts++
 	c.stats.recordAttempt()
 	resp, err := c.t.base.RoundTrip(c.out)
 	if err == nil && resp == nil {
-		return nil, errNoResponse
+		err = errNoResponse
 	}
 	if err != nil {
 		if resp != nil && resp.Body != nil {
@@ -180,137 +263,69 @@ func (c *call) send() (*http.Response, error) {
 
 var errNoResponse = errors.New("ratewise: base RoundTripper returned neither a response nor an error")
 
-// responseDelay is the wait before retrying after resp: the policy's
-// jittered backoff, raised to the server's hint unless IgnoreRetryAfter.
-func (c *call) responseDelay(resp *http.Response) time.Duration {
-	delay := c.policy.Backoff(c.attempts - 1)
-	if !c.policy.IgnoreRetryAfter {
-		if hint, ok := WaitHint(resp, time.Now()); ok && hint > delay {
-			delay = hint
-		}
-	}
-	return delay
-}
-
-// refuseNetworkRetry returns nil when the attempt that failed with err may
-// be tried again, and otherwise the error the call ends with: the context's
-// when it is done, the base's when the request is not idempotent, the
-// error is permanent, or the retries are spent.
-func (c *call) refuseNetworkRetry(err error) error {
-	if ctxErr := c.ctx.Err(); ctxErr != nil {
-		if errors.Is(err, ctxErr) {
-			return err
-		}
-		return fmt.Errorf("%w: %w", ctxErr, err)
-	}
-	c.networkRetries++
-	limit := max(c.policy.NetworkRetries, 0) // NoNetworkRetries is -1
-	if c.networkRetries <= limit && c.attempts < c.policy.MaxAttempts && c.replayable &&
-		isIdempotent(c.req) && err != errNoResponse && !isPermanent(err) {
-		return nil
-	}
-	if c.attempts > 1 {
-		return fmt.Errorf("ratewise: giving up after %d attempts: %w", c.attempts, err)
-	}
-	return err
-}
-
-// planRetry commits to a retry after delay: it takes the wait from the
-// budget and gets a fresh body for the next request. When either fails it
-// takes nothing and returns why.
-func (c *call) planRetry(delay time.Duration) (*http.Request, error) {
-	if err := c.reserve(delay); err != nil {
-		return nil, err
-	}
-	next, err := c.nextRequest()
+// feedBack tells the layers how the attempt went: the breaker its outcome,
+// the cooldown gate the server's wait hint. A failed attempt frees its
+// concurrency slots at once; a response keeps them until its body closes.
+func (c *call) feedBack(resp *http.Response, err error, class Class) {
+	c.ticket.outcome(c, resp, err, class)
+	c.ticket = breakerTicket{}
 	if err != nil {
-		c.giveBack(delay)
-		return nil, fmt.Errorf("cannot get the request body again: %w", err)
-	}
-	return next, nil
-}
-
-// isPermanent reports whether a network error is one that retrying cannot
-// fix (an untrusted certificate, an unsupported scheme, an invalid header,
-// a redirect loop), by go-retryablehttp's classification. That
-// classification reads only the *url.Error an http.Client returns and the
-// error right under it, so each error of the wrap chain is shown to it in
-// turn, as a *url.Error (its URL left out: only the cause is read). A
-// certificate error under a proxy's or another RoundTripper's wrapping is
-// then found too.
-func isPermanent(err error) bool {
-	for e := err; e != nil; e = errors.Unwrap(e) {
-		uerr, ok := e.(*url.Error)
-		if !ok {
-			uerr = &url.Error{Op: "Do", Err: e}
-		}
-		if retry, _ := retryablehttp.DefaultRetryPolicy(context.Background(), nil, uerr); !retry {
-			return true
-		}
-	}
-	return false
-}
-
-// reserve takes a wait of d from the call's budget. It refuses, taking
-// nothing, a wait that does not fit in the budget left (ErrBudgetExhausted)
-// or that would last until the context's deadline, leaving no time to send
-// (context.DeadlineExceeded).
-func (c *call) reserve(d time.Duration) error {
-	d = max(d, 0)
-	if deadline, ok := c.ctx.Deadline(); ok && time.Until(deadline) <= d {
-		return fmt.Errorf("next wait of %v would reach the context deadline: %w", d, context.DeadlineExceeded)
-	}
-	if !c.budgetFound {
-		c.budgetFound = true
-		if c.shared = budgetFrom(c.ctx); c.shared == nil {
-			c.waitLeft = c.policy.TotalWaitCap
-		}
-	}
-	if c.shared != nil {
-		if !c.shared.take(d) {
-			return fmt.Errorf("next wait of %v does not fit: %w", d, ErrBudgetExhausted)
-		}
-		return nil
-	}
-	if d > c.waitLeft {
-		return fmt.Errorf("next wait of %v does not fit: %w", d, ErrBudgetExhausted)
-	}
-	c.waitLeft -= d
-	return nil
-}
-
-// wait sleeps for d, already reserved, or until the context ends. A wait
-// cut short gives the unused part back to a shared budget.
-func (c *call) wait(d time.Duration) error {
-	if err := c.ctx.Err(); err != nil {
-		c.giveBack(d)
-		return err
-	}
-	if d <= 0 {
-		return nil
-	}
-	start := time.Now()
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		c.stats.recordWait(d)
-		return nil
-	case <-c.ctx.Done():
-		waited := time.Since(start)
-		c.stats.recordWait(waited)
-		c.giveBack(d - waited)
-		return c.ctx.Err()
-	}
-}
-
-func (c *call) giveBack(d time.Duration) {
-	if d <= 0 {
+		c.releaseHeld()
 		return
 	}
-	if c.shared != nil {
-		c.shared.giveBack(d)
-	} else {
-		c.waitLeft += d
+	if class != Final && c.t.gate != nil && !c.policy.IgnoreRetryAfter {
+		now := time.Now()
+		if hint, ok := WaitHint(resp, now); ok && hint > 0 {
+			c.t.gate.pause(c.t.gate.Key(c.req), now.Add(hint))
+		}
+	}
+}
+
+// deliver hands resp to the caller, its body freeing the slots it holds.
+func (c *call) deliver(resp *http.Response) *http.Response {
+	c.last = nil
+	if len(c.held) == 0 {
+		return resp
+	}
+	if resp.Body == nil || resp.Body == http.NoBody {
+		c.releaseHeld()
+		return resp
+	}
+	resp.Body = &slotBody{ReadCloser: resp.Body, slots: slices.Clone(c.held)}
+	c.held = c.held[:0]
+	return resp
+}
+
+// keepLast discards resp before a retry: its body is drained (bounded) and
+// closed, freeing its connection and slots, and kept in memory when small,
+// so that resp can still be handed back should the retry be refused.
+func (c *call) keepLast(resp *http.Response) {
+	c.last = nil
+	if resp.Body != nil {
+		kept, _ := io.ReadAll(io.LimitReader(resp.Body, peekLimit+1))
+		drainAndClose(resp.Body)
+		if len(kept) <= peekLimit {
+			resp.Body = io.NopCloser(bytes.NewReader(kept))
+			c.last = resp
+		}
+	}
+	c.releaseHeld()
+}
+
+// lastOr returns the previous attempt's response when there is one, the
+// answer the call obtained, and err otherwise.
+func (c *call) lastOr(err error) (*http.Response, error) {
+	if c.last != nil {
+		resp := c.last
+		c.last = nil
+		return resp, nil
+	}
+	return nil, err
+}
+
+func (c *call) releaseHeld() {
+	if len(c.held) > 0 {
+		releaseSlots(c.held)
+		c.held = c.held[:0]
 	}
 }

@@ -1,0 +1,115 @@
+package ratewise
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync/atomic"
+	"time"
+)
+
+// DefaultCooldownSpread is how far apart, at most, the requests held by a
+// cooldown are released when [CooldownPolicy.Spread] is zero.
+const DefaultCooldownSpread = 250 * time.Millisecond
+
+// CooldownPolicy configures the cooldown gate: when a response carries a
+// wait hint (Retry-After or a reset header, see [WaitHint]) on a refusal,
+// every request to that key is held until the hint expires, those already
+// waiting and new ones alike, so that one 429 does not become twenty. The
+// zero value is the default: on, keyed by Host, spread
+// DefaultCooldownSpread.
+type CooldownPolicy struct {
+	// Key maps a request to the key the server limits; nil means Host.
+	Key KeyFunc
+	// Spread releases held requests over this much time after the pause,
+	// each at a random point, so they do not return as a herd; zero means
+	// DefaultCooldownSpread.
+	Spread time.Duration
+	// Off turns the gate off: only the request that was refused waits.
+	Off bool
+	// IdleTimeout is how long a key's state outlives its pause; zero means
+	// DefaultIdleTimeout.
+	IdleTimeout time.Duration
+}
+
+// WithCooldown configures the cooldown gate, which is on by default.
+func WithCooldown(p CooldownPolicy) Option {
+	return func(t *Transport) {
+		switch {
+		case p.Spread < 0:
+			t.err = errors.Join(t.err, fmt.Errorf("ratewise: CooldownPolicy.Spread (%v) must not be negative", p.Spread))
+		case p.IdleTimeout < 0:
+			t.err = errors.Join(t.err, fmt.Errorf("ratewise: CooldownPolicy.IdleTimeout (%v) must not be negative", p.IdleTimeout))
+		case p.Off:
+			t.gate = nil
+		default:
+			t.gate = newGate(p)
+		}
+	}
+}
+
+// gate is the cooldown gate at work.
+type gate struct {
+	CooldownPolicy
+	states *keyed[gateState]
+}
+
+// gateState is one key's pause.
+type gateState struct {
+	until atomic.Int64 // Unix nanoseconds; the pause is over when past
+}
+
+func newGate(p CooldownPolicy) *gate {
+	if p.Key == nil {
+		p.Key = Host
+	}
+	if p.Spread == 0 {
+		p.Spread = DefaultCooldownSpread
+	}
+	return &gate{CooldownPolicy: p, states: newKeyed(p.IdleTimeout, nil, func(st *gateState, now time.Time) bool {
+		return st.until.Load() <= now.UnixNano()
+	})}
+}
+
+// pause holds key's requests until until, unless a later pause holds them
+// already: the later of two hints wins.
+func (g *gate) pause(key string, until time.Time) {
+	e := g.states.acquire(key, time.Now(), true)
+	defer g.states.release(e)
+	for {
+		cur := e.state.until.Load()
+		if until.UnixNano() <= cur || e.state.until.CompareAndSwap(cur, until.UnixNano()) {
+			return
+		}
+	}
+}
+
+// pausedFor returns how long key's pause has left.
+func (g *gate) pausedFor(key string, now time.Time) time.Duration {
+	e := g.states.acquire(key, now, false)
+	if e == nil {
+		return 0
+	}
+	defer g.states.release(e)
+	return max(time.Duration(e.state.until.Load()-now.UnixNano()), 0)
+}
+
+// admit waits out key's pause, if any, and a random part of the spread.
+func (g *gate) admit(c *call, key string) error {
+	e := g.states.acquire(key, time.Now(), false)
+	if e == nil {
+		return nil // never paused, or long ago
+	}
+	defer g.states.release(e)
+	for {
+		left := time.Duration(e.state.until.Load() - time.Now().UnixNano())
+		if left <= 0 {
+			return nil
+		}
+		d := left + time.Duration(rand.Int64N(int64(g.Spread)+1))
+		if err := c.waitAdmission(d); err != nil {
+			return fmt.Errorf("ratewise: %s is paused for %v at the server's request: %w", key, left, err)
+		}
+		// Look again: another refusal may have pushed the pause further.
+	}
+}

@@ -1,0 +1,223 @@
+package ratewise
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// DefaultBurst is a token bucket's size when [Limit.Burst] is zero.
+const DefaultBurst = 1
+
+// KeyFunc maps a request to the key its state is kept under: one token
+// bucket, cooldown or breaker per key.
+type KeyFunc func(*http.Request) string
+
+// Host keys a request by its URL's host (with port, when there is one):
+// one state per API server. It is the default KeyFunc.
+func Host(req *http.Request) string { return req.URL.Host }
+
+// Global puts every request under one key.
+func Global(*http.Request) string { return "" }
+
+// ByHeader keys a request by the value of a header, such as the API key
+// a plan limit belongs to. The value is hashed, so a credential used as a
+// key never shows in statuses, errors or logs.
+func ByHeader(name string) KeyFunc {
+	return func(req *http.Request) string {
+		v := req.Header.Get(name)
+		if v == "" {
+			return ""
+		}
+		sum := sha256.Sum256([]byte(v))
+		return name + ":" + hex.EncodeToString(sum[:6])
+	}
+}
+
+// Limit is one client-side limit scope: a pace (a token bucket, or a
+// minimum spacing between request starts) and a cap on requests in flight,
+// kept per key. [WithLimit] may be given several times; a request must
+// pass every scope, e.g. per host and global, or per minute and per hour.
+//
+// The zero value limits nothing. Zero fields mean: no token bucket, no
+// spacing, Key Host, no concurrency cap, no wait limit but the call's
+// budget, no queue cap, no reserve.
+type Limit struct {
+	// Name labels the scope in statuses and errors; by default "limit N",
+	// N counting WithLimit options from 1.
+	Name string
+	// Rate is the token bucket's refill rate (rate.Every(2*time.Second) is
+	// 30 a minute); zero means no bucket, rate.Inf an unlimited one.
+	Rate rate.Limit
+	// Burst is the bucket's size; zero means DefaultBurst.
+	Burst int
+	// MinSpacing is the least time between the starts of two requests of
+	// one key, as an alternative to Rate; the first request goes at once.
+	MinSpacing time.Duration
+	// SpacingJitter randomises each gap by ±this fraction of MinSpacing,
+	// within [0, 1), so that spaced requests do not beat a fixed rhythm.
+	SpacingJitter float64
+	// Key maps a request to its key in this scope; nil means Host.
+	Key KeyFunc
+	// MaxConcurrent caps the requests of one key in flight, from admission
+	// until the response body is closed (or read to its end).
+	MaxConcurrent int
+	// MaxWait is the longest a request may wait in this scope; a longer
+	// wait fails at once with a *LimitError. Zero leaves only the call's
+	// wait budget to bound it.
+	MaxWait time.Duration
+	// FailFast makes a request that would have to wait fail at once with a
+	// *LimitError saying when a slot frees up. Nothing is sent.
+	FailFast bool
+	// MaxQueue caps the requests of one key waiting in this scope; the next
+	// one fails at once with a *LimitError instead of queueing without end.
+	MaxQueue int
+	// Reserve is how many tokens of the bucket PriorityLow requests must
+	// leave for the others; it needs a Rate and must be below Burst.
+	Reserve int
+	// IdleTimeout is how long a key's state outlives its last request;
+	// zero means DefaultIdleTimeout.
+	IdleTimeout time.Duration
+}
+
+// Validate reports every field of l that is out of range, in one error.
+func (l Limit) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("ratewise: Limit %q: "+format, append([]any{l.Name}, args...)...))
+	}
+	if l.Rate < 0 || math.IsNaN(float64(l.Rate)) {
+		bad("Rate (%v) must not be negative", float64(l.Rate))
+	}
+	if l.Burst < 0 {
+		bad("Burst (%d) must not be negative", l.Burst)
+	}
+	if l.MinSpacing < 0 {
+		bad("MinSpacing (%v) must not be negative", l.MinSpacing)
+	}
+	if l.Rate != 0 && l.MinSpacing != 0 {
+		bad("has both Rate (%v) and MinSpacing (%v): give each its own WithLimit", float64(l.Rate), l.MinSpacing)
+	}
+	if math.IsNaN(l.SpacingJitter) || l.SpacingJitter < 0 || l.SpacingJitter >= 1 {
+		bad("SpacingJitter (%v) must be within [0, 1)", l.SpacingJitter)
+	}
+	if l.MaxConcurrent < 0 {
+		bad("MaxConcurrent (%d) must not be negative", l.MaxConcurrent)
+	}
+	if l.MaxWait < 0 {
+		bad("MaxWait (%v) must not be negative", l.MaxWait)
+	}
+	if l.MaxQueue < 0 {
+		bad("MaxQueue (%d) must not be negative", l.MaxQueue)
+	}
+	if l.Reserve < 0 {
+		bad("Reserve (%d) must not be negative", l.Reserve)
+	} else if l.Reserve > 0 && (l.Rate == 0 || l.Rate == rate.Inf) {
+		bad("Reserve (%d) needs a finite Rate", l.Reserve)
+	} else if burst := max(l.Burst, DefaultBurst); l.Reserve > 0 && l.Reserve >= burst {
+		bad("Reserve (%d) must be below Burst (%d), or low-priority requests could never pass", l.Reserve, burst)
+	}
+	if l.IdleTimeout < 0 {
+		bad("IdleTimeout (%v) must not be negative", l.IdleTimeout)
+	}
+	return errors.Join(errs...)
+}
+
+// WithLimit adds a limit scope; give it once per scope. An invalid Limit
+// makes every RoundTrip fail with its validation error.
+func WithLimit(l Limit) Option {
+	return func(t *Transport) {
+		if l.Name == "" {
+			l.Name = fmt.Sprintf("limit %d", len(t.scopes)+1)
+		}
+		if err := l.Validate(); err != nil {
+			t.err = errors.Join(t.err, err)
+			return
+		}
+		t.scopes = append(t.scopes, newScope(l))
+	}
+}
+
+// LimitError reports a request that a limit scope refused to queue: it
+// was not sent.
+type LimitError struct {
+	Scope string // the Limit's Name
+	Key   string // the request's key in that scope
+	// Reason is "fail-fast", "max-wait" or "max-queue".
+	Reason string
+	// RetryIn is when a slot should free up, as far as the scope knows; 0
+	// when it cannot tell (a concurrency slot).
+	RetryIn time.Duration
+}
+
+// ErrLimited matches every *LimitError with errors.Is.
+var ErrLimited = errors.New("ratewise: client-side limit reached")
+
+// Error says which scope refused, why, and when to come back.
+func (e *LimitError) Error() string {
+	msg := fmt.Sprintf("ratewise: %s refused the request (%s)", e.Scope, e.Reason)
+	if e.RetryIn > 0 {
+		msg += fmt.Sprintf("; a slot frees up in %v", e.RetryIn)
+	}
+	return msg
+}
+
+// Is reports whether target is ErrLimited.
+func (e *LimitError) Is(target error) bool { return target == ErrLimited }
+
+// scope is a Limit at work: its per-key state.
+type scope struct {
+	Limit
+	states *keyed[scopeState]
+}
+
+// scopeState is one key's state in a scope.
+type scopeState struct {
+	mu        sync.Mutex
+	bucket    *rate.Limiter // nil without a Rate
+	nextStart time.Time     // with MinSpacing: the earliest next start; guarded by mu
+	inFlight  int           // guarded by mu
+	waiting   int           // requests waiting in the scope; guarded by mu
+	queue     []*slotWaiter // waiting for a concurrency slot, by priority; guarded by mu
+}
+
+// slotWaiter is a request waiting for a concurrency slot.
+type slotWaiter struct {
+	ready    chan struct{} // closed when the slot is handed over
+	granted  bool          // guarded by the scopeState's mu
+	priority Priority
+}
+
+func newScope(l Limit) *scope {
+	if l.Key == nil {
+		l.Key = Host
+	}
+	if l.Burst == 0 {
+		l.Burst = DefaultBurst
+	}
+	s := &scope{Limit: l}
+	s.states = newKeyed(l.IdleTimeout, s.initState, s.forgettable)
+	return s
+}
+
+func (s *scope) initState(st *scopeState) {
+	if s.Rate != 0 {
+		st.bucket = rate.NewLimiter(s.Rate, s.Burst)
+	}
+}
+
+// forgettable reports whether st holds nothing worth keeping: a full
+// bucket, a spacing that has passed, no request in flight.
+func (s *scope) forgettable(st *scopeState, now time.Time) bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.inFlight == 0 && len(st.queue) == 0 && !st.nextStart.After(now) &&
+		(st.bucket == nil || st.bucket.TokensAt(now) >= float64(s.Burst))
+}

@@ -1,0 +1,231 @@
+package ratewise
+
+import (
+	"io"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// admit waits until the request may go in this scope: its turn by the
+// bucket or the spacing, then a concurrency slot. A request that must not
+// wait, or not that long, gets a *LimitError instead.
+func (s *scope) admit(c *call, key string, st *scopeState) error {
+	var deadline time.Time // when MaxWait runs out
+	if s.MaxWait > 0 {
+		deadline = time.Now().Add(s.MaxWait)
+	}
+	if st.bucket != nil || s.MinSpacing > 0 {
+		if err := s.pace(c, key, st, deadline); err != nil {
+			return err
+		}
+	}
+	if s.MaxConcurrent > 0 {
+		return s.acquireSlot(c, key, st, deadline)
+	}
+	return nil
+}
+
+// turn is a place taken in a key's pace, which can be given back when the
+// request does not wait for it after all.
+type turn struct {
+	reservation *rate.Reservation // a future token of the bucket
+	spacedTo    time.Time         // the nextStart this turn set, with MinSpacing
+	before      time.Time         // the nextStart before it
+	again       bool              // no place was taken: wait, then try again
+}
+
+// pace waits for the request's turn.
+func (s *scope) pace(c *call, key string, st *scopeState, deadline time.Time) error {
+	for {
+		now := time.Now()
+		st.mu.Lock()
+		delay, t := s.takeTurn(st, now, c.priority)
+		if delay <= 0 {
+			st.mu.Unlock()
+			return nil
+		}
+		if err := s.mayWait(st, key, delay, now, deadline); err != nil {
+			s.giveBackTurn(st, t, now)
+			st.mu.Unlock()
+			return err
+		}
+		st.waiting++
+		st.mu.Unlock()
+
+		err := c.waitAdmission(delay)
+		st.mu.Lock()
+		st.waiting--
+		if err != nil {
+			s.giveBackTurn(st, t, time.Now())
+		}
+		st.mu.Unlock()
+		if err != nil || !t.again {
+			return err
+		}
+	}
+}
+
+// takeTurn takes the request's place in the pace, with st.mu held, and
+// returns how long until it comes.
+func (s *scope) takeTurn(st *scopeState, now time.Time, p Priority) (time.Duration, turn) {
+	if st.bucket == nil {
+		start := now
+		if st.nextStart.After(now) {
+			start = st.nextStart
+		}
+		t := turn{before: st.nextStart, spacedTo: start.Add(s.spacingGap())}
+		st.nextStart = t.spacedTo
+		return start.Sub(now), t
+	}
+	if p < PriorityNormal && s.Reserve > 0 {
+		// Low priority leaves Reserve tokens: wait until one more is there.
+		need := float64(s.Reserve+1) - st.bucket.TokensAt(now)
+		if need > 0 {
+			return time.Duration(need / float64(s.Rate) * float64(time.Second)), turn{again: true}
+		}
+	}
+	if st.bucket.AllowN(now, 1) {
+		return 0, turn{}
+	}
+	r := st.bucket.ReserveN(now, 1)
+	return r.DelayFrom(now), turn{reservation: r}
+}
+
+// giveBackTurn undoes takeTurn for a request that will not go, with st.mu
+// held: the token returns to the bucket, and a spacing slot nobody queued
+// behind is freed.
+func (s *scope) giveBackTurn(st *scopeState, t turn, now time.Time) {
+	switch {
+	case t.reservation != nil:
+		t.reservation.CancelAt(now)
+	case !t.spacedTo.IsZero() && st.nextStart.Equal(t.spacedTo):
+		st.nextStart = t.before
+	}
+}
+
+// spacingGap draws the gap after a request start: MinSpacing ±
+// SpacingJitter.
+func (s *scope) spacingGap() time.Duration {
+	gap := float64(s.MinSpacing)
+	if s.SpacingJitter > 0 {
+		gap *= 1 + s.SpacingJitter*(2*rand.Float64()-1)
+	}
+	return time.Duration(gap)
+}
+
+// mayWait decides, with st.mu held, whether a request may queue for delay
+// (0 when unknown, as for a concurrency slot).
+func (s *scope) mayWait(st *scopeState, key string, delay time.Duration, now, deadline time.Time) error {
+	var reason string
+	switch {
+	case s.FailFast:
+		reason = "fail-fast"
+	case !deadline.IsZero() && (delay > 0 && now.Add(delay).After(deadline) || !now.Before(deadline)):
+		reason = "max-wait"
+	case s.MaxQueue > 0 && st.waiting >= s.MaxQueue:
+		reason = "max-queue"
+	default:
+		return nil
+	}
+	return &LimitError{Scope: s.Name, Key: key, Reason: reason, RetryIn: delay}
+}
+
+// acquireSlot takes one of the key's MaxConcurrent slots, queueing by
+// priority when all are taken.
+func (s *scope) acquireSlot(c *call, key string, st *scopeState, deadline time.Time) error {
+	now := time.Now()
+	st.mu.Lock()
+	if st.inFlight < s.MaxConcurrent && len(st.queue) == 0 {
+		st.inFlight++
+		st.mu.Unlock()
+		return nil
+	}
+	if err := s.mayWait(st, key, 0, now, deadline); err != nil {
+		st.mu.Unlock()
+		return err
+	}
+	w := &slotWaiter{ready: make(chan struct{}), priority: c.priority}
+	// Behind every waiter of the same or a higher priority.
+	at := slices.IndexFunc(st.queue, func(q *slotWaiter) bool { return q.priority < w.priority })
+	if at < 0 {
+		at = len(st.queue)
+	}
+	st.queue = slices.Insert(st.queue, at, w)
+	st.waiting++
+	st.mu.Unlock()
+
+	err := c.waitUntil(w.ready, deadline)
+	st.mu.Lock()
+	st.waiting--
+	if err != nil {
+		if w.granted {
+			s.handOverLocked(st) // granted as we gave up: pass it on
+		} else if i := slices.Index(st.queue, w); i >= 0 {
+			st.queue = slices.Delete(st.queue, i, i+1)
+		}
+	}
+	st.mu.Unlock()
+	if err != nil && !deadline.IsZero() && !time.Now().Before(deadline) && c.ctx.Err() == nil {
+		return &LimitError{Scope: s.Name, Key: key, Reason: "max-wait"}
+	}
+	return err
+}
+
+// releaseSlot frees a concurrency slot, handing it to the first waiter.
+func (s *scope) releaseSlot(st *scopeState) {
+	st.mu.Lock()
+	s.handOverLocked(st)
+	st.mu.Unlock()
+}
+
+func (s *scope) handOverLocked(st *scopeState) {
+	if len(st.queue) == 0 {
+		st.inFlight--
+		return
+	}
+	w := st.queue[0]
+	st.queue = slices.Delete(st.queue, 0, 1)
+	w.granted = true
+	close(w.ready)
+}
+
+// heldSlot is a concurrency slot a request holds in a scope.
+type heldSlot struct {
+	scope *scope
+	entry *keyedEntry[scopeState]
+}
+
+func releaseSlots(slots []heldSlot) {
+	for _, h := range slots {
+		h.scope.releaseSlot(&h.entry.state)
+		h.scope.states.release(h.entry)
+	}
+}
+
+// slotBody is a response body whose request holds concurrency slots; they
+// are freed when the body is closed or read to its end.
+type slotBody struct {
+	io.ReadCloser
+	once  sync.Once
+	slots []heldSlot
+}
+
+func (b *slotBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err == io.EOF {
+		b.release()
+	}
+	return n, err
+}
+
+func (b *slotBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.release()
+	return err
+}
+
+func (b *slotBody) release() { b.once.Do(func() { releaseSlots(b.slots) }) }

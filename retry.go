@@ -1,0 +1,84 @@
+package ratewise
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/hashicorp/go-retryablehttp"
+)
+
+// responseDelay is the wait before retrying after resp: the policy's
+// jittered backoff, raised to the server's hint unless IgnoreRetryAfter.
+func (c *call) responseDelay(resp *http.Response) time.Duration {
+	delay := c.policy.Backoff(c.attempts - 1)
+	if !c.policy.IgnoreRetryAfter {
+		if hint, ok := WaitHint(resp, time.Now()); ok && hint > delay {
+			delay = hint
+		}
+	}
+	return delay
+}
+
+// refuseNetworkRetry returns nil when the attempt that failed with err may
+// be tried again, and otherwise the error the call ends with: the context's
+// when it is done, the base's when the request is not idempotent, the
+// error is permanent, or the retries are spent.
+func (c *call) refuseNetworkRetry(err error) error {
+	if ctxErr := c.ctx.Err(); ctxErr != nil {
+		if errors.Is(err, ctxErr) {
+			return err
+		}
+		return fmt.Errorf("%w: %w", ctxErr, err)
+	}
+	c.networkRetries++
+	limit := max(c.policy.NetworkRetries, 0) // NoNetworkRetries is -1
+	if c.networkRetries <= limit && c.attempts < c.policy.MaxAttempts && c.replayable &&
+		isIdempotent(c.req) && err != errNoResponse && !isPermanent(err) {
+		return nil
+	}
+	if c.attempts > 1 {
+		return fmt.Errorf("ratewise: giving up after %d attempts: %w", c.attempts, err)
+	}
+	return err
+}
+
+// planRetry commits to a retry after delay: it takes the wait from the
+// budget and gets a fresh body for the next request. When either fails it
+// takes nothing and returns why.
+func (c *call) planRetry(delay time.Duration) (*http.Request, error) {
+	if err := c.reserve(delay); err != nil {
+		return nil, err
+	}
+	next, err := c.nextRequest()
+	if err != nil {
+		c.giveBack(delay)
+		return nil, fmt.Errorf("cannot get the request body again: %w", err)
+	}
+	return next, nil
+}
+
+// isPermanent reports whether a network error is one that retrying cannot
+// fix (an untrusted certificate, an unsupported scheme, an invalid header,
+// a redirect loop), by go-retryablehttp's classification. That
+// classification reads only the *url.Error an http.Client returns and the
+// error right under it, so each error of the wrap chain is shown to it in
+// turn, as a *url.Error (its URL left out: only the cause is read). A
+// certificate error under a proxy's or another RoundTripper's wrapping is
+// then found too.
+func isPermanent(err error) bool {
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		uerr, ok := e.(*url.Error)
+		if !ok {
+			uerr = &url.Error{Op: "Do", Err: e}
+		}
+		if retry, _ := retryablehttp.DefaultRetryPolicy(context.Background(), nil, uerr); !retry {
+			return true
+		}
+	}
+	return false
+}
+

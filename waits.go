@@ -1,0 +1,131 @@
+package ratewise
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Every wait of a call (a retry's backoff, a cooldown, a pace, a breaker's
+// reset, a concurrency slot) goes through the functions below: bounded by
+// the call's wait budget and its context's deadline, ended at once by its
+// context, and counted in its stats.
+
+// reserve takes a wait of d from the call's budget. It refuses, taking
+// nothing, a wait that does not fit in the budget left (ErrBudgetExhausted)
+// or that would last until the context's deadline, leaving no time to send
+// (context.DeadlineExceeded).
+func (c *call) reserve(d time.Duration) error {
+	d = max(d, 0)
+	if deadline, ok := c.ctx.Deadline(); ok && time.Until(deadline) <= d {
+		return fmt.Errorf("a wait of %v would reach the context deadline: %w", d, context.DeadlineExceeded)
+	}
+	if c.shared != nil {
+		if !c.shared.take(d) {
+			return fmt.Errorf("a wait of %v does not fit: %w", d, ErrBudgetExhausted)
+		}
+		return nil
+	}
+	if d > c.waitLeft {
+		return fmt.Errorf("a wait of %v does not fit: %w", d, ErrBudgetExhausted)
+	}
+	c.waitLeft -= d
+	return nil
+}
+
+// wait sleeps for d, already reserved, or until the context ends. A wait
+// cut short gives the unused part back to the budget.
+func (c *call) wait(d time.Duration) error {
+	if err := c.ctx.Err(); err != nil {
+		c.giveBack(d)
+		return err
+	}
+	if d <= 0 {
+		return nil
+	}
+	start := time.Now()
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		c.stats.recordWait(d)
+		return nil
+	case <-c.ctx.Done():
+		waited := time.Since(start)
+		c.stats.recordWait(waited)
+		c.giveBack(d - waited)
+		return c.ctx.Err()
+	}
+}
+
+// waitAdmission waits d before an attempt may go: reserve, then wait.
+func (c *call) waitAdmission(d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	if err := c.reserve(d); err != nil {
+		return err
+	}
+	return c.wait(d)
+}
+
+// waitUntil waits for ready, a wait of unknown length such as a turn for
+// a concurrency slot, for as long as the budget, the context's deadline
+// and until (when set) allow. The time waited is taken from the budget
+// afterwards.
+func (c *call) waitUntil(ready <-chan struct{}, until time.Time) error {
+	limit := c.budgetLeft()
+	if deadline, ok := c.ctx.Deadline(); ok {
+		limit = min(limit, time.Until(deadline))
+	}
+	if !until.IsZero() {
+		limit = min(limit, time.Until(until))
+	}
+	start := time.Now()
+	timer := time.NewTimer(max(limit, 0))
+	defer timer.Stop()
+	var err error
+	select {
+	case <-ready:
+	case <-c.ctx.Done():
+		err = c.ctx.Err()
+	case <-timer.C:
+		select {
+		case <-ready: // handed over on the very instant the time ran out
+		default:
+			err = fmt.Errorf("a wait of more than %v does not fit: %w", limit, ErrBudgetExhausted)
+		}
+	}
+	waited := time.Since(start)
+	c.stats.recordWait(waited)
+	c.spend(waited)
+	return err
+}
+
+// budgetLeft is what the call may still wait.
+func (c *call) budgetLeft() time.Duration {
+	if c.shared != nil {
+		return time.Duration(c.shared.left.Load())
+	}
+	return c.waitLeft
+}
+
+// spend takes time already waited from the budget, as much as is left.
+func (c *call) spend(d time.Duration) {
+	if c.shared != nil {
+		c.shared.spend(d)
+	} else {
+		c.waitLeft = max(c.waitLeft-d, 0)
+	}
+}
+
+func (c *call) giveBack(d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	if c.shared != nil {
+		c.shared.giveBack(d)
+	} else {
+		c.waitLeft += d
+	}
+}

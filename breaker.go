@@ -251,15 +251,15 @@ type breakers struct {
 type breakerState struct {
 	cb *gobreaker.TwoStepCircuitBreaker[struct{}]
 
-	mu          sync.Mutex
-	state       BreakerState // as gobreaker last reported it; guarded by mu
-	level       int          // escalation level, 0 is Cooldown; guarded by mu
-	levelSince  time.Time    // last trip or failed probe; guarded by mu
-	openUntil   time.Time    // the current cooldown's end; guarded by mu
-	tripFails   int          // failures that led to the last trip; guarded by mu
-	probes      int          // probes in flight; guarded by mu
-	changes     []stateChange
-	hasChanges  atomic.Bool
+	mu         sync.Mutex
+	state      BreakerState // as gobreaker last reported it; guarded by mu
+	level      int          // escalation level, 0 is Cooldown; guarded by mu
+	levelSince time.Time    // last trip or failed probe; guarded by mu
+	openUntil  time.Time    // the current cooldown's end; guarded by mu
+	tripFails  int          // failures that led to the last trip; guarded by mu
+	probes     int          // probes in flight; guarded by mu
+	changes    []stateChange
+	hasChanges atomic.Bool
 }
 
 type stateChange struct{ from, to BreakerState }

@@ -22,12 +22,12 @@ const keyedShards = 64
 // that is over, a closed breaker), so memory stays bounded however many
 // distinct keys come and go. Entries in use are counted and never evicted.
 type keyed[S any] struct {
-	shards    [keyedShards]keyedShard[S]
-	seed      maphash.Seed
-	idle      time.Duration
-	init      func(*S)                // prepares a new key's state; nil leaves it zero
+	shards      [keyedShards]keyedShard[S]
+	seed        maphash.Seed
+	idle        time.Duration
+	init        func(*S)                 // prepares a new key's state; nil leaves it zero
 	forgettable func(*S, time.Time) bool // whether evicting the state loses nothing; nil means always
-	nextSweep atomic.Int64            // Unix nanoseconds
+	nextSweep   atomic.Int64             // Unix nanoseconds
 }
 
 type keyedShard[S any] struct {

@@ -81,4 +81,3 @@ func isPermanent(err error) bool {
 	}
 	return false
 }
-

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"reflect"
 	"sync"
 	"time"
 
@@ -175,6 +176,7 @@ func (e *LimitError) Is(target error) bool { return target == ErrLimited }
 // scope is a Limit at work: its per-key state.
 type scope struct {
 	Limit
+	global bool // Key is Global: one state, whatever the request
 	states *keyed[scopeState]
 }
 
@@ -202,7 +204,7 @@ func newScope(l Limit) *scope {
 	if l.Burst == 0 {
 		l.Burst = DefaultBurst
 	}
-	s := &scope{Limit: l}
+	s := &scope{Limit: l, global: reflect.ValueOf(l.Key).Pointer() == reflect.ValueOf(Global).Pointer()}
 	s.states = newKeyed(l.IdleTimeout, s.initState, s.forgettable)
 	return s
 }

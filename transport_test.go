@@ -161,7 +161,8 @@ func TestTotalWaitCapNeverExceededWithJitter(t *testing.T) {
 func TestSharedBudgetAcrossConcurrentCalls(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newScript(answer(429, "Retry-After", "30"), answer(429, "Retry-After", "30"), answer(200))
-		tr := New(s.mock())
+		// Without the cooldown gate, which would hold the second call.
+		tr := New(s.mock(), WithCooldown(CooldownPolicy{Off: true}))
 		ctx := WithBudget(context.Background(), 40*time.Second)
 		var wg sync.WaitGroup
 		statuses := make([]int, 2)

@@ -1,0 +1,153 @@
+package ratewise
+
+import (
+	"encoding/json"
+	"math"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// LimitStatus is a snapshot of what holds a key back: its cooldown, each
+// limit scope's state and its breaker. It marshals to JSON with durations
+// in seconds, for get_throttle_stats-style tools.
+type LimitStatus struct {
+	Key string `json:"key"`
+	// PausedFor is what is left of the key's cooldown.
+	PausedFor time.Duration `json:"-"`
+	Scopes    []ScopeStatus `json:"scopes,omitempty"`
+	// Breaker is nil when the transport has no breakers.
+	Breaker *BreakerStatus `json:"breaker,omitempty"`
+}
+
+// ScopeStatus is one limit scope's state for a key.
+type ScopeStatus struct {
+	Name string `json:"name"`
+	// Key is the key the scope keeps the state under ("" for Global).
+	Key string `json:"key"`
+	// Tokens, Rate (per second) and Burst describe the token bucket; all
+	// zero when the scope has none or it is unlimited (rate.Inf).
+	Tokens   float64 `json:"tokens"`
+	Rate     float64 `json:"rate_per_second"`
+	Burst    int     `json:"burst"`
+	InFlight int     `json:"in_flight"`
+	Waiting  int     `json:"waiting"`
+}
+
+// BreakerStatus is a key's breaker state.
+type BreakerStatus struct {
+	State BreakerState `json:"state"`
+	// ResetIn is the time left before an open breaker lets a probe through.
+	ResetIn time.Duration `json:"-"`
+	// Level is the escalation level: 0 for Cooldown, i for Escalation[i-1].
+	Level               int    `json:"level"`
+	Requests            uint32 `json:"requests"`
+	Failures            uint32 `json:"failures"`
+	ConsecutiveFailures uint32 `json:"consecutive_failures"`
+}
+
+// MarshalJSON writes the status with PausedFor in seconds.
+func (s LimitStatus) MarshalJSON() ([]byte, error) {
+	type plain LimitStatus
+	return json.Marshal(struct {
+		plain
+		PausedFor float64 `json:"paused_for_seconds"`
+	}{plain(s), s.PausedFor.Seconds()})
+}
+
+// MarshalJSON writes the status with ResetIn in seconds.
+func (s BreakerStatus) MarshalJSON() ([]byte, error) {
+	type plain BreakerStatus
+	return json.Marshal(struct {
+		plain
+		ResetIn float64 `json:"reset_in_seconds"`
+	}{plain(s), s.ResetIn.Seconds()})
+}
+
+// LimitStatus reports the state kept for key: the cooldown gate's pause,
+// each limit scope's bucket and slots, and the breaker. The key is the one
+// the transport's KeyFuncs return (a host, by default); a scope keyed by
+// Global reports its one state whatever key is asked. A key with no state
+// reports an idle one. LimitStatus creates no state.
+func (t *Transport) LimitStatus(key string) LimitStatus {
+	now := time.Now()
+	st := LimitStatus{Key: key}
+	if t.gate != nil {
+		st.PausedFor = t.gate.pausedFor(key, now)
+	}
+	for _, s := range t.scopes {
+		st.Scopes = append(st.Scopes, s.status(key, now))
+	}
+	if t.breakers != nil {
+		b := t.breakers.status(key, now)
+		st.Breaker = &b
+	}
+	return st
+}
+
+// Blocking reports whether requests to key are held back right now, by an
+// open breaker or a server's cooldown, and for how long: a batch job can
+// stop early instead of failing item by item.
+func (t *Transport) Blocking(key string) (bool, time.Duration) {
+	now := time.Now()
+	var wait time.Duration
+	if t.gate != nil {
+		wait = t.gate.pausedFor(key, now)
+	}
+	if t.breakers != nil {
+		b := t.breakers.status(key, now)
+		if b.State != BreakerClosed {
+			return true, max(wait, b.ResetIn)
+		}
+	}
+	return wait > 0, wait
+}
+
+func (s *scope) status(key string, now time.Time) ScopeStatus {
+	if s.global {
+		key = ""
+	}
+	out := ScopeStatus{Name: s.Name, Key: key}
+	if s.Rate != 0 && s.Rate != rate.Inf {
+		out.Rate, out.Burst, out.Tokens = float64(s.Rate), s.Burst, float64(s.Burst)
+	}
+	e := s.states.acquire(key, now, false)
+	if e == nil {
+		return out
+	}
+	defer s.states.release(e)
+	st := &e.state
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.bucket != nil && out.Rate != 0 {
+		out.Tokens = math.Max(st.bucket.TokensAt(now), 0)
+	}
+	out.InFlight, out.Waiting = st.inFlight, st.waiting
+	return out
+}
+
+func (b *breakers) status(key string, now time.Time) BreakerStatus {
+	e := b.states.acquire(key, now, false)
+	if e == nil {
+		return BreakerStatus{State: BreakerClosed}
+	}
+	defer b.states.release(e)
+	st := &e.state
+	st.mu.Lock()
+	cb := st.cb
+	st.mu.Unlock()
+	if cb == nil {
+		return BreakerStatus{State: BreakerClosed}
+	}
+	state := fromGobreaker(cb.State()) // gobreaker's lock, then ours: never both
+	counts := cb.Counts()
+	b.report(key, st) // State may have moved it to half-open
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	out := BreakerStatus{State: state, Level: b.levelAt(st, now), Requests: counts.Requests,
+		Failures: counts.TotalFailures, ConsecutiveFailures: counts.ConsecutiveFailures}
+	if resetIn := st.openUntil.Sub(now); resetIn > 0 {
+		out.State, out.ResetIn = BreakerOpen, resetIn
+	}
+	return out
+}

@@ -293,7 +293,10 @@ func (b *breakers) build(key string, st *breakerState) {
 	settings := gobreaker.Settings{
 		Name:        key,
 		MaxRequests: uint32(p.SuccessesToClose),
-		Timeout:     p.Cooldown,
+		// A hair under Cooldown: our own openUntil decides when a probe may
+		// go, and gobreaker, which counts its timeout as passed only after
+		// it, must be half-open by that instant.
+		Timeout: max(p.Cooldown-time.Nanosecond, time.Nanosecond),
 		ReadyToTrip: func(c gobreaker.Counts) bool {
 			trip := c.ConsecutiveFailures >= uint32(p.ConsecutiveFailures) ||
 				p.WindowFailures > 0 && c.TotalFailures >= uint32(p.WindowFailures)
@@ -393,14 +396,8 @@ func (b *breakers) admit(c *call, key string, st *breakerState) (breakerTicket, 
 		b.report(key, st)
 		switch {
 		case errors.Is(err, gobreaker.ErrOpenState):
-			// Our cooldown ended on the very instant gobreaker's does, which
-			// it reads as still open: look again a moment later.
-			st.mu.Lock()
-			if !st.openUntil.After(now) {
-				st.openUntil = now.Add(time.Nanosecond)
-			}
-			st.mu.Unlock()
-			continue
+			// Not expected: gobreaker's timeout ends before our openUntil.
+			return breakerTicket{}, &CircuitOpenError{Key: key, State: BreakerOpen.String(), Failures: fails}
 		case err != nil: // half-open with every probe taken
 			return breakerTicket{}, &CircuitOpenError{Key: key, State: BreakerHalfOpen.String(), Failures: fails}
 		}
@@ -418,7 +415,7 @@ func (b *breakers) admit(c *call, key string, st *breakerState) (breakerTicket, 
 		t := breakerTicket{b: b, key: key, st: st, done: done}
 		if probe {
 			g := &probeGuard{ticket: t}
-			g.timer = time.AfterFunc(b.policy.ProbeTimeout, func() { g.finish(errProbeTimeout) })
+			g.timer = time.AfterFunc(b.policy.ProbeTimeout, func() { g.complete(errProbeTimeout) })
 			t.probe = g
 		}
 		return t, nil
@@ -443,9 +440,17 @@ type probeGuard struct {
 	once   sync.Once
 }
 
+// finish is called by the request's goroutine, which set the timer, once
+// the probe's outcome is known.
 func (g *probeGuard) finish(result error) {
+	g.timer.Stop()
+	g.complete(result)
+}
+
+// complete reports the probe's result, the first time only; the timer
+// calls it directly.
+func (g *probeGuard) complete(result error) {
 	g.once.Do(func() {
-		g.timer.Stop()
 		st := g.ticket.st
 		st.mu.Lock()
 		st.probes = max(st.probes-1, 0)

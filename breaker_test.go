@@ -1,0 +1,330 @@
+package ratewise
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+const host = "api.example.com"
+
+// breakerTransport sends each request once, so that each call is one
+// breaker outcome, with the cooldown gate off so that only the breaker
+// holds requests back.
+func breakerTransport(base http.RoundTripper, p BreakerPolicy) *Transport {
+	return New(base, WithRetry(RetryPolicy{MaxAttempts: 1}), WithCooldown(CooldownPolicy{Off: true}), WithBreaker(p))
+}
+
+// callOnce sends one GET with ctx and returns its status, or its error.
+func callOnce(t *testing.T, tr *Transport, ctx context.Context) (int, error) {
+	t.Helper()
+	resp, err := tr.RoundTrip(mustRequest(t, http.MethodGet, nil).WithContext(ctx))
+	if err != nil {
+		return 0, err
+	}
+	readAll(t, resp)
+	return resp.StatusCode, nil
+}
+
+// noWait is a context whose calls may not wait at all.
+func noWait() context.Context { return WithBudget(context.Background(), 0) }
+
+func TestBreakerOpensAfterConsecutiveFailures(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newScript(answer(429))
+		tr := breakerTransport(s.mock(), BreakerPolicy{})
+		for i := range 5 {
+			if status, err := callOnce(t, tr, noWait()); status != 429 {
+				t.Fatalf("call %d = %d, %v; want the 429", i, status, err)
+			}
+		}
+		_, err := callOnce(t, tr, noWait())
+		var coe *CircuitOpenError
+		if !errors.As(err, &coe) || !errors.Is(err, ErrCircuitOpen) {
+			t.Fatalf("sixth call: err = %v, want a *CircuitOpenError", err)
+		}
+		if coe.Key != host || coe.State != "open" || coe.ResetIn != DefaultBreakerCooldown || coe.Failures != 5 {
+			t.Errorf("CircuitOpenError = %+v, want key %s, open, 60s, 5 failures", *coe, host)
+		}
+		if s.calls() != 5 {
+			t.Errorf("server calls = %d, want 5: nothing sent while open", s.calls())
+		}
+		js, _ := json.Marshal(coe)
+		if want := `{"error":"circuit_open","key":"api.example.com","state":"open","reset_in_seconds":60,"failures":5}`; string(js) != want {
+			t.Errorf("JSON = %s, want %s", js, want)
+		}
+		if blocked, d := tr.Blocking(host); !blocked || d != DefaultBreakerCooldown {
+			t.Errorf("Blocking = %v, %v; want true, 60s", blocked, d)
+		}
+	})
+}
+
+func TestBreakerWaitsForResetWithinBudget(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newScript(answer(503), answer(503), answer(503), answer(503), answer(503), answer(200))
+		tr := breakerTransport(s.mock(), BreakerPolicy{})
+		for range 5 {
+			_, _ = callOnce(t, tr, context.Background())
+		}
+		start := time.Now()
+		if status, err := callOnce(t, tr, context.Background()); status != 200 {
+			t.Fatalf("call after the trip = %d, %v; want 200 once the breaker lets a probe through", status, err)
+		}
+		if waited := time.Since(start); waited != DefaultBreakerCooldown {
+			t.Errorf("waited %v, want the 60s cooldown", waited)
+		}
+		if st := tr.LimitStatus(host).Breaker; st.State != BreakerClosed {
+			t.Errorf("breaker %v after a good probe, want closed", st.State)
+		}
+	})
+}
+
+func TestBreakerCountsWhatFails(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tests := []struct {
+			name  string
+			step  step
+			ctx   func() context.Context
+			fails bool
+		}{
+			{name: "429", step: answer(429), fails: true},
+			{name: "500", step: answer(500), fails: true},
+			{name: "network error", step: step{err: errReset}, fails: true},
+			{name: "404", step: answer(404)},
+			{name: "400", step: answer(400)},
+			{name: "200", step: answer(200)},
+			{name: "cancelled by the caller", step: step{err: context.Canceled}, ctx: func() context.Context {
+				ctx, cancel := context.WithCancel(context.Background())
+				cancel()
+				return ctx
+			}},
+		}
+		for _, tt := range tests {
+			s := newScript(tt.step)
+			tr := breakerTransport(s.mock(), BreakerPolicy{ConsecutiveFailures: 3})
+			ctx := context.Background()
+			if tt.ctx != nil {
+				ctx = tt.ctx()
+			}
+			for range 3 {
+				_, _ = callOnce(t, tr, ctx)
+			}
+			st := tr.LimitStatus(host).Breaker
+			if open := st.State == BreakerOpen; open != tt.fails {
+				t.Errorf("%s: breaker %v after 3 of them, want open %v", tt.name, st.State, tt.fails)
+			}
+		}
+	})
+}
+
+func TestBreakerHalfOpenLetsExactlyTheProbesThrough(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fail := true
+		var mu sync.Mutex
+		sent := 0
+		base := roundTripFunc(func(*http.Request) (*http.Response, error) {
+			mu.Lock()
+			sent++
+			failing := fail
+			mu.Unlock()
+			if failing {
+				return &http.Response{StatusCode: 503, Body: http.NoBody}, nil
+			}
+			time.Sleep(time.Second) // the probes take a while
+			return &http.Response{StatusCode: 200, Body: http.NoBody}, nil
+		})
+		tr := breakerTransport(base, BreakerPolicy{ConsecutiveFailures: 2, HalfOpenProbes: 2})
+		for range 2 {
+			_, _ = callOnce(t, tr, noWait())
+		}
+		mu.Lock()
+		fail, sent = false, 0
+		mu.Unlock()
+		time.Sleep(DefaultBreakerCooldown)
+
+		var wg sync.WaitGroup
+		results := make(chan error, 10)
+		for range 10 {
+			wg.Go(func() {
+				_, err := callOnce(t, tr, noWait())
+				results <- err
+			})
+		}
+		wg.Wait()
+		close(results)
+		var halfOpen, passed int
+		for err := range results {
+			var coe *CircuitOpenError
+			switch {
+			case err == nil:
+				passed++
+			case errors.As(err, &coe) && coe.State == "half-open":
+				halfOpen++
+			default:
+				t.Errorf("unexpected error %v", err)
+			}
+		}
+		if passed != 2 || halfOpen != 8 || sent != 2 {
+			t.Errorf("%d passed, %d refused half-open, %d sent; want 2, 8, 2", passed, halfOpen, sent)
+		}
+	})
+}
+
+func TestBreakerEscalatesAndDecays(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newScript(answer(503))
+		var changes []string
+		var mu sync.Mutex
+		var tr *Transport
+		p := BreakerPolicy{
+			ConsecutiveFailures: 1,
+			Cooldown:            time.Minute,
+			Escalation:          []time.Duration{10 * time.Minute, time.Hour},
+			Decay:               24 * time.Hour,
+			OnStateChange: func(key string, from, to BreakerState) {
+				// Runs outside any lock: asking the transport must not deadlock.
+				_ = tr.LimitStatus(key)
+				mu.Lock()
+				changes = append(changes, fmt.Sprintf("%s->%s", from, to))
+				mu.Unlock()
+			},
+		}
+		tr = breakerTransport(s.mock(), p)
+		resetIn := func() time.Duration {
+			_, err := callOnce(t, tr, noWait())
+			var coe *CircuitOpenError
+			if !errors.As(err, &coe) {
+				t.Fatalf("err = %v, want the breaker open", err)
+			}
+			return coe.ResetIn
+		}
+
+		_, _ = callOnce(t, tr, noWait()) // trips
+		if got := resetIn(); got != time.Minute {
+			t.Fatalf("after the trip: resets in %v, want 1m", got)
+		}
+		for i, want := range []time.Duration{10 * time.Minute, time.Hour, time.Hour} {
+			time.Sleep(tr.LimitStatus(host).Breaker.ResetIn)
+			_, _ = callOnce(t, tr, noWait()) // the probe fails
+			if got := resetIn(); got != want {
+				t.Fatalf("after failed probe %d: resets in %v, want %v", i+1, got, want)
+			}
+			if lvl := tr.LimitStatus(host).Breaker.Level; lvl != min(i+1, 2) {
+				t.Errorf("after failed probe %d: level %d, want %d", i+1, lvl, min(i+1, 2))
+			}
+		}
+
+		// A good probe closes it; a quiet day brings the level one step down.
+		time.Sleep(time.Hour)
+		s.mu.Lock()
+		s.steps = []step{answer(200), answer(503)}
+		s.received = 0
+		s.mu.Unlock()
+		if status, err := callOnce(t, tr, noWait()); status != 200 {
+			t.Fatalf("probe = %d, %v; want 200", status, err)
+		}
+		time.Sleep(24 * time.Hour)
+		_, _ = callOnce(t, tr, noWait()) // trips again
+		if got := resetIn(); got != 10*time.Minute {
+			t.Errorf("trip after a quiet day: resets in %v, want 10m, one level down from 1h", got)
+		}
+
+		mu.Lock()
+		defer mu.Unlock()
+		want := "closed->open open->half-open half-open->open open->half-open half-open->open " +
+			"open->half-open half-open->open open->half-open half-open->closed closed->open"
+		if got := strings.Join(changes, " "); got != want {
+			t.Errorf("state changes:\n got %s\nwant %s", got, want)
+		}
+	})
+}
+
+func TestBreakerRollingWindow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tests := []struct {
+			name  string
+			times []time.Duration // when the three failures come
+			trips bool
+		}{
+			{name: "3 in 10 minutes", times: []time.Duration{0, 5 * time.Minute, 9*time.Minute + 50*time.Second}, trips: true},
+			{name: "3 over 11 minutes", times: []time.Duration{0, 5*time.Minute + 30*time.Second, 11 * time.Minute}, trips: false},
+		}
+		for _, tt := range tests {
+			s := newScript(answer(200))
+			tr := breakerTransport(s.mock(), BreakerPolicy{ConsecutiveFailures: 100, WindowFailures: 3, Window: 10 * time.Minute})
+			start := time.Now()
+			for _, at := range tt.times {
+				time.Sleep(at - time.Since(start))
+				s.mu.Lock()
+				s.steps, s.received = []step{answer(429), answer(200)}, 0
+				s.mu.Unlock()
+				_, _ = callOnce(t, tr, noWait()) // a failure
+				_, _ = callOnce(t, tr, noWait()) // and a success: the window counts failures, not runs
+			}
+			if open := tr.LimitStatus(host).Breaker.State == BreakerOpen; open != tt.trips {
+				t.Errorf("%s: open = %v, want %v", tt.name, open, tt.trips)
+			}
+		}
+	})
+}
+
+func TestBreakerProbeTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		hang := make(chan struct{})
+		var mu sync.Mutex
+		calls := 0
+		base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			mu.Lock()
+			calls++
+			n := calls
+			mu.Unlock()
+			if n == 1 {
+				return &http.Response{StatusCode: 503, Body: http.NoBody}, nil
+			}
+			<-hang // the probe hangs
+			return &http.Response{StatusCode: 200, Body: http.NoBody}, nil
+		})
+		tr := breakerTransport(base, BreakerPolicy{ConsecutiveFailures: 1, Cooldown: time.Minute,
+			Escalation: []time.Duration{time.Hour}, ProbeTimeout: 10 * time.Second})
+		_, _ = callOnce(t, tr, noWait())
+		time.Sleep(time.Minute)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_, _ = callOnce(t, tr, noWait())
+		}()
+		time.Sleep(10*time.Second + time.Millisecond)
+		st := tr.LimitStatus(host).Breaker
+		if st.State != BreakerOpen || st.ResetIn != time.Hour-time.Millisecond {
+			t.Errorf("breaker %v, resets in %v, while the probe hangs past its timeout; want open for 1h", st.State, st.ResetIn)
+		}
+		close(hang)
+		<-done
+	})
+}
+
+func TestBreakerPolicyValidate(t *testing.T) {
+	tests := []struct {
+		give BreakerPolicy
+		want string
+	}{
+		{give: BreakerPolicy{}},
+		{give: BreakerPolicy{ConsecutiveFailures: -1}, want: "ConsecutiveFailures (-1)"},
+		{give: BreakerPolicy{HalfOpenProbes: 3, SuccessesToClose: 2}, want: "SuccessesToClose (2) is below HalfOpenProbes (3)"},
+		{give: BreakerPolicy{Cooldown: time.Hour, Escalation: []time.Duration{time.Minute}}, want: "Escalation[0] (1m0s) is below Cooldown (1h0m0s)"},
+		{give: BreakerPolicy{WindowFailures: -2}, want: "WindowFailures (-2)"},
+	}
+	for _, tt := range tests {
+		err := tt.give.Validate()
+		if tt.want == "" && err != nil || tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)) {
+			t.Errorf("Validate = %v, want %q", err, tt.want)
+		}
+	}
+}

@@ -328,3 +328,58 @@ func TestBreakerPolicyValidate(t *testing.T) {
 		}
 	}
 }
+
+func TestBreakerSuccessResetsTheRun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newScript(answer(200))
+		tr := breakerTransport(s.mock(), BreakerPolicy{ConsecutiveFailures: 3})
+		send := func(status int) {
+			s.mu.Lock()
+			s.steps, s.received = []step{answer(status)}, 0
+			s.mu.Unlock()
+			_, _ = callOnce(t, tr, noWait())
+		}
+		for _, status := range []int{500, 500, 200, 500, 500, 200, 500, 500, 200} {
+			send(status)
+		}
+		if st := tr.LimitStatus(host).Breaker; st.State != BreakerClosed || st.ConsecutiveFailures != 0 {
+			t.Fatalf("after runs of 2 failures broken by successes: %v with %d in a row, want closed with 0", st.State, st.ConsecutiveFailures)
+		}
+		for range 3 {
+			send(500)
+		}
+		if st := tr.LimitStatus(host).Breaker; st.State != BreakerOpen {
+			t.Errorf("after 3 failures in a row: %v, want open", st.State)
+		}
+	})
+}
+
+func TestBreakerConcurrentOutcomes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// Half the requests fail, all at once, many times over: the breaker
+		// must never trip on ConsecutiveFailures 1000, and must stay usable.
+		var n sync.Mutex
+		i := 0
+		base := roundTripFunc(func(*http.Request) (*http.Response, error) {
+			n.Lock()
+			i++
+			status := 200 + 300*(i%2)
+			n.Unlock()
+			time.Sleep(time.Millisecond)
+			return &http.Response{StatusCode: status, Body: http.NoBody}, nil
+		})
+		tr := breakerTransport(base, BreakerPolicy{ConsecutiveFailures: 1000})
+		var wg sync.WaitGroup
+		for range 50 {
+			wg.Go(func() {
+				for range 20 {
+					_, _ = callOnce(t, tr, noWait())
+				}
+			})
+		}
+		wg.Wait()
+		if st := tr.LimitStatus(host).Breaker; st.State != BreakerClosed {
+			t.Errorf("breaker %v after alternating outcomes, want closed", st.State)
+		}
+	})
+}

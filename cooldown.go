@@ -74,7 +74,7 @@ func newGate(p CooldownPolicy) *gate {
 // pause holds key's requests until until, unless a later pause holds them
 // already: the later of two hints wins.
 func (g *gate) pause(key string, until time.Time) {
-	e := g.states.acquire(key, time.Now(), true)
+	e := g.states.acquire(key, true)
 	defer g.states.release(e)
 	for {
 		cur := e.state.until.Load()
@@ -86,7 +86,7 @@ func (g *gate) pause(key string, until time.Time) {
 
 // pausedFor returns how long key's pause has left.
 func (g *gate) pausedFor(key string, now time.Time) time.Duration {
-	e := g.states.acquire(key, now, false)
+	e := g.states.acquire(key, false)
 	if e == nil {
 		return 0
 	}
@@ -96,7 +96,7 @@ func (g *gate) pausedFor(key string, now time.Time) time.Duration {
 
 // admit waits out key's pause, if any, and a random part of the spread.
 func (g *gate) admit(c *call, key string) error {
-	e := g.states.acquire(key, time.Now(), false)
+	e := g.states.acquire(key, false)
 	if e == nil {
 		return nil // never paused, or long ago
 	}

@@ -210,7 +210,7 @@ func newScope(l Limit) *scope {
 }
 
 func (s *scope) initState(st *scopeState) {
-	if s.Rate != 0 {
+	if s.Rate != 0 && s.Rate != rate.Inf { // an unlimited bucket needs no state
 		st.bucket = rate.NewLimiter(s.Rate, s.Burst)
 	}
 }

@@ -41,8 +41,10 @@ type turn struct {
 // pace waits for the request's turn.
 func (s *scope) pace(c *call, key string, st *scopeState, deadline time.Time) error {
 	for {
-		now := time.Now()
 		st.mu.Lock()
+		// Read under the lock, so the bucket sees its times in order: an
+		// earlier time after a later one would make it count tokens twice.
+		now := time.Now()
 		delay, t := s.takeTurn(st, now, c.priority)
 		if delay <= 0 {
 			st.mu.Unlock()
@@ -137,14 +139,13 @@ func (s *scope) mayWait(st *scopeState, key string, delay time.Duration, now, de
 // acquireSlot takes one of the key's MaxConcurrent slots, queueing by
 // priority when all are taken.
 func (s *scope) acquireSlot(c *call, key string, st *scopeState, deadline time.Time) error {
-	now := time.Now()
 	st.mu.Lock()
 	if st.inFlight < s.MaxConcurrent && len(st.queue) == 0 {
 		st.inFlight++
 		st.mu.Unlock()
 		return nil
 	}
-	if err := s.mayWait(st, key, 0, now, deadline); err != nil {
+	if err := s.mayWait(st, key, 0, time.Now(), deadline); err != nil {
 		st.mu.Unlock()
 		return err
 	}
@@ -199,11 +200,38 @@ type heldSlot struct {
 	entry *keyedEntry[scopeState]
 }
 
-func releaseSlots(slots []heldSlot) {
-	for _, h := range slots {
-		h.scope.releaseSlot(&h.entry.state)
-		h.scope.states.release(h.entry)
+// heldSlots are the slots an attempt holds, one per scope with a
+// MaxConcurrent. Two fit inline: a value, so holding them allocates
+// nothing, and the call that keeps them stays on the stack.
+type heldSlots struct {
+	inline [2]heldSlot
+	n      int
+	more   []heldSlot
+}
+
+func (h *heldSlots) add(s heldSlot) {
+	if h.n < len(h.inline) {
+		h.inline[h.n] = s
+	} else {
+		h.more = append(h.more, s)
 	}
+	h.n++
+}
+
+// release frees every slot held and forgets them.
+func (h *heldSlots) release() {
+	for i := range min(h.n, len(h.inline)) {
+		h.inline[i].free()
+	}
+	for _, s := range h.more {
+		s.free()
+	}
+	*h = heldSlots{}
+}
+
+func (s heldSlot) free() {
+	s.scope.releaseSlot(&s.entry.state)
+	s.scope.states.release(s.entry)
 }
 
 // slotBody is a response body whose request holds concurrency slots; they
@@ -211,7 +239,7 @@ func releaseSlots(slots []heldSlot) {
 type slotBody struct {
 	io.ReadCloser
 	once  sync.Once
-	slots []heldSlot
+	slots heldSlots
 }
 
 func (b *slotBody) Read(p []byte) (int, error) {
@@ -228,4 +256,4 @@ func (b *slotBody) Close() error {
 	return err
 }
 
-func (b *slotBody) release() { b.once.Do(func() { releaseSlots(b.slots) }) }
+func (b *slotBody) release() { b.once.Do(b.slots.release) }

@@ -40,7 +40,10 @@ type BreakerStatus struct {
 	// ResetIn is the time left before an open breaker lets a probe through.
 	ResetIn time.Duration `json:"-"`
 	// Level is the escalation level: 0 for Cooldown, i for Escalation[i-1].
-	Level               int    `json:"level"`
+	Level int `json:"level"`
+	// Requests, Failures and ConsecutiveFailures are gobreaker's counts
+	// since its last change of state. While a breaker is closed and has
+	// seen no failure, successes skip gobreaker and are not counted.
 	Requests            uint32 `json:"requests"`
 	Failures            uint32 `json:"failures"`
 	ConsecutiveFailures uint32 `json:"consecutive_failures"`
@@ -111,7 +114,7 @@ func (s *scope) status(key string, now time.Time) ScopeStatus {
 	if s.Rate != 0 && s.Rate != rate.Inf {
 		out.Rate, out.Burst, out.Tokens = float64(s.Rate), s.Burst, float64(s.Burst)
 	}
-	e := s.states.acquire(key, now, false)
+	e := s.states.acquire(key, false)
 	if e == nil {
 		return out
 	}
@@ -127,7 +130,7 @@ func (s *scope) status(key string, now time.Time) ScopeStatus {
 }
 
 func (b *breakers) status(key string, now time.Time) BreakerStatus {
-	e := b.states.acquire(key, now, false)
+	e := b.states.acquire(key, false)
 	if e == nil {
 		return BreakerStatus{State: BreakerClosed}
 	}

@@ -115,7 +115,6 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if c.shared == nil {
 		c.waitLeft = c.policy.TotalWaitCap
 	}
-	c.held = c.heldInline[:0]
 	return c.run()
 }
 
@@ -145,9 +144,8 @@ type call struct {
 
 	// What the current attempt holds: its breaker ticket, and concurrency
 	// slots until its response body is closed.
-	ticket     breakerTicket
-	held       []heldSlot
-	heldInline [2]heldSlot
+	ticket breakerTicket
+	held   heldSlots
 	// last is the previous attempt's response, its body kept in memory,
 	// handed back if a wait before the next attempt is refused.
 	last *http.Response
@@ -207,12 +205,14 @@ func (c *call) run() (*http.Response, error) {
 }
 
 // admit takes the attempt through the breaker, the cooldown gate and every
-// limit scope, waiting where they say, within the budget.
+// limit scope, waiting where they say, within the budget. A layer reads
+// the clock only when it has something to time: on this machine's kind a
+// reading costs more than a whole layer's bookkeeping.
 func (c *call) admit() error {
 	t := c.t
 	if t.breakers != nil {
 		key := t.breakers.policy.Key(c.req)
-		e := t.breakers.acquire(key, time.Now())
+		e := t.breakers.acquire(key)
 		ticket, err := t.breakers.admit(c, key, &e.state)
 		t.breakers.states.release(e)
 		if err != nil {
@@ -228,15 +228,15 @@ func (c *call) admit() error {
 	}
 	for _, s := range t.scopes {
 		key := s.Key(c.req)
-		e := s.states.acquire(key, time.Now(), true)
+		e := s.states.acquire(key, true)
 		if err := s.admit(c, key, &e.state); err != nil {
 			s.states.release(e)
-			c.releaseHeld()
+			c.held.release()
 			c.ticket.cancel()
 			return err
 		}
 		if s.MaxConcurrent > 0 {
-			c.held = append(c.held, heldSlot{scope: s, entry: e})
+			c.held.add(heldSlot{scope: s, entry: e})
 		} else {
 			s.states.release(e)
 		}
@@ -270,7 +270,7 @@ func (c *call) feedBack(resp *http.Response, err error, class Class) {
 	c.ticket.outcome(c, resp, err, class)
 	c.ticket = breakerTicket{}
 	if err != nil {
-		c.releaseHeld()
+		c.held.release()
 		return
 	}
 	if class != Final && c.t.gate != nil && !c.policy.IgnoreRetryAfter {
@@ -284,15 +284,15 @@ func (c *call) feedBack(resp *http.Response, err error, class Class) {
 // deliver hands resp to the caller, its body freeing the slots it holds.
 func (c *call) deliver(resp *http.Response) *http.Response {
 	c.last = nil
-	if len(c.held) == 0 {
+	if c.held.n == 0 {
 		return resp
 	}
 	if resp.Body == nil || resp.Body == http.NoBody {
-		c.releaseHeld()
+		c.held.release()
 		return resp
 	}
-	resp.Body = &slotBody{ReadCloser: resp.Body, slots: slices.Clone(c.held)}
-	c.held = c.held[:0]
+	resp.Body = &slotBody{ReadCloser: resp.Body, slots: c.held}
+	c.held = heldSlots{}
 	return resp
 }
 
@@ -309,7 +309,7 @@ func (c *call) keepLast(resp *http.Response) {
 			c.last = resp
 		}
 	}
-	c.releaseHeld()
+	c.held.release()
 }
 
 // lastOr returns the previous attempt's response when there is one, the
@@ -321,11 +321,4 @@ func (c *call) lastOr(err error) (*http.Response, error) {
 		return resp, nil
 	}
 	return nil, err
-}
-
-func (c *call) releaseHeld() {
-	if len(c.held) > 0 {
-		releaseSlots(c.held)
-		c.held = c.held[:0]
-	}
 }

@@ -1,0 +1,354 @@
+package ratewise
+
+import (
+	"errors"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sony/gobreaker/v2"
+)
+
+// This file is BreakerPolicy at work: a gobreaker state machine per key,
+// with the escalating cooldown, the probe limits and the fast path on top.
+//
+// The fast path: while a key's breaker is closed and has counted no
+// failure, a success would change nothing that can trip it, so the
+// attempt skips gobreaker (two clock readings, two locks and an
+// allocation). Once a failure is seen, every attempt goes through
+// gobreaker until its counts are clean again. An outcome of a fast
+// attempt that must count (a failure, or a success after a failure) is
+// told to gobreaker when it is known; gobreaker still makes every
+// transition.
+
+// Outcomes told to gobreaker; errBreakerExcluded counts neither way.
+var (
+	errBreakerFailure  = errors.New("ratewise: failure")
+	errBreakerExcluded = errors.New("ratewise: not counted")
+	errProbeTimeout    = errors.New("ratewise: breaker probe timed out")
+)
+
+// breakers is BreakerPolicy at work: one breaker per key.
+type breakers struct {
+	policy BreakerPolicy
+	states *keyed[breakerState]
+}
+
+// breakerState is one key's breaker: gobreaker's state machine, and the
+// escalation of its cooldown on top.
+type breakerState struct {
+	cb *gobreaker.TwoStepCircuitBreaker[struct{}] // set once, under mu
+
+	// clean is set while the breaker is closed with no failure counted:
+	// the fast path is open. gen counts state changes, so that an outcome
+	// from before a change is ignored, as gobreaker ignores it.
+	clean atomic.Bool
+	gen   atomic.Uint64
+
+	mu         sync.Mutex
+	state      BreakerState // as gobreaker last reported it; guarded by mu
+	level      int          // escalation level, 0 is Cooldown; guarded by mu
+	levelSince time.Time    // last trip or failed probe; guarded by mu
+	openUntil  time.Time    // the current cooldown's end, zero when not open; guarded by mu
+	tripFails  int          // failures that led to the last trip; guarded by mu
+	probes     int          // probes in flight; guarded by mu
+	failures   uint64       // failures reported, to tell when counts are clean; guarded by mu
+	changes    []stateChange
+	hasChanges atomic.Bool
+}
+
+type stateChange struct{ from, to BreakerState }
+
+func newBreakers(p BreakerPolicy) *breakers {
+	b := &breakers{policy: p}
+	b.states = newKeyed(p.IdleTimeout, nil, func(st *breakerState, now time.Time) bool {
+		st.mu.Lock()
+		defer st.mu.Unlock()
+		return st.cb == nil || st.state == BreakerClosed && b.levelAt(st, now) == 0
+	})
+	return b
+}
+
+// acquire returns key's breaker, made on first use.
+func (b *breakers) acquire(key string) *keyedEntry[breakerState] {
+	e := b.states.acquire(key, true)
+	if e.state.clean.Load() {
+		return e
+	}
+	e.state.mu.Lock()
+	if e.state.cb == nil {
+		b.build(key, &e.state)
+	}
+	e.state.mu.Unlock()
+	return e
+}
+
+// build makes key's gobreaker, with st.mu held. gobreaker calls
+// ReadyToTrip and OnStateChange under its own lock: they only record into
+// st, taking st.mu after gobreaker's lock, never the other way round.
+func (b *breakers) build(key string, st *breakerState) {
+	p := b.policy
+	settings := gobreaker.Settings{
+		Name:        key,
+		MaxRequests: uint32(p.SuccessesToClose),
+		// A hair under Cooldown: our own openUntil decides when a probe may
+		// go, and gobreaker, which counts its timeout as passed only after
+		// it, must be half-open by that instant.
+		Timeout: max(p.Cooldown-time.Nanosecond, time.Nanosecond),
+		ReadyToTrip: func(c gobreaker.Counts) bool {
+			trip := c.ConsecutiveFailures >= uint32(p.ConsecutiveFailures) ||
+				p.WindowFailures > 0 && c.TotalFailures >= uint32(p.WindowFailures)
+			if trip {
+				st.mu.Lock()
+				st.tripFails = int(max(c.ConsecutiveFailures, c.TotalFailures))
+				st.mu.Unlock()
+			}
+			return trip
+		},
+		OnStateChange: func(_ string, from, to gobreaker.State) { b.recordChange(st, fromGobreaker(from), fromGobreaker(to)) },
+		IsSuccessful:  func(err error) bool { return err == nil },
+		IsExcluded:    func(err error) bool { return err == errBreakerExcluded },
+	}
+	if p.WindowFailures > 0 {
+		settings.Interval = p.Window
+		settings.BucketPeriod = p.Window / 10
+	}
+	st.cb = gobreaker.NewTwoStepCircuitBreaker[struct{}](settings)
+	st.clean.Store(true)
+}
+
+// recordChange notes a state change, under gobreaker's lock: the escalation
+// moves, and the change waits to be reported outside any lock.
+func (b *breakers) recordChange(st *breakerState, from, to BreakerState) {
+	now := time.Now()
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.state = to
+	st.gen.Add(1)
+	st.clean.Store(to == BreakerClosed) // gobreaker clears its counts on every change
+	switch to {
+	case BreakerOpen:
+		level := b.levelAt(st, now)
+		if from == BreakerHalfOpen {
+			level = min(level+1, len(b.policy.Escalation)) // a failed probe
+		}
+		st.level, st.levelSince = level, now
+		st.openUntil = now.Add(b.cooldown(level))
+	case BreakerHalfOpen:
+		st.openUntil = time.Time{}
+	case BreakerClosed:
+		st.probes, st.openUntil = 0, time.Time{}
+	}
+	if b.policy.OnStateChange != nil {
+		st.changes = append(st.changes, stateChange{from, to})
+		st.hasChanges.Store(true)
+	}
+}
+
+// levelAt is the escalation level after the quiet Decays since the last
+// trip, with st.mu held.
+func (b *breakers) levelAt(st *breakerState, now time.Time) int {
+	if st.level == 0 {
+		return 0
+	}
+	steps := int(now.Sub(st.levelSince) / b.policy.Decay)
+	return max(st.level-steps, 0)
+}
+
+func (b *breakers) cooldown(level int) time.Duration {
+	if level == 0 {
+		return b.policy.Cooldown
+	}
+	return b.policy.Escalation[level-1]
+}
+
+// report tells OnStateChange of the changes recorded, outside any lock.
+func (b *breakers) report(key string, st *breakerState) {
+	if !st.hasChanges.Load() {
+		return
+	}
+	st.mu.Lock()
+	changes := st.changes
+	st.changes = nil
+	st.hasChanges.Store(false)
+	st.mu.Unlock()
+	for _, c := range changes {
+		b.policy.OnStateChange(key, c.from, c.to)
+	}
+}
+
+// admit lets an attempt through key's breaker. While the breaker is open
+// it waits for the reset when that fits the call's budget, else returns a
+// *CircuitOpenError. The ticket takes the attempt's outcome.
+func (b *breakers) admit(c *call, key string, st *breakerState) (breakerTicket, error) {
+	for {
+		gen := st.gen.Load()
+		if st.clean.Load() {
+			return breakerTicket{b: b, key: key, st: st, fast: true, gen: gen}, nil
+		}
+		st.mu.Lock()
+		openUntil, fails := st.openUntil, st.tripFails
+		st.mu.Unlock()
+		if !openUntil.IsZero() {
+			if resetIn := time.Until(openUntil); resetIn > 0 {
+				if err := c.waitAdmission(resetIn); err != nil {
+					if c.ctx.Err() != nil {
+						return breakerTicket{}, err
+					}
+					return breakerTicket{}, &CircuitOpenError{Key: key, State: BreakerOpen.String(), ResetIn: resetIn, Failures: fails}
+				}
+				continue
+			}
+		}
+		done, err := st.cb.Allow()
+		b.report(key, st)
+		switch {
+		case errors.Is(err, gobreaker.ErrOpenState):
+			// Not expected: gobreaker's timeout ends before our openUntil.
+			return breakerTicket{}, &CircuitOpenError{Key: key, State: BreakerOpen.String(), Failures: fails}
+		case err != nil: // half-open with every probe taken
+			return breakerTicket{}, &CircuitOpenError{Key: key, State: BreakerHalfOpen.String(), Failures: fails}
+		}
+		st.mu.Lock()
+		probe := st.state == BreakerHalfOpen
+		if probe && st.probes >= b.policy.HalfOpenProbes {
+			st.mu.Unlock()
+			done(errBreakerExcluded)
+			return breakerTicket{}, &CircuitOpenError{Key: key, State: BreakerHalfOpen.String(), Failures: fails}
+		}
+		if probe {
+			st.probes++
+		}
+		st.mu.Unlock()
+		t := breakerTicket{b: b, key: key, st: st, done: done}
+		if probe {
+			g := &probeGuard{ticket: t}
+			g.timer = time.AfterFunc(b.policy.ProbeTimeout, func() { g.complete(errProbeTimeout) })
+			t.probe = g
+		}
+		return t, nil
+	}
+}
+
+// breakerTicket is an admitted attempt whose outcome its breaker awaits.
+// It is a value, so an attempt that is no probe allocates nothing for it.
+type breakerTicket struct {
+	b     *breakers // nil: no breaker
+	key   string
+	st    *breakerState
+	done  func(error) // gobreaker's, unless fast
+	probe *probeGuard // set for a half-open probe
+	fast  bool        // admitted without gobreaker, in generation gen
+	gen   uint64
+}
+
+// outcome tells the breaker how the attempt went: a failure per IsFailure,
+// nothing at all when the call's own context ended it.
+func (t breakerTicket) outcome(c *call, resp *http.Response, err error, class Class) {
+	if t.b == nil {
+		return
+	}
+	var result error
+	switch {
+	case err != nil && c.ctx.Err() != nil:
+		result = errBreakerExcluded
+	case t.b.policy.IsFailure != nil:
+		if t.b.policy.IsFailure(resp, err) {
+			result = errBreakerFailure
+		}
+	case err != nil || class == RateLimited || resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500:
+		result = errBreakerFailure
+	}
+	switch {
+	case t.probe != nil:
+		t.probe.finish(result)
+	case t.fast:
+		t.lateReport(result)
+	default:
+		t.report(result)
+	}
+}
+
+// lateReport tells gobreaker the outcome of a fast attempt, when it must
+// count: a failure, or a success after failures. An outcome from before a
+// state change is dropped, as gobreaker drops it.
+func (t breakerTicket) lateReport(result error) {
+	st := t.st
+	if result == errBreakerExcluded || st.gen.Load() != t.gen || result == nil && st.clean.Load() {
+		return
+	}
+	done, err := st.cb.Allow()
+	if err == nil {
+		t.done = done
+		t.report(result)
+	} else {
+		t.b.report(t.key, st)
+	}
+}
+
+// report tells gobreaker the outcome, keeps the fast path's flag true to
+// gobreaker's counts, and reports any state change.
+func (t breakerTicket) report(result error) {
+	st := t.st
+	st.mu.Lock()
+	if result == errBreakerFailure {
+		st.failures++
+		st.clean.Store(false)
+	}
+	failuresBefore := st.failures
+	st.mu.Unlock()
+
+	t.done(result)
+
+	if result == nil && !st.clean.Load() {
+		counts := st.cb.Counts() // gobreaker's lock, not ours
+		st.mu.Lock()
+		if st.state == BreakerClosed && st.failures == failuresBefore && counts.ConsecutiveFailures == 0 &&
+			(t.b.policy.WindowFailures == 0 || counts.TotalFailures == 0) {
+			st.clean.Store(true)
+		}
+		st.mu.Unlock()
+	}
+	t.b.report(t.key, st)
+}
+
+// cancel withdraws an admitted attempt that will not be sent after all: it
+// counts neither way.
+func (t *breakerTicket) cancel() {
+	switch {
+	case t.b == nil || t.fast:
+	case t.probe != nil:
+		t.probe.finish(errBreakerExcluded)
+	default:
+		t.report(errBreakerExcluded)
+	}
+	*t = breakerTicket{}
+}
+
+// probeGuard finishes a probe once: with its outcome, or as a failure by
+// itself when the probe hangs past ProbeTimeout.
+type probeGuard struct {
+	ticket breakerTicket
+	timer  *time.Timer
+	once   sync.Once
+}
+
+// finish is called by the request's goroutine, which set the timer, once
+// the probe's outcome is known.
+func (g *probeGuard) finish(result error) {
+	g.timer.Stop()
+	g.complete(result)
+}
+
+// complete reports the probe's result, the first time only; the timer
+// calls it directly.
+func (g *probeGuard) complete(result error) {
+	g.once.Do(func() {
+		st := g.ticket.st
+		st.mu.Lock()
+		st.probes = max(st.probes-1, 0)
+		st.mu.Unlock()
+		g.ticket.report(result)
+	})
+}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/go-retryablehttp"
 	"github.com/jarcoal/httpmock"
+	"golang.org/x/time/rate"
 
 	"github.com/ratewise/ratewise"
 )
@@ -129,4 +130,82 @@ func ExampleRetryablehttpPolicy() {
 	defer resp.Body.Close()
 	fmt.Println(resp.StatusCode)
 	// Output: 200
+}
+
+// A plan of 30 requests a minute, shared by every request to the host,
+// that refuses at once rather than queue: a batch job can tell the user
+// when to come back.
+func ExampleWithLimit() {
+	mock := httpmock.NewMockTransport()
+	mock.RegisterResponder(http.MethodGet, "https://api.example.com/items", httpmock.NewStringResponder(200, "[]"))
+	client := &http.Client{Transport: ratewise.New(mock, ratewise.WithLimit(ratewise.Limit{
+		Name:     "plan",
+		Rate:     rate.Every(2 * time.Second), // 30 a minute
+		Burst:    2,
+		FailFast: true,
+	}))}
+
+	for range 3 {
+		resp, err := client.Get("https://api.example.com/items")
+		var le *ratewise.LimitError
+		switch {
+		case errors.As(err, &le):
+			fmt.Printf("refused by %s (%s), try again in about %v\n", le.Scope, le.Reason, le.RetryIn.Round(time.Second))
+		case err != nil:
+			fmt.Println("error:", err)
+		default:
+			resp.Body.Close()
+			fmt.Println(resp.StatusCode)
+		}
+	}
+	// Output:
+	// 200
+	// 200
+	// refused by plan (fail-fast), try again in about 2s
+}
+
+// A breaker opens after two failures in a row; while it is open nothing is
+// sent, and a call that cannot wait for the reset gets a
+// *CircuitOpenError, which tool servers can return as JSON.
+func ExampleWithBreaker() {
+	mock := httpmock.NewMockTransport()
+	mock.RegisterResponder(http.MethodGet, "https://api.example.com/items", httpmock.NewStringResponder(503, ""))
+	tr := ratewise.New(mock,
+		ratewise.WithRetry(ratewise.RetryPolicy{MaxAttempts: 1}),
+		ratewise.WithBreaker(ratewise.BreakerPolicy{ConsecutiveFailures: 2, Cooldown: time.Minute}))
+	client := &http.Client{Transport: tr}
+
+	for range 2 {
+		resp, _ := client.Get("https://api.example.com/items")
+		resp.Body.Close()
+	}
+	blocked, _ := tr.Blocking("api.example.com")
+	fmt.Println("blocked:", blocked)
+
+	ctx := ratewise.WithBudget(context.Background(), 0) // this call may not wait
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "https://api.example.com/items", nil)
+	_, err := tr.RoundTrip(req)
+	var open *ratewise.CircuitOpenError
+	if errors.As(err, &open) {
+		fmt.Println(open.State, "after", open.Failures, "failures; calls sent:", mock.GetTotalCallCount())
+	}
+	// Output:
+	// blocked: true
+	// open after 2 failures; calls sent: 2
+}
+
+// LimitStatus is what a get_throttle_stats tool reports.
+func ExampleTransport_LimitStatus() {
+	mock := httpmock.NewMockTransport()
+	mock.RegisterResponder(http.MethodGet, "https://api.example.com/items", httpmock.NewStringResponder(200, "[]"))
+	tr := ratewise.New(mock, ratewise.WithLimit(ratewise.Limit{Name: "plan", Rate: rate.Every(2 * time.Second), Burst: 30}))
+	for range 3 {
+		req, _ := http.NewRequest(http.MethodGet, "https://api.example.com/items", nil)
+		resp, _ := tr.RoundTrip(req)
+		resp.Body.Close()
+	}
+	st := tr.LimitStatus("api.example.com")
+	scope := st.Scopes[0]
+	fmt.Printf("%s: %d of %d tokens left, %.1f/s, paused %v\n", scope.Name, int(scope.Tokens), scope.Burst, scope.Rate, st.PausedFor)
+	// Output: plan: 27 of 30 tokens left, 0.5/s, paused 0s
 }

@@ -73,8 +73,10 @@ func callStatsFrom(ctx context.Context) *CallStats {
 	return nil
 }
 
-// budget is a wait budget shared by calls: each wait takes its whole length
-// from it before it starts, so concurrent calls never overspend it together.
+// budget is a wait budget shared by calls: each wait of known length takes
+// it whole from the budget before it starts, so concurrent calls never
+// overspend it together; a wait of unknown length (a concurrency slot) is
+// bounded by what is left when it starts and paid for when it ends.
 type budget struct {
 	left atomic.Int64 // nanoseconds
 }

@@ -1,0 +1,109 @@
+package ratewise
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+func TestLimitStatusJSON(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newScript(answer(429, "Retry-After", "30"))
+		tr := New(s.mock(), WithRetry(RetryPolicy{MaxAttempts: 1}),
+			WithLimit(Limit{Name: "plan", Rate: rate.Every(2 * time.Second), Burst: 30}),
+			WithBreaker(BreakerPolicy{ConsecutiveFailures: 1}))
+		_, _ = callOnce(t, tr, context.Background())
+		st := tr.LimitStatus(host)
+		if st.PausedFor != 30*time.Second || st.Breaker.State != BreakerOpen || st.Scopes[0].Tokens != 29 {
+			t.Fatalf("LimitStatus = %+v, breaker %+v", st, *st.Breaker)
+		}
+		js, err := json.Marshal(st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{`"key":"api.example.com"`, `"paused_for_seconds":30`, `"name":"plan"`,
+			`"tokens":29`, `"rate_per_second":0.5`, `"burst":30`, `"state":"open"`, `"reset_in_seconds":60`} {
+			if !strings.Contains(string(js), want) {
+				t.Errorf("JSON %s lacks %s", js, want)
+			}
+		}
+	})
+}
+
+func TestLimitStatusOfUnknownKeyCreatesNothing(t *testing.T) {
+	tr := New(nil, WithLimit(Limit{Rate: 1}), WithBreaker(BreakerPolicy{}))
+	st := tr.LimitStatus("never.example.com")
+	if st.PausedFor != 0 || st.Scopes[0].Tokens != 1 || st.Breaker.State != BreakerClosed {
+		t.Errorf("LimitStatus of an unknown key = %+v, want an idle one", st)
+	}
+	if n := tr.scopes[0].states.len() + tr.breakers.states.len(); n != 0 {
+		t.Errorf("LimitStatus created %d states, want none", n)
+	}
+	if blocked, d := tr.Blocking("never.example.com"); blocked || d != 0 {
+		t.Errorf("Blocking = %v, %v; want false, 0", blocked, d)
+	}
+}
+
+func TestWithRetryPolicyPerRequest(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newScript(answer(429, "Retry-After", "1"))
+		tr := New(s.mock(), WithRetry(RetryPolicy{MaxAttempts: 5}), WithCooldown(CooldownPolicy{Off: true}))
+		ctx := WithRetryPolicy(context.Background(), RetryPolicy{MaxAttempts: 2})
+		if _, err := callOnce(t, tr, ctx); err != nil {
+			t.Fatal(err)
+		}
+		if s.calls() != 2 {
+			t.Errorf("server calls = %d, want the context's 2 attempts, not the transport's 5", s.calls())
+		}
+		bad := WithRetryPolicy(context.Background(), RetryPolicy{MaxAttempts: -1})
+		if _, err := callOnce(t, tr, bad); err == nil || !strings.Contains(err.Error(), "MaxAttempts (-1)") {
+			t.Errorf("invalid per-request policy: err = %v, want its validation error", err)
+		}
+		// Options compose: a later WithPriority keeps the policy.
+		both := WithPriority(ctx, PriorityHigh)
+		if o := optionsFrom(both); o.retry == nil || o.retry.MaxAttempts != 2 || o.priority != PriorityHigh {
+			t.Errorf("options = %+v, want both the policy and the priority", o)
+		}
+		if o := optionsFrom(ctx); o.priority != PriorityNormal {
+			t.Errorf("WithPriority changed its parent's options: %+v", o)
+		}
+	})
+}
+
+func TestCooldownPolicyErrors(t *testing.T) {
+	for _, p := range []CooldownPolicy{{Spread: -1}, {IdleTimeout: -1}} {
+		if _, err := New(nil, WithCooldown(p)).RoundTrip(mustRequest(t, http.MethodGet, nil)); err == nil {
+			t.Errorf("WithCooldown(%+v): RoundTrip returned no error", p)
+		}
+	}
+}
+
+func TestPriorityString(t *testing.T) {
+	for p, want := range map[Priority]string{PriorityLow: "low", PriorityNormal: "normal", PriorityHigh: "high"} {
+		if got := p.String(); got != want {
+			t.Errorf("Priority(%d).String() = %q, want %q", p, got, want)
+		}
+	}
+	for s, want := range map[BreakerState]string{BreakerClosed: "closed", BreakerHalfOpen: "half-open", BreakerOpen: "open", 9: "BreakerState(9)"} {
+		if got := s.String(); got != want {
+			t.Errorf("BreakerState(%d).String() = %q, want %q", s, got, want)
+		}
+	}
+}
+
+func TestLimitErrorMessage(t *testing.T) {
+	err := error(&LimitError{Scope: "plan", Key: host, Reason: "fail-fast", RetryIn: 2 * time.Second})
+	if want := "ratewise: plan refused the request (fail-fast); a slot frees up in 2s"; err.Error() != want {
+		t.Errorf("Error() = %q, want %q", err, want)
+	}
+	if !errors.Is(err, ErrLimited) {
+		t.Error("LimitError does not match ErrLimited")
+	}
+}

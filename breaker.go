@@ -108,8 +108,8 @@ type BreakerPolicy struct {
 	IsFailure func(resp *http.Response, err error) bool
 	// OnStateChange, when set, is told of every change of a key's breaker.
 	// It runs outside any lock of the transport, in the goroutine of the
-	// request that caused the change; changes of one key may be reported
-	// concurrently.
+	// request that caused the change, or of a timer for a probe that timed
+	// out; changes of one key may be reported concurrently.
 	OnStateChange func(key string, from, to BreakerState)
 	// IdleTimeout is how long a closed breaker outlives its key's last
 	// request; zero means DefaultIdleTimeout.
@@ -201,8 +201,9 @@ func WithBreaker(p BreakerPolicy) Option {
 var ErrCircuitOpen = errors.New("ratewise: circuit breaker open")
 
 // CircuitOpenError reports a request not sent because its key's breaker
-// is open, or half-open with its probes taken, and the reset does not fit
-// the call's wait budget.
+// is open and the reset does not fit the call's wait budget, or because it
+// is half-open with every probe slot taken (the probes' outcome decides
+// what comes next, so there is no reset to wait for: ResetIn is 0).
 type CircuitOpenError struct {
 	Key      string
 	State    string        // "open" or "half-open"

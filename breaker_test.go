@@ -354,21 +354,20 @@ func TestBreakerSuccessResetsTheRun(t *testing.T) {
 	})
 }
 
-func TestBreakerConcurrentOutcomes(t *testing.T) {
+func TestBreakerTripsUnderConcurrentFailures(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		// Half the requests fail, all at once, many times over: the breaker
-		// must never trip on ConsecutiveFailures 1000, and must stay usable.
-		var n sync.Mutex
-		i := 0
+		// 50 callers fail at once, many times over: every failure must
+		// reach gobreaker, fast path or not, and trip it.
+		var mu sync.Mutex
+		sent := 0
 		base := roundTripFunc(func(*http.Request) (*http.Response, error) {
-			n.Lock()
-			i++
-			status := 200 + 300*(i%2)
-			n.Unlock()
+			mu.Lock()
+			sent++
+			mu.Unlock()
 			time.Sleep(time.Millisecond)
-			return &http.Response{StatusCode: status, Body: http.NoBody}, nil
+			return &http.Response{StatusCode: 500, Body: http.NoBody}, nil
 		})
-		tr := breakerTransport(base, BreakerPolicy{ConsecutiveFailures: 1000})
+		tr := breakerTransport(base, BreakerPolicy{ConsecutiveFailures: 60})
 		var wg sync.WaitGroup
 		for range 50 {
 			wg.Go(func() {
@@ -378,8 +377,119 @@ func TestBreakerConcurrentOutcomes(t *testing.T) {
 			})
 		}
 		wg.Wait()
-		if st := tr.LimitStatus(host).Breaker; st.State != BreakerClosed {
-			t.Errorf("breaker %v after alternating outcomes, want closed", st.State)
+		if st := tr.LimitStatus(host).Breaker; st.State != BreakerOpen {
+			t.Errorf("breaker %v after %d failures, want open", st.State, sent)
+		}
+		if sent < 60 || sent > 60+50 {
+			t.Errorf("%d requests sent, want 60 to trip it plus at most the 50 in flight", sent)
+		}
+	})
+}
+
+func TestEscalatedCooldownSurvivesStatusPolls(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newScript(answer(503))
+		tr := breakerTransport(s.mock(), BreakerPolicy{ConsecutiveFailures: 1, Cooldown: time.Minute,
+			Escalation: []time.Duration{time.Hour}})
+		_, _ = callOnce(t, tr, noWait()) // trips for 1m
+		time.Sleep(time.Minute)
+		_, _ = callOnce(t, tr, noWait()) // the probe fails: open for 1h
+		time.Sleep(2 * time.Minute)      // past gobreaker's own, base, timeout
+		if blocked, d := tr.Blocking(host); !blocked || d != 58*time.Minute {
+			t.Errorf("Blocking 2m into the 1h cooldown = %v, %v; want true, 58m", blocked, d)
+		}
+		before := s.calls()
+		if _, err := callOnce(t, tr, noWait()); !errors.Is(err, ErrCircuitOpen) || s.calls() != before {
+			t.Errorf("call 2m into the 1h cooldown: err %v, %d sent; want ErrCircuitOpen and nothing sent", err, s.calls()-before)
+		}
+	})
+}
+
+func TestProbeTimeoutStartsWhenSent(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// A 429 asking for 120s trips the breaker for 60s and pauses the key
+		// for 120s: the probe waits 60s in the cooldown before it is sent,
+		// longer than its timeout, and must not count as hanging.
+		s := newScript(answer(429, "Retry-After", "120"), answer(200))
+		tr := New(s.mock(), WithRetry(RetryPolicy{MaxAttempts: 1}),
+			WithBreaker(BreakerPolicy{ConsecutiveFailures: 1, Cooldown: time.Minute,
+				Escalation: []time.Duration{time.Hour}, ProbeTimeout: 10 * time.Second}))
+		_, _ = callOnce(t, tr, context.Background())
+		time.Sleep(time.Minute)
+		if status, err := callOnce(t, tr, context.Background()); status != 200 {
+			t.Fatalf("probe = %d, %v; want 200", status, err)
+		}
+		if st := tr.LimitStatus(host).Breaker; st.State != BreakerClosed || st.Level != 0 {
+			t.Errorf("breaker %v at level %d after a good probe that queued, want closed at 0", st.State, st.Level)
+		}
+	})
+}
+
+func TestCircuitOpenFailuresCountTheTrippingRun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newScript(answer(200))
+		tr := breakerTransport(s.mock(), BreakerPolicy{ConsecutiveFailures: 3})
+		send := func(status int) {
+			s.mu.Lock()
+			s.steps, s.received = []step{answer(status)}, 0
+			s.mu.Unlock()
+			_, _ = callOnce(t, tr, noWait())
+		}
+		for range 10 {
+			send(500)
+			send(200)
+		}
+		for range 3 {
+			send(500)
+		}
+		var coe *CircuitOpenError
+		if _, err := callOnce(t, tr, noWait()); !errors.As(err, &coe) || coe.Failures != 3 {
+			t.Errorf("err = %v, want a CircuitOpenError after the 3 failures in a row", err)
+		}
+	})
+}
+
+func TestBreakerEviction(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		byPath := func(r *http.Request) string { return r.URL.Path }
+		base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			if strings.HasPrefix(r.URL.Path, "/bad") {
+				return &http.Response{StatusCode: 503, Body: http.NoBody}, nil
+			}
+			return &http.Response{StatusCode: 200, Body: http.NoBody}, nil
+		})
+		tr := breakerTransport(base, BreakerPolicy{ConsecutiveFailures: 20, Cooldown: time.Minute,
+			IdleTimeout: time.Minute, Key: byPath})
+		send := func(path string) {
+			req, _ := http.NewRequest(http.MethodGet, "https://api.example.com"+path, nil)
+			if resp, err := tr.RoundTrip(req); err == nil {
+				_ = resp.Body.Close()
+			}
+		}
+		// A key failing every 10s keeps its count, however many other keys
+		// come and go meanwhile.
+		for i := range 19 {
+			send("/bad")
+			send(fmt.Sprintf("/other/%d", i))
+			time.Sleep(10 * time.Second)
+		}
+		if got := tr.LimitStatus("/bad").Breaker.ConsecutiveFailures; got != 19 {
+			t.Fatalf("/bad counts %d failures in a row, want 19", got)
+		}
+		send("/bad")
+		if st := tr.LimitStatus("/bad").Breaker; st.State != BreakerOpen {
+			t.Fatalf("after 20 failures: %v, want open", st.State)
+		}
+		// Open breakers are kept through their cooldown, then go once idle.
+		for i := range 5 {
+			time.Sleep(30 * time.Second)
+			send(fmt.Sprintf("/later/%d", i))
+		}
+		if tr.breakers.states.acquire("/bad", false) != nil {
+			t.Errorf("the /bad breaker, its cooldown long over and idle for 2m30s, is still held")
+		}
+		if n := tr.breakers.states.len(); n > 4 {
+			t.Errorf("%d breakers held, want at most the few used lately", n)
 		}
 	})
 }

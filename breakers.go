@@ -53,21 +53,37 @@ type breakerState struct {
 	openUntil  time.Time    // the current cooldown's end, zero when not open; guarded by mu
 	tripFails  int          // failures that led to the last trip; guarded by mu
 	probes     int          // probes in flight; guarded by mu
-	failures   uint64       // failures reported, to tell when counts are clean; guarded by mu
-	changes    []stateChange
-	hasChanges atomic.Bool
+	// failures counts the failures reported, pendingFailures those not yet
+	// through gobreaker, to tell when its counts are clean; guarded by mu.
+	failures        uint64
+	pendingFailures int
+	changes         []stateChange
+	hasChanges      atomic.Bool
 }
 
 type stateChange struct{ from, to BreakerState }
 
 func newBreakers(p BreakerPolicy) *breakers {
 	b := &breakers{policy: p}
-	b.states = newKeyed(p.IdleTimeout, nil, func(st *breakerState, now time.Time) bool {
-		st.mu.Lock()
-		defer st.mu.Unlock()
-		return st.cb == nil || st.state == BreakerClosed && b.levelAt(st, now) == 0
-	})
+	b.states = newKeyed(p.IdleTimeout, nil, b.forgettable)
 	return b
+}
+
+// forgettable reports whether evicting st loses nothing: a breaker closed
+// with no failure counted, or one whose cooldown is over and whose
+// escalation has decayed, with no probe in flight.
+func (b *breakers) forgettable(st *breakerState, now time.Time) bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	switch {
+	case st.cb == nil:
+		return true
+	case st.probes > 0 || b.levelAt(st, now) > 0:
+		return false
+	case st.state == BreakerClosed:
+		return st.clean.Load()
+	}
+	return !st.openUntil.After(now)
 }
 
 // acquire returns key's breaker, made on first use.
@@ -97,14 +113,19 @@ func (b *breakers) build(key string, st *breakerState) {
 		// it, must be half-open by that instant.
 		Timeout: max(p.Cooldown-time.Nanosecond, time.Nanosecond),
 		ReadyToTrip: func(c gobreaker.Counts) bool {
-			trip := c.ConsecutiveFailures >= uint32(p.ConsecutiveFailures) ||
-				p.WindowFailures > 0 && c.TotalFailures >= uint32(p.WindowFailures)
-			if trip {
-				st.mu.Lock()
-				st.tripFails = int(max(c.ConsecutiveFailures, c.TotalFailures))
-				st.mu.Unlock()
+			fails := 0 // of the rule that trips
+			switch {
+			case c.ConsecutiveFailures >= uint32(p.ConsecutiveFailures):
+				fails = int(c.ConsecutiveFailures)
+			case p.WindowFailures > 0 && c.TotalFailures >= uint32(p.WindowFailures):
+				fails = int(c.TotalFailures)
+			default:
+				return false
 			}
-			return trip
+			st.mu.Lock()
+			st.tripFails = fails
+			st.mu.Unlock()
+			return true
 		},
 		OnStateChange: func(_ string, from, to gobreaker.State) { b.recordChange(st, fromGobreaker(from), fromGobreaker(to)) },
 		IsSuccessful:  func(err error) bool { return err == nil },
@@ -136,7 +157,11 @@ func (b *breakers) recordChange(st *breakerState, from, to BreakerState) {
 		st.level, st.levelSince = level, now
 		st.openUntil = now.Add(b.cooldown(level))
 	case BreakerHalfOpen:
-		st.openUntil = time.Time{}
+		// gobreaker goes half-open after the base Cooldown; an escalated
+		// cooldown still holds until openUntil.
+		if !st.openUntil.After(now) {
+			st.openUntil = time.Time{}
+		}
 	case BreakerClosed:
 		st.probes, st.openUntil = 0, time.Time{}
 	}
@@ -181,11 +206,12 @@ func (b *breakers) report(key string, st *breakerState) {
 // admit lets an attempt through key's breaker. While the breaker is open
 // it waits for the reset when that fits the call's budget, else returns a
 // *CircuitOpenError. The ticket takes the attempt's outcome.
-func (b *breakers) admit(c *call, key string, st *breakerState) (breakerTicket, error) {
+func (b *breakers) admit(c *call, key string, e *keyedEntry[breakerState]) (breakerTicket, error) {
+	st := &e.state
 	for {
 		gen := st.gen.Load()
 		if st.clean.Load() {
-			return breakerTicket{b: b, key: key, st: st, fast: true, gen: gen}, nil
+			return breakerTicket{b: b, key: key, entry: e, fast: true, gen: gen}, nil
 		}
 		st.mu.Lock()
 		openUntil, fails := st.openUntil, st.tripFails
@@ -221,11 +247,9 @@ func (b *breakers) admit(c *call, key string, st *breakerState) (breakerTicket, 
 			st.probes++
 		}
 		st.mu.Unlock()
-		t := breakerTicket{b: b, key: key, st: st, done: done}
+		t := breakerTicket{b: b, key: key, entry: e, done: done}
 		if probe {
-			g := &probeGuard{ticket: t}
-			g.timer = time.AfterFunc(b.policy.ProbeTimeout, func() { g.complete(errProbeTimeout) })
-			t.probe = g
+			t.probe = &probeGuard{ticket: t} // its timer starts when the probe is sent
 		}
 		return t, nil
 	}
@@ -233,14 +257,24 @@ func (b *breakers) admit(c *call, key string, st *breakerState) (breakerTicket, 
 
 // breakerTicket is an admitted attempt whose outcome its breaker awaits.
 // It is a value, so an attempt that is no probe allocates nothing for it.
+// It holds its key's entry, so the breaker is not evicted under it, until
+// the outcome is told or the attempt withdrawn.
 type breakerTicket struct {
 	b     *breakers // nil: no breaker
 	key   string
-	st    *breakerState
+	entry *keyedEntry[breakerState]
 	done  func(error) // gobreaker's, unless fast
 	probe *probeGuard // set for a half-open probe
 	fast  bool        // admitted without gobreaker, in generation gen
 	gen   uint64
+}
+
+// sent starts a probe's timeout: a probe that hangs past ProbeTimeout
+// counts as a failure. A probe waiting to be sent does not hang.
+func (t breakerTicket) sent() {
+	if g := t.probe; g != nil {
+		g.timer = time.AfterFunc(t.b.policy.ProbeTimeout, func() { g.complete(errProbeTimeout) })
+	}
 }
 
 // outcome tells the breaker how the attempt went: a failure per IsFailure,
@@ -262,19 +296,21 @@ func (t breakerTicket) outcome(c *call, resp *http.Response, err error, class Cl
 	}
 	switch {
 	case t.probe != nil:
-		t.probe.finish(result)
+		t.probe.finish(result) // releases the entry
+		return
 	case t.fast:
 		t.lateReport(result)
 	default:
 		t.report(result)
 	}
+	t.b.states.release(t.entry)
 }
 
 // lateReport tells gobreaker the outcome of a fast attempt, when it must
 // count: a failure, or a success after failures. An outcome from before a
 // state change is dropped, as gobreaker drops it.
 func (t breakerTicket) lateReport(result error) {
-	st := t.st
+	st := &t.entry.state
 	if result == errBreakerExcluded || st.gen.Load() != t.gen || result == nil && st.clean.Load() {
 		return
 	}
@@ -290,10 +326,12 @@ func (t breakerTicket) lateReport(result error) {
 // report tells gobreaker the outcome, keeps the fast path's flag true to
 // gobreaker's counts, and reports any state change.
 func (t breakerTicket) report(result error) {
-	st := t.st
+	st := &t.entry.state
+	failure := result == errBreakerFailure
 	st.mu.Lock()
-	if result == errBreakerFailure {
+	if failure {
 		st.failures++
+		st.pendingFailures++
 		st.clean.Store(false)
 	}
 	failuresBefore := st.failures
@@ -301,11 +339,17 @@ func (t breakerTicket) report(result error) {
 
 	t.done(result)
 
-	if result == nil && !st.clean.Load() {
+	if failure {
+		st.mu.Lock()
+		st.pendingFailures--
+		st.mu.Unlock()
+	} else if result == nil && !st.clean.Load() && t.settled(failuresBefore) {
+		// Counts read only once no failure is on its way to gobreaker, so
+		// that they include every failure reported so far.
 		counts := st.cb.Counts() // gobreaker's lock, not ours
 		st.mu.Lock()
-		if st.state == BreakerClosed && st.failures == failuresBefore && counts.ConsecutiveFailures == 0 &&
-			(t.b.policy.WindowFailures == 0 || counts.TotalFailures == 0) {
+		if st.state == BreakerClosed && st.pendingFailures == 0 && st.failures == failuresBefore &&
+			counts.ConsecutiveFailures == 0 && (t.b.policy.WindowFailures == 0 || counts.TotalFailures == 0) {
 			st.clean.Store(true)
 		}
 		st.mu.Unlock()
@@ -313,15 +357,27 @@ func (t breakerTicket) report(result error) {
 	t.b.report(t.key, st)
 }
 
+// settled reports whether no failure was reported since failuresBefore,
+// nor is being told to gobreaker.
+func (t breakerTicket) settled(failuresBefore uint64) bool {
+	st := &t.entry.state
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.pendingFailures == 0 && st.failures == failuresBefore
+}
+
 // cancel withdraws an admitted attempt that will not be sent after all: it
 // counts neither way.
 func (t *breakerTicket) cancel() {
 	switch {
-	case t.b == nil || t.fast:
+	case t.b == nil:
 	case t.probe != nil:
-		t.probe.finish(errBreakerExcluded)
+		t.probe.finish(errBreakerExcluded) // releases the entry
+	case t.fast:
+		t.b.states.release(t.entry)
 	default:
 		t.report(errBreakerExcluded)
+		t.b.states.release(t.entry)
 	}
 	*t = breakerTicket{}
 }
@@ -335,20 +391,23 @@ type probeGuard struct {
 }
 
 // finish is called by the request's goroutine, which set the timer, once
-// the probe's outcome is known.
+// the probe's outcome is known, or when it is withdrawn unsent.
 func (g *probeGuard) finish(result error) {
-	g.timer.Stop()
+	if g.timer != nil {
+		g.timer.Stop()
+	}
 	g.complete(result)
 }
 
-// complete reports the probe's result, the first time only; the timer
-// calls it directly.
+// complete reports the probe's result and releases its entry, the first
+// time only; the timer calls it directly.
 func (g *probeGuard) complete(result error) {
 	g.once.Do(func() {
-		st := g.ticket.st
+		st := &g.ticket.entry.state
 		st.mu.Lock()
 		st.probes = max(st.probes-1, 0)
 		st.mu.Unlock()
 		g.ticket.report(result)
+		g.ticket.b.states.release(g.ticket.entry)
 	})
 }

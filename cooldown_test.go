@@ -3,6 +3,7 @@ package ratewise
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"sync"
@@ -160,6 +161,61 @@ func TestCooldownWaitEndsWithContext(t *testing.T) {
 		_, err := tr.RoundTrip(mustRequest(t, http.MethodGet, nil).WithContext(ctx))
 		if !errors.Is(err, context.Canceled) || time.Since(start) != 5*time.Second {
 			t.Errorf("RoundTrip = %v after %v; want context.Canceled after 5s", err, time.Since(start))
+		}
+	})
+}
+
+func TestCooldownHoldsRequestsQueuedInAScope(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// The first request's 429 comes back at 0.5s asking for 30s; the
+		// others are already queued in the scope's pace by then.
+		var mu sync.Mutex
+		var sent []time.Duration
+		start := time.Now()
+		base := roundTripFunc(func(*http.Request) (*http.Response, error) {
+			mu.Lock()
+			sent = append(sent, time.Since(start))
+			first := len(sent) == 1
+			mu.Unlock()
+			if first {
+				time.Sleep(500 * time.Millisecond)
+				return &http.Response{StatusCode: 429, Header: http.Header{"Retry-After": {"30"}}, Body: http.NoBody}, nil
+			}
+			return &http.Response{StatusCode: 200, Body: http.NoBody}, nil
+		})
+		tr := New(base, WithRetry(RetryPolicy{MaxAttempts: 1}), WithLimit(Limit{Rate: 1, Burst: 1}))
+		var wg sync.WaitGroup
+		for range 5 {
+			wg.Go(func() {
+				if resp, err := tr.RoundTrip(mustRequest(t, http.MethodGet, nil)); err == nil {
+					_ = resp.Body.Close()
+				}
+			})
+			time.Sleep(time.Millisecond)
+		}
+		wg.Wait()
+		for _, at := range sent[1:] {
+			if at < 30*time.Second {
+				t.Fatalf("sent at %v: a request went during the pause set at 0.5s", sent)
+			}
+		}
+	})
+}
+
+func TestCooldownStateKeptWhilePaused(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGate(CooldownPolicy{IdleTimeout: time.Minute})
+		g.pause("paused", time.Now().Add(time.Hour))
+		g.pause("brief", time.Now().Add(time.Second))
+		for i := range 4 {
+			time.Sleep(time.Minute)
+			g.pause(fmt.Sprintf("other-%d", i), time.Now()) // new keys bring sweeps
+		}
+		if got := g.pausedFor("paused", time.Now()); got != 56*time.Minute {
+			t.Errorf("a 1h pause after 4m: %v left, want 56m: it must not be evicted", got)
+		}
+		if e := g.states.acquire("brief", false); e != nil {
+			t.Error("a pause over for minutes is still held")
 		}
 	})
 }

@@ -9,7 +9,8 @@ import (
 
 // DefaultIdleTimeout is how long per-key state (a limiter's bucket, a
 // cooldown, a breaker) is kept at least after its key was last used, when
-// the policy does not say otherwise; it goes by half as long again at most.
+// the policy does not say otherwise. It is evicted later, when requests
+// for other keys come, and only when it has nothing left to remember.
 const DefaultIdleTimeout = 10 * time.Minute
 
 const (
@@ -24,17 +25,15 @@ const (
 )
 
 // keyed holds per-key state for one limit scope, the cooldown gate or the
-// breakers. It evicts state whose key has been idle for the idle timeout,
-// when that state has nothing left to remember (a full bucket, a pause
-// that is over, a closed breaker), so memory stays bounded however many
+// breakers. It evicts state whose key has gone idle, when that state has
+// nothing left to remember (a full bucket, a pause that is over, a closed
+// breaker that saw no failure), so memory stays bounded however many
 // distinct keys come and go. Entries in use are counted and never evicted.
 //
-// Idleness is kept in epochs of half the idle timeout rather than in
-// timestamps, so that a lookup never reads the clock. An entry is evicted
-// once it has not been looked up for two whole epochs: after between 1 and
-// 1.5 idle timeouts. The epoch moves only
-// when a sweep is due, so an entry may look older than it is; evicting it
-// early loses nothing, since only forgettable state is evicted.
+// Idleness is counted in sweeps rather than timestamps, so that a lookup
+// never reads the clock. Sweeps run at least half an idle timeout apart,
+// when lookups come; an entry missed by three of them has been idle for at
+// least the idle timeout.
 type keyed[S any] struct {
 	shards      [keyedShards]keyedShard[S]
 	seed        maphash.Seed
@@ -43,7 +42,7 @@ type keyed[S any] struct {
 	forgettable func(*S, time.Time) bool // whether evicting the state loses nothing; nil means always
 	size        atomic.Int64             // keys held, so a lookup in an empty map takes no lock
 	lookups     atomic.Uint64            // lookups of known keys, to pace looks at the clock
-	epoch       atomic.Int64             // Unix time in epochs (idle/2) at the last sweep
+	nextSweep   atomic.Int64             // Unix nanoseconds
 }
 
 type keyedShard[S any] struct {
@@ -53,10 +52,13 @@ type keyedShard[S any] struct {
 
 // keyedEntry is one key's state, with the bookkeeping eviction needs.
 type keyedEntry[S any] struct {
-	state     S
-	refs      atomic.Int32 // holders; raised under the shard's lock
-	lastEpoch atomic.Int64 // the keyed epoch when last looked up
+	state  S
+	refs   atomic.Int32 // holders; raised under the shard's lock
+	missed atomic.Int32 // sweeps since the last lookup
 }
+
+// sweepsToEvict is how many sweeps in a row must miss an entry.
+const sweepsToEvict = 3
 
 func newKeyed[S any](idle time.Duration, init func(*S), forgettable func(*S, time.Time) bool) *keyed[S] {
 	if idle <= 0 {
@@ -97,7 +99,9 @@ func (k *keyed[S]) acquire(key string, create bool) *keyedEntry[S] {
 	}
 	e.refs.Add(1)
 	sh.mu.Unlock()
-	e.lastEpoch.Store(k.epoch.Load())
+	if e.missed.Load() != 0 {
+		e.missed.Store(0)
+	}
 	if created || k.lookups.Add(1)%sweepCheckEvery == 0 {
 		k.maybeSweep(time.Now())
 	}
@@ -109,26 +113,24 @@ func (k *keyed[S]) release(e *keyedEntry[S]) {
 	e.refs.Add(-1)
 }
 
-// maybeSweep moves the epoch and evicts idle state when an epoch has
-// passed since the last sweep; the caller that wins the race sweeps, one
-// shard lock at a time.
+// maybeSweep sweeps when half an idle timeout has passed since the last
+// sweep; the caller that wins the race sweeps, one shard lock at a time.
 func (k *keyed[S]) maybeSweep(now time.Time) {
-	epoch := now.UnixNano() / int64(max(k.idle/2, 1))
-	last := k.epoch.Load()
-	if epoch <= last || !k.epoch.CompareAndSwap(last, epoch) {
+	next := k.nextSweep.Load()
+	if now.UnixNano() < next || !k.nextSweep.CompareAndSwap(next, now.Add(k.idle/2).UnixNano()) {
 		return
 	}
-	k.sweep(now, epoch-2)
+	k.sweep(now)
 }
 
-// sweep evicts every entry not held, last looked up before epoch staleBy,
-// and forgettable.
-func (k *keyed[S]) sweep(now time.Time, staleBy int64) {
+// sweep counts one more miss for every entry not held, and evicts those
+// missed sweepsToEvict times in a row that are forgettable.
+func (k *keyed[S]) sweep(now time.Time) {
 	for i := range k.shards {
 		sh := &k.shards[i]
 		sh.mu.Lock()
 		for key, e := range sh.m {
-			if e.refs.Load() == 0 && e.lastEpoch.Load() < staleBy &&
+			if e.refs.Load() == 0 && e.missed.Add(1) >= sweepsToEvict &&
 				(k.forgettable == nil || k.forgettable(&e.state, now)) {
 				delete(sh.m, key)
 				k.size.Add(-1)

@@ -75,7 +75,8 @@ type Limit struct {
 	// wait budget to bound it.
 	MaxWait time.Duration
 	// FailFast makes a request that would have to wait fail at once with a
-	// *LimitError saying when a slot frees up. Nothing is sent.
+	// *LimitError saying when its turn would come (unknown for a
+	// concurrency slot). Nothing is sent.
 	FailFast bool
 	// MaxQueue caps the requests of one key waiting in this scope; the next
 	// one fails at once with a *LimitError instead of queueing without end.

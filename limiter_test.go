@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -356,10 +358,20 @@ func TestIdleKeysEvicted(t *testing.T) {
 		if n := s.states.len(); n < 50_000 {
 			t.Fatalf("%d keys held right after the run, want most of the 100,000 (not yet idle)", n)
 		}
-		time.Sleep(DefaultIdleTimeout * 3 / 2) // evicted between 1 and 1.5 idle timeouts
-		getN(t, tr, 1)
-		if n := s.states.len(); n > 1 {
-			t.Errorf("%d keys held after the idle period, want at most 1", n)
+		// Traffic goes on for other keys: the sweeps it brings evict the
+		// idle ones once they have been idle for the idle timeout.
+		for i := range 3 {
+			time.Sleep(DefaultIdleTimeout / 2)
+			r := req.Clone(req.Context())
+			r.URL.Path = fmt.Sprintf("/later/%d", i)
+			resp, err := tr.RoundTrip(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = resp.Body.Close()
+		}
+		if n := s.states.len(); n > 3 {
+			t.Errorf("%d keys held after the idle period, want at most the 3 used since", n)
 		}
 	})
 }
@@ -404,4 +416,171 @@ func TestByHeaderHidesTheValue(t *testing.T) {
 	if ByHeader("Apikey")(other) == key {
 		t.Error("two API keys share a ByHeader key")
 	}
+}
+
+func TestSlotBeforeTurn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// Two slow requests hold both slots for 10s while four more queue:
+		// when the slots free, the queued ones must still keep the pace of
+		// one a second, not go at once on tokens taken while they waited.
+		var mu sync.Mutex
+		var sent []time.Duration
+		start := time.Now()
+		stall := make(chan struct{})
+		base := roundTripFunc(func(*http.Request) (*http.Response, error) {
+			mu.Lock()
+			sent = append(sent, time.Since(start))
+			n := len(sent)
+			mu.Unlock()
+			if n <= 2 {
+				<-stall
+			}
+			return &http.Response{StatusCode: 200, Body: http.NoBody}, nil
+		})
+		tr := New(base, WithLimit(Limit{Rate: 1, Burst: 1, MaxConcurrent: 2}))
+		var wg sync.WaitGroup
+		for range 6 {
+			wg.Go(func() {
+				if resp, err := tr.RoundTrip(mustRequest(t, http.MethodGet, nil)); err == nil {
+					_ = resp.Body.Close()
+				}
+			})
+		}
+		time.Sleep(10 * time.Second)
+		close(stall)
+		wg.Wait()
+		slices.Sort(sent)
+		for i := 1; i < len(sent); i++ {
+			if gap := sent[i] - sent[i-1]; gap < time.Second {
+				t.Fatalf("sent at %v: two requests %v apart with a rate of 1/s", sent, gap)
+			}
+		}
+	})
+}
+
+func TestSlotFreedWhenALaterScopeRefuses(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newScript(answer(200))
+		tr := New(s.mock(),
+			WithLimit(Limit{Name: "slots", MaxConcurrent: 1}),
+			WithLimit(Limit{Name: "bucket", Rate: rate.Every(time.Hour), FailFast: true}))
+		getN(t, tr, 1)
+		if _, err := tr.RoundTrip(mustRequest(t, http.MethodGet, nil)); !errors.Is(err, ErrLimited) {
+			t.Fatalf("err = %v, want the bucket's refusal", err)
+		}
+		if st := tr.LimitStatus(host).Scopes[0]; st.InFlight != 0 {
+			t.Errorf("%d slots still taken after the refusal, want 0", st.InFlight)
+		}
+	})
+}
+
+func TestSlotHandedOnWhenAWaiterGivesUp(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := &slowBase{}
+		tr := New(base, WithLimit(Limit{MaxConcurrent: 1}))
+		errs := make(chan error, 3)
+		ctx, cancel := context.WithCancel(context.Background())
+		for i := range 3 {
+			go func() {
+				c := context.Background()
+				if i == 1 {
+					c = ctx // the second in line gives up
+				}
+				resp, err := tr.RoundTrip(mustRequest(t, http.MethodGet, nil).WithContext(c))
+				if err == nil {
+					_ = resp.Body.Close()
+				}
+				errs <- err
+			}()
+			time.Sleep(time.Millisecond)
+		}
+		time.Sleep(500 * time.Millisecond)
+		cancel()
+		var canceled, ok int
+		for range 3 {
+			switch err := <-errs; {
+			case err == nil:
+				ok++
+			case errors.Is(err, context.Canceled):
+				canceled++
+			default:
+				t.Errorf("unexpected error %v", err)
+			}
+		}
+		if ok != 2 || canceled != 1 || base.calls.Load() != 2 {
+			t.Errorf("%d succeeded, %d cancelled, %d sent; want 2, 1, 2", ok, canceled, base.calls.Load())
+		}
+		if st := tr.LimitStatus(host).Scopes[0]; st.InFlight != 0 || st.Waiting != 0 {
+			t.Errorf("after the run: %d in flight, %d waiting; want 0, 0", st.InFlight, st.Waiting)
+		}
+	})
+}
+
+func TestSlotAccountingUnderChaos(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// Errors, 429s, nil bodies, deadlines and priorities, through three
+		// scopes at once: afterwards no slot, queue place or hold is left.
+		var mu sync.Mutex
+		r := rand.New(rand.NewPCG(1, 2))
+		base := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			mu.Lock()
+			kind, delay := r.IntN(6), time.Duration(r.IntN(500))*time.Millisecond
+			mu.Unlock()
+			select {
+			case <-time.After(delay):
+			case <-req.Context().Done():
+				return nil, req.Context().Err()
+			}
+			switch kind {
+			case 0:
+				return nil, errReset
+			case 1:
+				return &http.Response{StatusCode: 429, Header: http.Header{"Retry-After": {"1"}}, Body: http.NoBody}, nil
+			case 2:
+				return &http.Response{StatusCode: 503}, nil // no body at all
+			}
+			return &http.Response{StatusCode: 200, Body: http.NoBody}, nil
+		})
+		tr := New(base, WithRetry(RetryPolicy{MaxAttempts: 4, InitialDelay: 100 * time.Millisecond}),
+			WithCooldown(CooldownPolicy{Off: true}),
+			WithLimit(Limit{Name: "a", MaxConcurrent: 3}),
+			WithLimit(Limit{Name: "b", MaxConcurrent: 2, Key: Global, MaxQueue: 5, MaxWait: 2 * time.Second}),
+			WithLimit(Limit{Name: "c", MaxConcurrent: 4, MinSpacing: 10 * time.Millisecond}),
+			WithBreaker(BreakerPolicy{ConsecutiveFailures: 1000}))
+		var wg sync.WaitGroup
+		for i := range 300 {
+			mu.Lock()
+			timeout := time.Duration(r.IntN(3000)) * time.Millisecond
+			mu.Unlock()
+			wg.Go(func() {
+				ctx, cancel := context.WithTimeout(context.Background(), timeout)
+				defer cancel()
+				if i%3 == 0 {
+					ctx = WithPriority(ctx, PriorityHigh)
+				}
+				resp, err := tr.RoundTrip(mustRequest(t, http.MethodGet, nil).WithContext(ctx))
+				if err == nil && resp.Body != nil {
+					_ = resp.Body.Close()
+				}
+			})
+		}
+		wg.Wait()
+		for _, s := range tr.scopes {
+			for i := range s.states.shards {
+				for key, e := range s.states.shards[i].m {
+					if e.refs.Load() != 0 || e.state.inFlight != 0 || e.state.waiting != 0 || len(e.state.queue) != 0 {
+						t.Errorf("scope %s, key %q: %d holds, %d in flight, %d waiting, %d queued; want none",
+							s.Name, key, e.refs.Load(), e.state.inFlight, e.state.waiting, len(e.state.queue))
+					}
+				}
+			}
+		}
+		for i := range tr.breakers.states.shards {
+			for key, e := range tr.breakers.states.shards[i].m {
+				if e.refs.Load() != 0 {
+					t.Errorf("breaker %q still held %d times", key, e.refs.Load())
+				}
+			}
+		}
+	})
 }

@@ -10,21 +10,28 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// admit waits until the request may go in this scope: its turn by the
-// bucket or the spacing, then a concurrency slot. A request that must not
+// admit waits until the request may go in this scope: a concurrency slot,
+// then its turn by the bucket or the spacing. A request that must not
 // wait, or not that long, gets a *LimitError instead.
 func (s *scope) admit(c *call, key string, st *scopeState) error {
 	var deadline time.Time // when MaxWait runs out
 	if s.MaxWait > 0 {
 		deadline = time.Now().Add(s.MaxWait)
 	}
-	if st.bucket != nil || s.MinSpacing > 0 {
-		if err := s.pace(c, key, st, deadline); err != nil {
+	// The slot first, then the turn: a turn taken before a long wait for a
+	// slot would be spent late, in a burst with others.
+	if s.MaxConcurrent > 0 {
+		if err := s.acquireSlot(c, key, st, deadline); err != nil {
 			return err
 		}
 	}
-	if s.MaxConcurrent > 0 {
-		return s.acquireSlot(c, key, st, deadline)
+	if st.bucket != nil || s.MinSpacing > 0 {
+		if err := s.pace(c, key, st, deadline); err != nil {
+			if s.MaxConcurrent > 0 {
+				s.releaseSlot(st)
+			}
+			return err
+		}
 	}
 	return nil
 }

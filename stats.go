@@ -118,9 +118,12 @@ func (b *budget) giveBack(d time.Duration) {
 // most d. A wait that does not fit in what is left is not started; the call
 // ends at once with its last response, as it does when a call's own
 // [RetryPolicy.TotalWaitCap] runs out, which the shared budget replaces. A
-// wait cut short by cancellation gives back its unused part. A negative d
-// is read as 0: no waiting at all. An inner WithBudget replaces an outer
-// one for the calls made with it.
+// wait cut short by cancellation gives back its unused part. A wait for a
+// concurrency slot, whose length is unknown when it starts, is bounded by
+// what is left then and paid for when it ends, so that calls queued for
+// slots together may overspend by their overlap. A negative d is read as
+// 0: no waiting at all. An inner WithBudget replaces an outer one for the
+// calls made with it.
 func WithBudget(ctx context.Context, d time.Duration) context.Context {
 	b := new(budget)
 	b.left.Store(int64(max(d, 0)))

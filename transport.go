@@ -87,11 +87,14 @@ func (t *Transport) CloseIdleConnections() {
 }
 
 // RoundTrip sends req through the pipeline and returns the final response
-// with a nil error, whatever its status. It returns an error only when no
-// response was obtained: a network failure, a cancelled context, an open
-// breaker (*CircuitOpenError), a limit that refused to queue
-// (*LimitError), or a wait budget spent before any response came. It does
-// not modify req; retries send shallow copies carrying a fresh body.
+// with a nil error, whatever its status. It returns an error when there is
+// no response to give: a network failure, an open breaker
+// (*CircuitOpenError), a limit that refused to queue (*LimitError), or a
+// wait budget spent before any response came. When a wait before a retry
+// is refused, the previous response is returned instead, if its body was
+// small enough (4 KiB) to keep. A cancelled context always ends the call
+// with its error. RoundTrip does not modify req; retries send shallow
+// copies carrying a fresh body.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if t.err != nil {
 		closeRequestBody(req)
@@ -213,26 +216,45 @@ func (c *call) admit() error {
 	if t.breakers != nil {
 		key := t.breakers.policy.Key(c.req)
 		e := t.breakers.acquire(key)
-		ticket, err := t.breakers.admit(c, key, &e.state)
-		t.breakers.states.release(e)
+		ticket, err := t.breakers.admit(c, key, e)
 		if err != nil {
+			t.breakers.states.release(e)
 			return err
 		}
-		c.ticket = ticket
+		c.ticket = ticket // holds e until the outcome
 	}
+	var gateKey string
 	if t.gate != nil {
-		if err := t.gate.admit(c, t.gate.Key(c.req)); err != nil {
+		gateKey = t.gate.Key(c.req)
+	}
+	for {
+		if t.gate != nil {
+			if err := t.gate.admit(c, gateKey); err != nil {
+				c.ticket.cancel()
+				return err
+			}
+		}
+		if err := c.admitScopes(); err != nil {
 			c.ticket.cancel()
 			return err
 		}
+		// A refusal seen while this attempt queued in a scope pauses it
+		// too: give the slots back and wait the pause out.
+		if t.gate == nil || t.gate.pausedFor(gateKey, time.Now()) == 0 {
+			return nil
+		}
+		c.held.release()
 	}
-	for _, s := range t.scopes {
+}
+
+// admitScopes takes the attempt through every limit scope in turn.
+func (c *call) admitScopes() error {
+	for _, s := range c.t.scopes {
 		key := s.Key(c.req)
 		e := s.states.acquire(key, true)
 		if err := s.admit(c, key, &e.state); err != nil {
 			s.states.release(e)
 			c.held.release()
-			c.ticket.cancel()
 			return err
 		}
 		if s.MaxConcurrent > 0 {
@@ -248,6 +270,7 @@ func (c *call) admit() error {
 func (c *call) send() (*http.Response, error) {
 	c.attempts++
 	c.stats.recordAttempt()
+	c.ticket.sent()
 	resp, err := c.t.base.RoundTrip(c.out)
 	if err == nil && resp == nil {
 		err = errNoResponse

@@ -94,6 +94,17 @@ func (g *gate) pausedFor(key string, now time.Time) time.Duration {
 	return max(time.Duration(e.state.until.Load()-now.UnixNano()), 0)
 }
 
+// paused reports whether key is paused right now; it reads the clock only
+// for a key that was paused at some point.
+func (g *gate) paused(key string) bool {
+	e := g.states.acquire(key, false)
+	if e == nil {
+		return false
+	}
+	defer g.states.release(e)
+	return e.state.until.Load() > time.Now().UnixNano()
+}
+
 // admit waits out key's pause, if any, and a random part of the spread.
 func (g *gate) admit(c *call, key string) error {
 	e := g.states.acquire(key, false)

@@ -240,7 +240,7 @@ func (c *call) admit() error {
 		}
 		// A refusal seen while this attempt queued in a scope pauses it
 		// too: give the slots back and wait the pause out.
-		if t.gate == nil || t.gate.pausedFor(gateKey, time.Now()) == 0 {
+		if t.gate == nil || !t.gate.paused(gateKey) {
 			return nil
 		}
 		c.held.release()

@@ -223,10 +223,7 @@ func TestBreakerEscalatesAndDecays(t *testing.T) {
 
 		// A good probe closes it; a quiet day brings the level one step down.
 		time.Sleep(time.Hour)
-		s.mu.Lock()
-		s.steps = []step{answer(200), answer(503)}
-		s.received = 0
-		s.mu.Unlock()
+		s.reset(answer(200), answer(503))
 		if status, err := callOnce(t, tr, noWait()); status != 200 {
 			t.Fatalf("probe = %d, %v; want 200", status, err)
 		}
@@ -262,9 +259,7 @@ func TestBreakerRollingWindow(t *testing.T) {
 			start := time.Now()
 			for _, at := range tt.times {
 				time.Sleep(at - time.Since(start))
-				s.mu.Lock()
-				s.steps, s.received = []step{answer(429), answer(200)}, 0
-				s.mu.Unlock()
+				s.reset(answer(429), answer(200))
 				_, _ = callOnce(t, tr, noWait()) // a failure
 				_, _ = callOnce(t, tr, noWait()) // and a success: the window counts failures, not runs
 			}
@@ -334,9 +329,7 @@ func TestBreakerSuccessResetsTheRun(t *testing.T) {
 		s := newScript(answer(200))
 		tr := breakerTransport(s.mock(), BreakerPolicy{ConsecutiveFailures: 3})
 		send := func(status int) {
-			s.mu.Lock()
-			s.steps, s.received = []step{answer(status)}, 0
-			s.mu.Unlock()
+			s.reset(answer(status))
 			_, _ = callOnce(t, tr, noWait())
 		}
 		for _, status := range []int{500, 500, 200, 500, 500, 200, 500, 500, 200} {
@@ -430,9 +423,7 @@ func TestCircuitOpenFailuresCountTheTrippingRun(t *testing.T) {
 		s := newScript(answer(200))
 		tr := breakerTransport(s.mock(), BreakerPolicy{ConsecutiveFailures: 3})
 		send := func(status int) {
-			s.mu.Lock()
-			s.steps, s.received = []step{answer(status)}, 0
-			s.mu.Unlock()
+			s.reset(answer(status))
 			_, _ = callOnce(t, tr, noWait())
 		}
 		for range 10 {

@@ -85,6 +85,13 @@ func (s *script) respond(req *http.Request) (*http.Response, error) {
 	}, nil
 }
 
+// reset makes s answer from steps anew, its request count back at zero.
+func (s *script) reset(steps ...step) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.steps, s.received = steps, 0
+}
+
 func (s *script) calls() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -218,7 +218,7 @@ func (b *breakers) admit(c *call, key string, e *keyedEntry[breakerState]) (brea
 		st.mu.Unlock()
 		if !openUntil.IsZero() {
 			if resetIn := time.Until(openUntil); resetIn > 0 {
-				if err := c.waitAdmission(resetIn); err != nil {
+				if err := c.waitAdmission(resetIn, WaitBreaker); err != nil {
 					if c.ctx.Err() != nil {
 						return breakerTicket{}, err
 					}

@@ -3,7 +3,7 @@ package ratewise
 import "context"
 
 // callOptions is what a request's context carries for the transport: its
-// stats, wait budget, priority and retry policy. They travel in one context
+// stats, wait budget, priority, retry policy, trace and endpoint label. They travel in one context
 // value so that RoundTrip finds them all with a single lookup.
 type callOptions struct {
 	stats    *CallStats
@@ -11,6 +11,8 @@ type callOptions struct {
 	priority Priority
 	retry    *RetryPolicy // with defaults filled in; nil means the transport's
 	retryErr error        // why the policy given to WithRetryPolicy is invalid
+	trace    *Trace
+	endpoint string
 }
 
 type callOptionsKey struct{}

@@ -118,7 +118,7 @@ func (g *gate) admit(c *call, key string) error {
 			return nil
 		}
 		d := left + time.Duration(rand.Int64N(int64(g.Spread)+1))
-		if err := c.waitAdmission(d); err != nil {
+		if err := c.waitAdmission(d, WaitCooldown); err != nil {
 			return fmt.Errorf("ratewise: %s is paused for %v at the server's request: %w", key, left, err)
 		}
 		// Look again: another refusal may have pushed the pause further.

@@ -65,7 +65,7 @@ func (s *scope) pace(c *call, key string, st *scopeState, deadline time.Time) er
 		st.waiting++
 		st.mu.Unlock()
 
-		err := c.waitAdmission(delay)
+		err := c.waitAdmission(delay, WaitPacing)
 		st.mu.Lock()
 		st.waiting--
 		if err != nil {

@@ -114,6 +114,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			c.policy = o.retry
 		}
 		c.stats, c.shared, c.priority = o.stats, o.budget, o.priority
+		c.trace, c.endpoint = o.trace, o.endpoint
 	}
 	if c.shared == nil {
 		c.waitLeft = c.policy.TotalWaitCap
@@ -131,6 +132,8 @@ type call struct {
 	ctx      context.Context
 	stats    *CallStats
 	priority Priority
+	trace    *Trace
+	endpoint string
 
 	// How the body is sent again: req.GetBody, or bodyData when buffered;
 	// replayable is false for a body that can be sent once only.
@@ -196,10 +199,11 @@ func (c *call) run() (*http.Response, error) {
 			}
 			return c.lastOr(fmt.Errorf("ratewise: giving up after %d attempts, %w: %w", c.attempts, refused, err))
 		}
+		c.traceRetry(delay, resp)
 		if resp != nil {
 			c.keepLast(resp)
 		}
-		if err := c.wait(delay); err != nil {
+		if err := c.wait(delay, WaitBackoff); err != nil {
 			closeRequestBody(next)
 			return nil, err
 		}

@@ -35,7 +35,7 @@ func (c *call) reserve(d time.Duration) error {
 
 // wait sleeps for d, already reserved, or until the context ends. A wait
 // cut short gives the unused part back to the budget.
-func (c *call) wait(d time.Duration) error {
+func (c *call) wait(d time.Duration, kind WaitKind) error {
 	if err := c.ctx.Err(); err != nil {
 		c.giveBack(d)
 		return err
@@ -43,6 +43,7 @@ func (c *call) wait(d time.Duration) error {
 	if d <= 0 {
 		return nil
 	}
+	c.traceWait(kind, d)
 	start := time.Now()
 	timer := time.NewTimer(d)
 	defer timer.Stop()
@@ -59,14 +60,14 @@ func (c *call) wait(d time.Duration) error {
 }
 
 // waitAdmission waits d before an attempt may go: reserve, then wait.
-func (c *call) waitAdmission(d time.Duration) error {
+func (c *call) waitAdmission(d time.Duration, kind WaitKind) error {
 	if d <= 0 {
 		return nil
 	}
 	if err := c.reserve(d); err != nil {
 		return err
 	}
-	return c.wait(d)
+	return c.wait(d, kind)
 }
 
 // waitUntil waits for ready, a wait of unknown length such as a turn for
@@ -81,6 +82,7 @@ func (c *call) waitUntil(ready <-chan struct{}, until time.Time) error {
 	if !until.IsZero() {
 		limit = min(limit, time.Until(until))
 	}
+	c.traceWait(WaitConcurrency, 0)
 	start := time.Now()
 	timer := time.NewTimer(max(limit, 0))
 	defer timer.Stop()

@@ -1,0 +1,64 @@
+package ratewise
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+func TestTraceReportsWaitsAndRetries(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newScript(answer(429, "Retry-After", "3"), answer(503, "Retry-After", "1"), answer(200))
+		tr := New(s.mock(), WithRetry(RetryPolicy{Jitter: JitterNone, InitialDelay: time.Millisecond}),
+			WithLimit(Limit{Rate: 0.125, Burst: 1})) // a token every 8s, exact in floating point
+		var mu sync.Mutex
+		var events []string
+		trace := &Trace{
+			WaitStarted: func(w WaitInfo) {
+				mu.Lock()
+				events = append(events, fmt.Sprintf("wait %s %v before attempt %d of %s", w.Kind, w.Delay, w.Attempt, w.Endpoint))
+				mu.Unlock()
+			},
+			RetryScheduled: func(r RetryInfo) {
+				mu.Lock()
+				events = append(events, fmt.Sprintf("retry %d/%d after %s in %v of %s", r.Attempt, r.MaxAttempts, r.Reason, r.Delay, r.Endpoint))
+				mu.Unlock()
+			},
+		}
+		var second []string
+		ctx := WithEndpoint(WithCallTrace(context.Background(), trace), "comments")
+		ctx = WithCallTrace(ctx, &Trace{RetryScheduled: func(r RetryInfo) { second = append(second, r.Reason) }})
+		if status, err := callOnce(t, tr, ctx); status != 200 {
+			t.Fatalf("call = %d, %v", status, err)
+		}
+		want := []string{
+			"retry 1/5 after 429 in 3s of comments",
+			"wait backoff 3s before attempt 2 of comments",
+			"wait pacing 5s before attempt 2 of comments", // the bucket's next token: 8s after the first
+			"retry 2/5 after 503 in 1s of comments",
+			"wait backoff 1s before attempt 3 of comments",
+			"wait pacing 7s before attempt 3 of comments",
+		}
+		if !slices.Equal(events, want) {
+			t.Errorf("events:\n%q\nwant\n%q", events, want)
+		}
+		if !slices.Equal(second, []string{"429", "503"}) {
+			t.Errorf("the second trace saw %q, want both retries: traces compose", second)
+		}
+	})
+}
+
+func TestTraceWaitKinds(t *testing.T) {
+	for _, tt := range []struct {
+		k    WaitKind
+		want string
+	}{{WaitBackoff, "backoff"}, {WaitCooldown, "cooldown"}, {WaitPacing, "pacing"}, {WaitConcurrency, "concurrency"}, {WaitBreaker, "breaker"}, {9, "WaitKind(9)"}} {
+		if got := tt.k.String(); got != tt.want {
+			t.Errorf("WaitKind(%d).String() = %q, want %q", tt.k, got, tt.want)
+		}
+	}
+}

@@ -1,0 +1,179 @@
+// Package composite runs one required call, then several others in
+// parallel, all under one wait budget, and reports what each branch did:
+// whether it completed, its attempts, its waits and its error. It is the
+// shape of an API read that needs a primary object and its parts (a card,
+// then its comments and subtasks) and is still useful when a part fails.
+//
+// Branches reach the ratewise transport through the context they are
+// given: it carries the shared budget ([ratewise.WithBudget]), the branch's
+// own [ratewise.CallStats] and its name as the endpoint label
+// ([ratewise.WithEndpoint]).
+package composite
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/ratewise/ratewise"
+)
+
+// Branch is one call of a fan-out. Call must use the context it is given
+// for its requests, so that they share the budget and count in the
+// branch's stats, and must return soon after the context ends. It keeps its
+// result itself, typically in a variable of the caller's.
+type Branch struct {
+	Name string
+	Call func(ctx context.Context) error
+}
+
+// Options configure Run. The zero value shares no budget beyond what the
+// calls' retry policies allow, and tolerates failed secondaries.
+type Options struct {
+	// Budget is the wait budget every branch shares (see
+	// [ratewise.WithBudget]); zero means none is set here.
+	Budget time.Duration
+	// FailOnPartial makes any failed secondary fail the whole run.
+	FailOnPartial bool
+}
+
+// Outcome is what one branch did.
+type Outcome struct {
+	Name          string
+	Completed     bool
+	Attempts      int
+	Waited        time.Duration
+	RateLimitHits int
+	// LastStatus is the status of the branch's last response, 0 if none.
+	LastStatus int
+	Err        error
+}
+
+// Result reports every branch that ran: the primary first, then the
+// secondaries in the order given.
+type Result struct {
+	Branches []Outcome
+}
+
+// Outcome returns the named branch's outcome.
+func (r Result) Outcome(name string) (Outcome, bool) {
+	for _, o := range r.Branches {
+		if o.Name == name {
+			return o, true
+		}
+	}
+	return Outcome{}, false
+}
+
+// Waited returns the time all branches spent waiting, summed.
+func (r Result) Waited() time.Duration {
+	var d time.Duration
+	for _, o := range r.Branches {
+		d += o.Waited
+	}
+	return d
+}
+
+// RateLimitHits returns the rate-limited responses of all branches.
+func (r Result) RateLimitHits() int {
+	n := 0
+	for _, o := range r.Branches {
+		n += o.RateLimitHits
+	}
+	return n
+}
+
+// Failed returns the outcomes of the branches that did not complete.
+func (r Result) Failed() []Outcome {
+	var failed []Outcome
+	for _, o := range r.Branches {
+		if !o.Completed {
+			failed = append(failed, o)
+		}
+	}
+	return failed
+}
+
+// BranchError reports the failure of a branch that fails the whole run:
+// the primary, or with FailOnPartial, secondaries.
+type BranchError struct {
+	Failed []Outcome
+}
+
+// Error names each failed branch and its error.
+func (e *BranchError) Error() string {
+	parts := make([]string, len(e.Failed))
+	for i, o := range e.Failed {
+		parts[i] = fmt.Sprintf("%s: %v", o.Name, o.Err)
+	}
+	return "composite: " + strings.Join(parts, "; ")
+}
+
+// Unwrap returns the failed branches' errors, for errors.Is and errors.As.
+func (e *BranchError) Unwrap() []error {
+	errs := make([]error, len(e.Failed))
+	for i, o := range e.Failed {
+		errs[i] = o.Err
+	}
+	return errs
+}
+
+// Run calls primary, then, if it completed, every secondary in parallel.
+// It returns once every branch has returned: no goroutine outlives it. A
+// failed primary is a *BranchError, and the secondaries do not run; a
+// failed secondary is reported in the Result, and is a *BranchError too
+// with FailOnPartial. Cancelling ctx ends the branches' waits, and Run
+// returns what had completed by then.
+func Run(ctx context.Context, primary Branch, secondaries []Branch, opts Options) (Result, error) {
+	if opts.Budget > 0 {
+		ctx = ratewise.WithBudget(ctx, opts.Budget)
+	}
+	first := run(ctx, primary)
+	res := Result{Branches: make([]Outcome, 1, 1+len(secondaries))}
+	res.Branches[0] = first
+	if !first.Completed {
+		return res, &BranchError{Failed: []Outcome{first}}
+	}
+
+	outcomes := make(chan indexed, len(secondaries)) // buffered: no sender ever blocks
+	for i, b := range secondaries {
+		go func() { outcomes <- indexed{i, run(ctx, b)} }()
+	}
+	res.Branches = res.Branches[:1+len(secondaries)]
+	for range secondaries {
+		o := <-outcomes
+		res.Branches[1+o.i] = o.Outcome
+	}
+	if failed := res.Failed(); opts.FailOnPartial && len(failed) > 0 {
+		return res, &BranchError{Failed: failed}
+	}
+	return res, nil
+}
+
+type indexed struct {
+	i int
+	Outcome
+}
+
+// run calls one branch with its own stats and label.
+func run(ctx context.Context, b Branch) Outcome {
+	ctx, stats := ratewise.WithCallStats(ratewise.WithEndpoint(ctx, b.Name))
+	err := ErrNoCall
+	if b.Call != nil {
+		err = b.Call(ctx)
+	}
+	return Outcome{
+		Name:          b.Name,
+		Completed:     err == nil,
+		Attempts:      stats.Attempts(),
+		Waited:        stats.Waited(),
+		RateLimitHits: stats.RateLimitHits(),
+		LastStatus:    stats.LastStatus(),
+		Err:           err,
+	}
+}
+
+// ErrNoCall reports a branch without a Call function.
+var ErrNoCall = errors.New("composite: branch has no Call")

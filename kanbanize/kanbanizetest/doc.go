@@ -1,0 +1,24 @@
+// Package kanbanizetest is a fake Kanbanize (Businessmap) API v2 for tests,
+// demos and the MCP server. It serves cards, comments and subtasks from
+// fixtures, checks the apikey header, enforces per-minute and per-hour
+// limits the way the real API does, and injects scripted faults.
+//
+// A [Server] runs in-process through [Server.Transport], an
+// [http.RoundTripper] that touches no network and starts no goroutine, so
+// it works inside [testing/synctest] bubbles with fake time; or on loopback
+// through [Server.Start].
+//
+// The fake serves these paths, answering GET only:
+//
+//	/api/v2/cards/{card_id}           {"data": Card}
+//	/api/v2/cards/{card_id}/comments  {"data": [Comment]}
+//	/api/v2/cards/{card_id}/subtasks  {"data": [Subtask]}
+//
+// Every error has the body {"error":{"code":…,"message":…,"reference":…}}:
+// AU01 (401) for a missing or wrong key, CA01 (404) for an unknown card,
+// RL01 (429) or RL02 (400) for a rate-limit refusal, and the fake's own
+// NF01 (404) for an unknown path and MA01 (405) for a method other than GET.
+//
+// The package imports neither ratewise nor kanbanize, so their tests can
+// use it.
+package kanbanizetest

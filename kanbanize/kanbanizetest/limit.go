@@ -1,0 +1,94 @@
+package kanbanizetest
+
+import (
+	"math"
+	"net/http"
+	"strconv"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// buckets are the token buckets of one API key. A nil bucket is no limit.
+type buckets struct {
+	minute, hour *rate.Limiter
+}
+
+func newBuckets(perMinute, perHour int) *buckets {
+	var b buckets
+	if perMinute > 0 {
+		b.minute = rate.NewLimiter(rate.Limit(float64(perMinute)/time.Minute.Seconds()), perMinute)
+	}
+	if perHour > 0 {
+		b.hour = rate.NewLimiter(rate.Limit(float64(perHour)/time.Hour.Seconds()), perHour)
+	}
+	return &b
+}
+
+// take takes a token from each bucket at now if every bucket has one, and
+// otherwise takes none and returns how long until every bucket has one.
+func (b *buckets) take(now time.Time) (ok bool, wait time.Duration) {
+	if wait = b.until(now); wait > 0 {
+		return false, wait
+	}
+	// Both have a token at now, so neither AllowN can fail.
+	if b.minute != nil {
+		b.minute.AllowN(now, 1)
+	}
+	if b.hour != nil {
+		b.hour.AllowN(now, 1)
+	}
+	return true, 0
+}
+
+// until returns how long until every bucket has a token: the later of the
+// two, 0 when both have one now.
+func (b *buckets) until(now time.Time) time.Duration {
+	return max(untilToken(b.minute, time.Minute, now), untilToken(b.hour, time.Hour, now))
+}
+
+// untilToken returns how long until lim, which refills its burst in
+// period, has a whole token.
+func untilToken(lim *rate.Limiter, period time.Duration, now time.Time) time.Duration {
+	if lim == nil {
+		return 0
+	}
+	tokens := lim.TokensAt(now)
+	if tokens >= 1 {
+		return 0
+	}
+	// From the period rather than the rate, so that 30 a minute waits
+	// exactly 2s per token, without a float's rounding pushing the
+	// Retry-After to the next second.
+	perToken := float64(period) / float64(lim.Burst())
+	return time.Duration(math.Ceil((1 - tokens) * perToken))
+}
+
+// retryAfter returns the Retry-After value telling a client refused at now
+// to come back after wait, or "" for none.
+func retryAfter(mode RetryAfterMode, now time.Time, wait time.Duration) string {
+	switch mode {
+	case RetryAfterSeconds:
+		return strconv.FormatInt(max(ceilSeconds(wait), 1), 10)
+	case RetryAfterHTTPDate:
+		return roundUpSecond(now.Add(wait)).UTC().Format(http.TimeFormat)
+	}
+	return ""
+}
+
+// ceilSeconds returns d in whole seconds, rounded up; 0 for d <= 0.
+func ceilSeconds(d time.Duration) int64 {
+	if d <= 0 {
+		return 0
+	}
+	return int64((d + time.Second - 1) / time.Second)
+}
+
+// roundUpSecond returns t rounded up to a whole second.
+func roundUpSecond(t time.Time) time.Time {
+	r := t.Truncate(time.Second)
+	if r.Before(t) {
+		r = r.Add(time.Second)
+	}
+	return r
+}

@@ -1,0 +1,172 @@
+package kanbanizetest
+
+import (
+	"net/http"
+	"slices"
+	"strconv"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+func TestPerMinuteLimit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := New(Config{PerMinute: 30})
+		for i := range 30 {
+			if r := get(t, s, "/cards/100"); r.status != 200 {
+				t.Fatalf("request %d = %d %s, want 200", i+1, r.status, r.body)
+			}
+		}
+		// Refusals take no token, or each would push the next pass further.
+		for i := range 5 {
+			r := get(t, s, "/cards/100")
+			if r.status != 429 {
+				t.Fatalf("request %d = %d, want 429", 31+i, r.status)
+			}
+			if e := errorOf(t, r).Error; e.Code != "RL01" || e.Message != "Rate limit exceeded." {
+				t.Errorf("request %d: error = %+v, want RL01 %q", 31+i, e, "Rate limit exceeded.")
+			}
+			if got := r.header.Get("Retry-After"); got != "2" {
+				t.Errorf("request %d: Retry-After = %q, want %q", 31+i, got, "2")
+			}
+		}
+		time.Sleep(2 * time.Second)
+		if r := get(t, s, "/cards/100"); r.status != 200 {
+			t.Errorf("request after 2s = %d, want 200", r.status)
+		}
+		if r := get(t, s, "/cards/100"); r.status != 429 || r.header.Get("Retry-After") != "2" {
+			t.Errorf("next request = %d Retry-After %q, want 429 Retry-After 2", r.status, r.header.Get("Retry-After"))
+		}
+		if got := s.Stats().Limited; got != 6 {
+			t.Errorf("Stats().Limited = %d, want 6", got)
+		}
+	})
+}
+
+func TestPerHourLimit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := New(Config{PerHour: 5})
+		for i := range 5 {
+			if r := get(t, s, "/cards/101/comments"); r.status != 200 {
+				t.Fatalf("request %d = %d, want 200", i+1, r.status)
+			}
+		}
+		r := get(t, s, "/cards/101/comments")
+		if r.status != 429 || r.header.Get("Retry-After") != "720" {
+			t.Fatalf("request 6 = %d Retry-After %q, want 429 Retry-After 720", r.status, r.header.Get("Retry-After"))
+		}
+		time.Sleep(719 * time.Second)
+		if r := get(t, s, "/cards/101/comments"); r.status != 429 || r.header.Get("Retry-After") != "1" {
+			t.Errorf("request at 719s = %d Retry-After %q, want 429 Retry-After 1", r.status, r.header.Get("Retry-After"))
+		}
+		time.Sleep(time.Second)
+		if r := get(t, s, "/cards/101/comments"); r.status != 200 {
+			t.Errorf("request at 720s = %d, want 200", r.status)
+		}
+	})
+}
+
+func TestBothLimits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := New(Config{PerMinute: 2, PerHour: 3})
+		statuses := func(n int) []int {
+			var got []int
+			for range n {
+				got = append(got, get(t, s, "/cards/100/subtasks").status)
+			}
+			return got
+		}
+		// The minute bucket refuses the last five. Had they taken a token
+		// from the hour bucket, it would have none to give at 30s.
+		if got, want := statuses(7), []int{200, 200, 429, 429, 429, 429, 429}; !slices.Equal(got, want) {
+			t.Fatalf("statuses at 0s = %v, want %v", got, want)
+		}
+		time.Sleep(30 * time.Second)
+		if got, want := statuses(2), []int{200, 429}; !slices.Equal(got, want) {
+			t.Fatalf("statuses at 30s = %v, want %v", got, want)
+		}
+		// At 90s the minute bucket is full but the hour bucket, holding
+		// 0.075 token, is the later: 0.925 × 1200s = 1110s. Float rounding
+		// may make it 1111, which is still a safe hint.
+		time.Sleep(time.Minute)
+		r := get(t, s, "/cards/100/subtasks")
+		ra, _ := strconv.Atoi(r.header.Get("Retry-After"))
+		if r.status != 429 || ra < 1110 || ra > 1111 {
+			t.Errorf("request at 90s = %d Retry-After %q, want 429 Retry-After 1110", r.status, r.header.Get("Retry-After"))
+		}
+	})
+}
+
+func TestRefusalForms(t *testing.T) {
+	tests := []struct {
+		name       string
+		give       Config
+		wantStatus int
+		wantCode   string
+		wantRA     string // Retry-After; "date" means an HTTP date 60s on
+	}{
+		{name: "seconds", give: Config{PerMinute: 1}, wantStatus: 429, wantCode: "RL01", wantRA: "60"},
+		{name: "HTTP date", give: Config{PerMinute: 1, RetryAfter: RetryAfterHTTPDate}, wantStatus: 429, wantCode: "RL01", wantRA: "date"},
+		{name: "none", give: Config{PerMinute: 1, RetryAfter: RetryAfterNone}, wantStatus: 429, wantCode: "RL01"},
+		{name: "RL02", give: Config{PerMinute: 1, RL02: true}, wantStatus: 400, wantCode: "RL02", wantRA: "60"},
+		{name: "RL02 without Retry-After", give: Config{PerHour: 1, RL02: true, RetryAfter: RetryAfterNone}, wantStatus: 400, wantCode: "RL02"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := New(tt.give)
+				get(t, s, "/cards/100")
+				start := time.Now()
+				r := get(t, s, "/cards/100")
+				if r.status != tt.wantStatus {
+					t.Fatalf("second request = %d %s, want %d", r.status, r.body, tt.wantStatus)
+				}
+				if got := errorOf(t, r).Error.Code; got != tt.wantCode {
+					t.Errorf("code = %q, want %q", got, tt.wantCode)
+				}
+				values := r.header.Values("Retry-After")
+				switch tt.wantRA {
+				case "":
+					if len(values) != 0 {
+						t.Errorf("Retry-After = %q, want none", values)
+					}
+				case "date":
+					at, err := http.ParseTime(r.header.Get("Retry-After"))
+					if err != nil {
+						t.Fatalf("Retry-After = %q, want an HTTP date: %v", r.header.Get("Retry-After"), err)
+					}
+					if want := start.Add(time.Minute); !at.Equal(want) {
+						t.Errorf("Retry-After = %v, want %v", at, want)
+					}
+				default:
+					if len(values) != 1 || values[0] != tt.wantRA {
+						t.Errorf("Retry-After = %q, want [%s]", values, tt.wantRA)
+					}
+				}
+			})
+		})
+	}
+}
+
+func TestRetryAfter(t *testing.T) {
+	now := time.Date(2025, 3, 1, 12, 0, 0, 250_000_000, time.FixedZone("CET", 3600))
+	tests := []struct {
+		mode RetryAfterMode
+		give time.Duration
+		want string
+	}{
+		{mode: RetryAfterSeconds, give: time.Nanosecond, want: "1"},
+		{mode: RetryAfterSeconds, give: 0, want: "1"},
+		{mode: RetryAfterSeconds, give: 2 * time.Second, want: "2"},
+		{mode: RetryAfterSeconds, give: 2*time.Second + 1, want: "3"},
+		// 12:00:00.25 CET + 0.75s is exactly 11:00:01 UTC.
+		{mode: RetryAfterHTTPDate, give: 750 * time.Millisecond, want: "Sat, 01 Mar 2025 11:00:01 GMT"},
+		{mode: RetryAfterHTTPDate, give: 800 * time.Millisecond, want: "Sat, 01 Mar 2025 11:00:02 GMT"},
+		{mode: RetryAfterNone, give: time.Second, want: ""},
+	}
+	for _, tt := range tests {
+		if got := retryAfter(tt.mode, now, tt.give); got != tt.want {
+			t.Errorf("retryAfter(%v, now, %v) = %q, want %q", tt.mode, tt.give, got, tt.want)
+		}
+	}
+}

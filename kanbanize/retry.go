@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/ratewise/ratewise"
@@ -286,5 +287,5 @@ func describe(o composite.Outcome, maxAttempts int) string {
 	case errors.Is(o.Err, context.DeadlineExceeded):
 		return "deadline exceeded"
 	}
-	return o.Err.Error()
+	return strings.TrimPrefix(o.Err.Error(), "kanbanize: ")
 }

@@ -1,0 +1,114 @@
+package kanbanize_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+
+	"github.com/ratewise/ratewise/kanbanize"
+	"github.com/ratewise/ratewise/kanbanize/kanbanizetest"
+)
+
+// Read a card with its comments and subtasks from the fake API, in
+// process. Its subtasks endpoint fails with malformed JSON: the envelope
+// keeps the card and the comments, and says what went wrong.
+func ExampleClient_ReadCardWithRetry() {
+	fake := kanbanizetest.New(kanbanizetest.Config{
+		Scripts: map[kanbanizetest.Endpoint][]kanbanizetest.Fault{kanbanizetest.EndpointSubtasks: {kanbanizetest.FaultMalformedJSON}},
+	})
+	client, err := kanbanize.NewClient("acme", kanbanizetest.DefaultAPIKey,
+		kanbanize.WithHTTPClient(&http.Client{Transport: fake.Transport()}))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	env, err := client.ReadCardWithRetry(context.Background(), "https://acme.kanbanize.com/ctrl_board/1/cards/101/details/", kanbanize.RetryOptions{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	enc := json.NewEncoder(os.Stdout)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(env)
+	// Output:
+	// {
+	//   "card_id": "101",
+	//   "attempts": {
+	//     "card": 1,
+	//     "comments": 1,
+	//     "subtasks": 1
+	//   },
+	//   "wait_seconds": 0,
+	//   "rate_limit_hits": 0,
+	//   "completed": {
+	//     "card": true,
+	//     "comments": true,
+	//     "subtasks": false
+	//   },
+	//   "partial_error": {
+	//     "subtasks": "GET /cards/101/subtasks: malformed JSON: unexpected EOF"
+	//   },
+	//   "data": {
+	//     "title": "Fix login redirect loop",
+	//     "card": {
+	//       "card_id": 101,
+	//       "custom_id": null,
+	//       "board_id": 2,
+	//       "workflow_id": 21,
+	//       "title": "Fix login redirect loop",
+	//       "description": "<p>Fix login redirect loop.</p><p>Notes &amp; links for card 101.</p>",
+	//       "owner_user_id": 2,
+	//       "type_id": 2,
+	//       "color": "f37325",
+	//       "section": 2,
+	//       "column_id": 22,
+	//       "lane_id": 202,
+	//       "position": 1,
+	//       "size": 2,
+	//       "priority": 2,
+	//       "deadline": null,
+	//       "reporter": {
+	//         "type": "user",
+	//         "value": 4
+	//       },
+	//       "created_at": "2025-01-07T11:00:00Z",
+	//       "last_modified": "2025-01-09T11:00:00Z",
+	//       "is_blocked": false,
+	//       "block_reason": null,
+	//       "tag_ids": [
+	//         2,
+	//         6
+	//       ],
+	//       "co_owner_ids": [
+	//         2,
+	//         3
+	//       ],
+	//       "watchers_ids": [
+	//         2
+	//       ],
+	//       "custom_fields": [],
+	//       "linked_cards": [],
+	//       "finished_subtask_count": 0,
+	//       "unfinished_subtask_count": 1
+	//     },
+	//     "comments": [
+	//       {
+	//         "comment_id": 1010,
+	//         "type": "plain",
+	//         "text": "<p>Update 1 on <b>card 101</b>.</p>",
+	//         "attachments": [],
+	//         "created_at": "2025-01-07T14:00:00Z",
+	//         "last_modified": null,
+	//         "author": {
+	//           "type": "user",
+	//           "value": 2
+	//         }
+	//       }
+	//     ],
+	//     "subtasks": []
+	//   }
+	// }
+}

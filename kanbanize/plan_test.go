@@ -1,0 +1,94 @@
+package kanbanize_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/ratewise/ratewise"
+	"github.com/ratewise/ratewise/kanbanize"
+	"github.com/ratewise/ratewise/kanbanize/kanbanizetest"
+)
+
+func TestPlanLimits(t *testing.T) {
+	tests := []struct {
+		plan               kanbanize.Plan
+		perMinute, perHour int
+	}{
+		{kanbanize.PlanStandard, 30, 600},
+		{kanbanize.PlanLarge, 60, 900},
+		{kanbanize.PlanExtraLarge, 100, 1200},
+	}
+	for _, tt := range tests {
+		limits, err := kanbanize.PlanLimits(tt.plan)
+		if err != nil || len(limits) != 2 {
+			t.Fatalf("PlanLimits(%s) = %v, %v", tt.plan, limits, err)
+		}
+		minute, hour := limits[0], limits[1]
+		if minute.Burst != tt.perMinute || float64(minute.Rate)*60 != float64(tt.perMinute) ||
+			hour.Burst != tt.perHour || float64(hour.Rate)*3600 < float64(tt.perHour)-1e-9 || float64(hour.Rate)*3600 > float64(tt.perHour)+1e-9 {
+			t.Errorf("PlanLimits(%s) = %v/s burst %d and %v/s burst %d", tt.plan, minute.Rate, minute.Burst, hour.Rate, hour.Burst)
+		}
+		for _, l := range limits {
+			if err := l.Validate(); err != nil {
+				t.Errorf("PlanLimits(%s): %v", tt.plan, err)
+			}
+		}
+	}
+	if _, err := kanbanize.PlanLimits("gold"); err == nil {
+		t.Error(`PlanLimits("gold") gave no error`)
+	}
+}
+
+func TestParsePlan(t *testing.T) {
+	for give, want := range map[string]kanbanize.Plan{"standard": kanbanize.PlanStandard, " Large ": kanbanize.PlanLarge,
+		"extra-large": kanbanize.PlanExtraLarge, "EXTRA_LARGE": kanbanize.PlanExtraLarge, "xl": kanbanize.PlanExtraLarge} {
+		if got, err := kanbanize.ParsePlan(give); err != nil || got != want {
+			t.Errorf("ParsePlan(%q) = %q, %v; want %q", give, got, err, want)
+		}
+	}
+	if _, err := kanbanize.ParsePlan("enterprise"); err == nil || !strings.Contains(err.Error(), "enterprise") {
+		t.Errorf(`ParsePlan("enterprise") = %v, want an error naming it`, err)
+	}
+}
+
+func TestWithPlanPacesUnderTheLimit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, fake := newClient(t, kanbanizetest.Config{PerMinute: 30, PerHour: 600}, kanbanize.WithPlan(kanbanize.PlanStandard))
+		start := time.Now()
+		for id := 100; id < 115; id++ { // 45 requests
+			if _, err := c.ReadCard(context.Background(), kanbanize.ID(id).String()); err != nil {
+				t.Fatalf("card %d: %v", id, err)
+			}
+		}
+		if st := fake.Stats(); st.Limited != 0 || st.Requests != 45 {
+			t.Errorf("server stats = %+v, want 45 requests and no refusal", st)
+		}
+		// 30 at once, then one every 2s.
+		if got := time.Since(start); got != 30*time.Second {
+			t.Errorf("took %v, want 30s", got)
+		}
+	})
+}
+
+func TestNewClientErrors(t *testing.T) {
+	if _, err := kanbanize.NewClient("acme", " "); err == nil {
+		t.Error("an empty API key gave no error")
+	}
+	if _, err := kanbanize.NewClient("not a subdomain", "k"); err == nil {
+		t.Error("a bad account gave no error")
+	}
+	if _, err := kanbanize.NewClient("acme", "k", kanbanize.WithPlan("gold")); err == nil {
+		t.Error("an unknown plan gave no error")
+	}
+	rw := &http.Client{Transport: ratewise.New(nil)}
+	if _, err := kanbanize.NewClient("acme", "k", kanbanize.WithHTTPClient(rw), kanbanize.WithPlan(kanbanize.PlanLarge)); err == nil {
+		t.Error("WithPlan over a ratewise transport of the caller's gave no error")
+	}
+	if _, err := kanbanize.NewClient("acme", "k", kanbanize.WithHTTPClient(rw)); err != nil {
+		t.Errorf("a ratewise transport of the caller's: %v", err)
+	}
+}

@@ -387,3 +387,22 @@ func TestRetryOptionsFromToolArguments(t *testing.T) {
 		t.Errorf("default policy = %+v, want the tool's defaults", d)
 	}
 }
+
+func TestOverLoopback(t *testing.T) {
+	fake := kanbanizetest.New(kanbanizetest.Config{APIKey: secretKey,
+		Scripts: scripts(kanbanizetest.EndpointComments, kanbanizetest.Fault503)})
+	defer fake.Close()
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	defer transport.CloseIdleConnections()
+	c, err := kanbanize.NewClient(fake.Start(), secretKey, kanbanize.WithHTTPClient(&http.Client{Transport: transport}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := c.ReadCardWithRetry(context.Background(), "103", kanbanize.RetryOptions{InitialDelayMs: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if env.Attempts["comments"] != 2 || len(env.Data.Comments) != 3 || len(env.Data.Subtasks) != 3 || env.PartialError != nil {
+		t.Errorf("envelope over loopback = %+v", env)
+	}
+}

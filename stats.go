@@ -73,60 +73,20 @@ func callStatsFrom(ctx context.Context) *CallStats {
 	return nil
 }
 
-// budget is a wait budget shared by calls: each wait of known length takes
-// it whole from the budget before it starts, so concurrent calls never
-// overspend it together; a wait of unknown length (a concurrency slot) is
-// bounded by what is left when it starts and paid for when it ends.
-type budget struct {
-	left atomic.Int64 // nanoseconds
-}
-
-// take removes d from the budget and reports true, or reports false and
-// leaves the budget as it is when less than d is left.
-func (b *budget) take(d time.Duration) bool {
-	d = max(d, 0)
-	for {
-		left := b.left.Load()
-		if left < int64(d) {
-			return false
-		}
-		if b.left.CompareAndSwap(left, left-int64(d)) {
-			return true
-		}
-	}
-}
-
-// spend removes time already waited, as much of it as is left.
-func (b *budget) spend(d time.Duration) {
-	for {
-		left := b.left.Load()
-		if b.left.CompareAndSwap(left, max(left-int64(max(d, 0)), 0)) {
-			return
-		}
-	}
-}
-
-// giveBack returns the unused part of a wait that ended early.
-func (b *budget) giveBack(d time.Duration) {
-	if d > 0 {
-		b.left.Add(int64(d))
-	}
-}
-
 // WithBudget returns a context whose calls share one wait budget of d: the
-// waits of every call made with it, concurrent ones included, add up to at
-// most d. A wait that does not fit in what is left is not started; the call
-// ends at once with its last response, as it does when a call's own
-// [RetryPolicy.TotalWaitCap] runs out, which the shared budget replaces. A
-// wait cut short by cancellation gives back its unused part. A wait for a
-// concurrency slot, whose length is unknown when it starts, is bounded by
-// what is left then and paid for when it ends, so that calls queued for
-// slots together may overspend by their overlap. A negative d is read as
-// 0: no waiting at all. An inner WithBudget replaces an outer one for the
-// calls made with it.
+// time during which at least one call made with it waits is at most d.
+// Waits that overlap are paid for once: two calls waiting out the same 30
+// seconds spend 30 seconds. A wait that does not fit in what is left is not
+// started; the call ends at once with its last response, as it does when a
+// call's own [RetryPolicy.TotalWaitCap] runs out, which the shared budget
+// replaces. A wait cut short by cancellation gives back what it alone
+// covered. A wait for a concurrency slot, whose length is unknown when it
+// starts, is bounded by what is left then and paid for when it ends, so
+// that calls queued for slots together may overspend a little. A negative
+// d is read as 0: no waiting at all. An inner WithBudget replaces an outer
+// one for the calls made with it.
 func WithBudget(ctx context.Context, d time.Duration) context.Context {
-	b := new(budget)
-	b.left.Store(int64(max(d, 0)))
+	b := newBudget(d)
 	return withOptions(ctx, func(o *callOptions) { o.budget = b })
 }
 
@@ -137,7 +97,7 @@ func BudgetLeft(ctx context.Context) (time.Duration, bool) {
 	if b == nil {
 		return 0, false
 	}
-	return time.Duration(b.left.Load()), true
+	return b.remaining(), true
 }
 
 func budgetFrom(ctx context.Context) *budget {

@@ -144,9 +144,12 @@ type call struct {
 	attempts       int
 	networkRetries int
 	// The wait budget: shared through the context, or else the policy's
-	// TotalWaitCap, of which waitLeft remains.
-	shared   *budget
-	waitLeft time.Duration
+	// TotalWaitCap, of which waitLeft remains. paidUntil and paidCharge
+	// are the last wait reserved from a shared budget, for giving it back.
+	shared     *budget
+	waitLeft   time.Duration
+	paidUntil  time.Time
+	paidCharge time.Duration
 
 	// What the current attempt holds: its breaker ticket, and concurrency
 	// slots until its response body is closed.

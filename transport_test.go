@@ -168,6 +168,7 @@ func TestSharedBudgetAcrossConcurrentCalls(t *testing.T) {
 		statuses := make([]int, 2)
 		for i := range statuses {
 			wg.Go(func() {
+				time.Sleep(time.Duration(i) * 20 * time.Second) // the second call comes 20s later
 				resp, err := tr.RoundTrip(mustRequest(t, http.MethodGet, nil).WithContext(ctx))
 				if err != nil {
 					t.Errorf("RoundTrip: %v", err)
@@ -179,7 +180,8 @@ func TestSharedBudgetAcrossConcurrentCalls(t *testing.T) {
 		}
 		wg.Wait()
 		slices.Sort(statuses)
-		// Both got a 429 asking for 30s; the 40s budget fits one wait only.
+		// Both got a 429 asking for 30s: the first waits 0-30s, the second
+		// would wait 20-50s, 20s more than the 10s the budget has left.
 		if !slices.Equal(statuses, []int{200, 429}) {
 			t.Errorf("statuses = %v, want one 200 and one 429", statuses)
 		}

@@ -21,9 +21,12 @@ func (c *call) reserve(d time.Duration) error {
 		return fmt.Errorf("a wait of %v would reach the context deadline: %w", d, context.DeadlineExceeded)
 	}
 	if c.shared != nil {
-		if !c.shared.take(d) {
+		now := time.Now()
+		charged, ok := c.shared.take(now, d)
+		if !ok {
 			return fmt.Errorf("a wait of %v does not fit: %w", d, ErrBudgetExhausted)
 		}
+		c.paidUntil, c.paidCharge = now.Add(d), charged
 		return nil
 	}
 	if d > c.waitLeft {
@@ -98,35 +101,38 @@ func (c *call) waitUntil(ready <-chan struct{}, until time.Time) error {
 			err = fmt.Errorf("a wait of more than %v does not fit: %w", limit, ErrBudgetExhausted)
 		}
 	}
-	waited := time.Since(start)
-	c.stats.recordWait(waited)
-	c.spend(waited)
+	now := time.Now()
+	c.stats.recordWait(now.Sub(start))
+	c.spend(start, now)
 	return err
 }
 
 // budgetLeft is what the call may still wait.
 func (c *call) budgetLeft() time.Duration {
 	if c.shared != nil {
-		return time.Duration(c.shared.left.Load())
+		return c.shared.remaining()
 	}
 	return c.waitLeft
 }
 
-// spend takes time already waited from the budget, as much as is left.
-func (c *call) spend(d time.Duration) {
+// spend pays for a wait of unknown length, from start to now, as much as
+// is left.
+func (c *call) spend(start, now time.Time) {
 	if c.shared != nil {
-		c.shared.spend(d)
+		c.shared.spend(start, now)
 	} else {
-		c.waitLeft = max(c.waitLeft-d, 0)
+		c.waitLeft = max(c.waitLeft-now.Sub(start), 0)
 	}
 }
 
+// giveBack returns the unused part of the last wait reserved, which ended
+// early with d of it left.
 func (c *call) giveBack(d time.Duration) {
 	if d <= 0 {
 		return
 	}
 	if c.shared != nil {
-		c.shared.giveBack(d)
+		c.shared.giveBack(time.Now(), c.paidUntil, c.paidCharge)
 	} else {
 		c.waitLeft += d
 	}

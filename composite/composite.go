@@ -55,6 +55,9 @@ type Outcome struct {
 // secondaries in the order given.
 type Result struct {
 	Branches []Outcome
+	// BudgetSpent is the time during which at least one branch waited, as
+	// the shared budget counted it; zero without Options.Budget.
+	BudgetSpent time.Duration
 }
 
 // Outcome returns the named branch's outcome.
@@ -67,7 +70,8 @@ func (r Result) Outcome(name string) (Outcome, bool) {
 	return Outcome{}, false
 }
 
-// Waited returns the time all branches spent waiting, summed.
+// Waited returns the time each branch spent waiting, summed: waits of
+// branches side by side count twice, unlike in BudgetSpent.
 func (r Result) Waited() time.Duration {
 	var d time.Duration
 	for _, o := range r.Branches {
@@ -130,10 +134,11 @@ func Run(ctx context.Context, primary Branch, secondaries []Branch, opts Options
 	if opts.Budget > 0 {
 		ctx = ratewise.WithBudget(ctx, opts.Budget)
 	}
-	first := run(ctx, primary)
 	res := Result{Branches: make([]Outcome, 1, 1+len(secondaries))}
+	first := run(ctx, primary)
 	res.Branches[0] = first
 	if !first.Completed {
+		res.BudgetSpent = spent(ctx, opts.Budget)
 		return res, &BranchError{Failed: []Outcome{first}}
 	}
 
@@ -146,6 +151,7 @@ func Run(ctx context.Context, primary Branch, secondaries []Branch, opts Options
 		o := <-outcomes
 		res.Branches[1+o.i] = o.Outcome
 	}
+	res.BudgetSpent = spent(ctx, opts.Budget)
 	if failed := res.Failed(); opts.FailOnPartial && len(failed) > 0 {
 		return res, &BranchError{Failed: failed}
 	}
@@ -155,6 +161,14 @@ func Run(ctx context.Context, primary Branch, secondaries []Branch, opts Options
 type indexed struct {
 	i int
 	Outcome
+}
+
+// spent is what the run's budget of total has been charged.
+func spent(ctx context.Context, total time.Duration) time.Duration {
+	if left, ok := ratewise.BudgetLeft(ctx); ok && total > 0 {
+		return total - left
+	}
+	return 0
 }
 
 // run calls one branch with its own stats and label.

@@ -164,16 +164,23 @@ func TestRunSharesOneBudget(t *testing.T) {
 			"/card": ratewisetest.RateLimitedThen(1, "30", ok("card")),
 			"/a":    ratewisetest.RateLimitedThen(1, "8", ok("a")),
 			"/b":    ratewisetest.RateLimitedThen(1, "8", ok("b")),
+			"/c":    ratewisetest.RateLimitedThen(1, "15", ok("c")),
 		})
-		var card, a, b string
+		var card, a, b, c string
 		res, err := Run(context.Background(), fetch(client, "card", "/card", &card),
-			[]Branch{fetch(client, "a", "/a", &a), fetch(client, "b", "/b", &b)}, Options{Budget: 40 * time.Second})
+			[]Branch{fetch(client, "a", "/a", &a), fetch(client, "b", "/b", &b), fetch(client, "c", "/c", &c)},
+			Options{Budget: 40 * time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
-		// 30s for the card leaves 10s: one 8s wait fits, not two.
-		if failed := res.Failed(); len(failed) != 1 || res.Waited() != 38*time.Second {
-			t.Errorf("%d branches failed, %v waited; want 1 and 38s from a 40s budget", len(failed), res.Waited())
+		// 30s for the card leaves 10s. a and b wait the same 8s side by
+		// side, paid once; c's 15s do not fit.
+		failed := res.Failed()
+		if len(failed) != 1 || failed[0].Name != "c" || a != "a" || b != "b" {
+			t.Errorf("failed %v, want only c", failed)
+		}
+		if res.BudgetSpent != 38*time.Second || res.Waited() != 46*time.Second {
+			t.Errorf("budget spent %v, branches waited %v in all; want 38s and 46s", res.BudgetSpent, res.Waited())
 		}
 	})
 }

@@ -72,7 +72,7 @@ func TestReadCard(t *testing.T) {
 				finished++
 			}
 		}
-		if finished != 1 || d.Card.FinishedSubtaskCount != 1 || d.Card.CreatedAt == nil {
+		if finished != 1 || d.Card.FinishedSubtaskCount != 1 || d.Card.CreatedAt.IsZero() {
 			t.Errorf("subtasks finished %d, card says %d, created %v; want 1, 1 and a time", finished, d.Card.FinishedSubtaskCount, d.Card.CreatedAt)
 		}
 	})

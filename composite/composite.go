@@ -125,12 +125,20 @@ func (e *BranchError) Unwrap() []error {
 }
 
 // Run calls primary, then, if it completed, every secondary in parallel.
+// Branch names must differ; Run checks that before calling any.
 // It returns once every branch has returned: no goroutine outlives it. A
 // failed primary is a *BranchError, and the secondaries do not run; a
 // failed secondary is reported in the Result, and is a *BranchError too
 // with FailOnPartial. Cancelling ctx ends the branches' waits, and Run
 // returns what had completed by then.
 func Run(ctx context.Context, primary Branch, secondaries []Branch, opts Options) (Result, error) {
+	seen := map[string]bool{primary.Name: true}
+	for _, b := range secondaries {
+		if seen[b.Name] {
+			return Result{}, fmt.Errorf("composite: two branches are named %q: outcomes are told apart by name", b.Name)
+		}
+		seen[b.Name] = true
+	}
 	if opts.Budget > 0 {
 		ctx = ratewise.WithBudget(ctx, opts.Budget)
 	}

@@ -213,6 +213,15 @@ func TestRunCancelledMidWait(t *testing.T) {
 	})
 }
 
+func TestRunRefusesDuplicateNames(t *testing.T) {
+	called := false
+	call := func(context.Context) error { called = true; return nil }
+	_, err := Run(context.Background(), Branch{Name: "a", Call: call}, []Branch{{Name: "b", Call: call}, {Name: "a", Call: call}}, Options{})
+	if err == nil || called {
+		t.Errorf("Run with two branches named a: err %v, called %v; want an error and no call", err, called)
+	}
+}
+
 func TestRunBranchWithoutCall(t *testing.T) {
 	_, err := Run(context.Background(), Branch{Name: "card"}, nil, Options{})
 	if !errors.Is(err, ErrNoCall) {

@@ -18,30 +18,44 @@ var ErrBadCardID = errors.New("kanbanize: not a card ID or card URL")
 // https://x.businessmap.io/ctrl_board/8/cards/1. Anything else is an error
 // matching ErrBadCardID, found before any request is sent.
 func ParseCardID(s string) (ID, error) {
+	id, _, err := parseCardRef(s)
+	return id, err
+}
+
+// parseCardRef is ParseCardID, which also returns the account subdomain of
+// a card URL ("" for a number).
+func parseCardRef(s string) (ID, string, error) {
 	s = strings.TrimSpace(s)
 	if id, ok := parseNumber(s); ok {
-		return id, nil
+		return id, "", nil
 	}
 	u, err := url.Parse(s)
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || !knownHost(u.Hostname()) {
-		return 0, badCardID(s)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") {
+		return 0, "", badCardID(s)
+	}
+	sub, ok := accountOf(u.Hostname())
+	if !ok {
+		return 0, "", badCardID(s)
 	}
 	parts := strings.Split(strings.Trim(u.Path, "/"), "/")
 	for i := 0; i+1 < len(parts); i++ {
 		if parts[i] == "cards" {
 			if id, ok := parseNumber(parts[i+1]); ok {
-				return id, nil
+				return id, sub, nil
 			}
 			break
 		}
 	}
-	return 0, badCardID(s)
+	return 0, "", badCardID(s)
 }
 
 func badCardID(s string) error {
 	const most = 80 // the message quotes the input, not a pasted essay
 	if len(s) > most {
 		s = s[:most] + "…"
+	}
+	if u, err := url.Parse(s); err == nil && (u.User != nil || u.RawQuery != "") {
+		s = u.Scheme + "://" + u.Host + u.Path // a pasted URL may carry a token
 	}
 	return fmt.Errorf("%w: %q (want a number like 345 or a card URL like https://acme.kanbanize.com/ctrl_board/12/cards/345/details/)", ErrBadCardID, s)
 }
@@ -58,15 +72,17 @@ func parseNumber(s string) (ID, bool) {
 	return ID(n), true
 }
 
-// knownHost reports whether host is a Kanbanize or Businessmap account.
-func knownHost(host string) bool {
+// accountOf returns the account subdomain of a Kanbanize or Businessmap
+// host, and false for any other host. acme.kanbanize.com and
+// acme.businessmap.io are the same account.
+func accountOf(host string) (string, bool) {
 	host = strings.ToLower(host)
 	for _, domain := range []string{".kanbanize.com", ".businessmap.io"} {
 		if sub, ok := strings.CutSuffix(host, domain); ok && validSubdomain(sub) {
-			return true
+			return sub, true
 		}
 	}
-	return false
+	return "", false
 }
 
 func validSubdomain(s string) bool {

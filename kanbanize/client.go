@@ -13,9 +13,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/ratewise/ratewise"
 )
@@ -23,9 +25,10 @@ import (
 // Client reads cards from one Kanbanize account. It is safe for concurrent
 // use.
 type Client struct {
-	base   string // https://acme.kanbanize.com/api/v2, no trailing slash
-	apiKey string
-	http   *http.Client
+	base      string // https://acme.kanbanize.com/api/v2, no trailing slash
+	subdomain string // "acme", or "" for a base on another host
+	apiKey    string
+	http      *http.Client
 }
 
 // Option configures a Client in NewClient.
@@ -36,10 +39,14 @@ type clientConfig struct {
 	plan Plan
 }
 
-// WithHTTPClient sends requests with c. A c whose Transport is a
-// *ratewise.Transport is used as it is, with its limits and breaker; any
-// other transport (nil meaning http.DefaultTransport) becomes the base of
-// a ratewise transport the client adds, since ReadCardWithRetry needs one.
+// WithHTTPClient sends requests with a copy of c. A Transport that is a
+// *ratewise.Transport, or wraps one and returns it from an Unwrap()
+// http.RoundTripper method, is used as it is, with its limits and breaker;
+// any other transport (nil meaning http.DefaultTransport) becomes the base
+// of a ratewise transport the client adds, since ReadCardWithRetry needs
+// one. Put wrappers such as tracing under ratewise, not over it, or give
+// them an Unwrap method: two ratewise layers would multiply retries. The
+// copy refuses redirects to another host, which would receive the API key.
 func WithHTTPClient(c *http.Client) Option {
 	return func(cfg *clientConfig) { cfg.http = c }
 }
@@ -57,12 +64,15 @@ func WithPlan(p Plan) Option {
 // or the API's base URL (https://acme.kanbanize.com/api/v2), with the API
 // key it sends in the apikey header.
 func NewClient(account, apiKey string, opts ...Option) (*Client, error) {
+	if err := checkAPIKey(apiKey); err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(account) == apiKey {
+		return nil, errors.New("kanbanize: the account is the API key: NewClient takes the account first, then the key")
+	}
 	base, err := baseURL(account)
 	if err != nil {
 		return nil, err
-	}
-	if strings.TrimSpace(apiKey) == "" {
-		return nil, errors.New("kanbanize: the API key is empty")
 	}
 	var cfg clientConfig
 	for _, opt := range opts {
@@ -80,58 +90,136 @@ func NewClient(account, apiKey string, opts ...Option) (*Client, error) {
 			limits = append(limits, ratewise.WithLimit(l))
 		}
 	}
-	hc := cfg.http
-	switch {
-	case hc == nil:
-		hc = &http.Client{Transport: newTransport(nil, limits)}
-	case isRatewise(hc.Transport):
+	var hc http.Client // a copy: the caller's client is not changed
+	if cfg.http != nil {
+		hc = *cfg.http
+	}
+	if hasRatewise(hc.Transport) {
 		if cfg.plan != "" {
 			return nil, errors.New("kanbanize: WithPlan cannot add limits to the ratewise transport of WithHTTPClient: give it the PlanLimits scopes itself")
 		}
-	default:
-		own := *hc
-		own.Transport = newTransport(hc.Transport, limits)
-		hc = &own
+	} else {
+		hc.Transport = newTransport(hc.Transport, limits)
 	}
-	return &Client{base: base, apiKey: apiKey, http: hc}, nil
+	hc.CheckRedirect = sameHostRedirects(hc.CheckRedirect)
+	return &Client{base: base, subdomain: accountSubdomain(base), apiKey: apiKey, http: &hc}, nil
 }
 
-func isRatewise(rt http.RoundTripper) bool {
-	_, ok := rt.(*ratewise.Transport)
-	return ok
+// hasRatewise reports whether rt is a ratewise transport, or wraps one
+// that it returns from an Unwrap method. Wrapping another ratewise layer
+// around one would multiply every retry.
+func hasRatewise(rt http.RoundTripper) bool {
+	for range 16 { // a chain that long is a loop
+		switch t := rt.(type) {
+		case *ratewise.Transport:
+			return true
+		case interface{ Unwrap() http.RoundTripper }:
+			rt = t.Unwrap()
+		default:
+			return false
+		}
+	}
+	return false
 }
 
 // newTransport is the ratewise transport a client builds: the retry policy
-// of ReadCardWithRetry's defaults, limits if any.
+// of ReadCardWithRetry's defaults, a breaker per API key that opens when 8
+// requests fail within a minute (a 429 storm) and stays open longer each
+// time its probe fails, and the plan's limits if any.
 func newTransport(base http.RoundTripper, limits []ratewise.Option) *ratewise.Transport {
-	opts := append([]ratewise.Option{ratewise.WithRetry(RetryOptions{}.RetryPolicy())}, limits...)
+	opts := append([]ratewise.Option{
+		ratewise.WithRetry(RetryOptions{}.RetryPolicy()),
+		ratewise.WithBreaker(ratewise.BreakerPolicy{
+			Key:                 ratewise.ByHeader("apikey"),
+			ConsecutiveFailures: 8,
+			WindowFailures:      8,
+			Window:              time.Minute,
+			Cooldown:            10 * time.Second,
+			Escalation:          []time.Duration{30 * time.Second, time.Minute, 5 * time.Minute},
+			Decay:               10 * time.Minute,
+		}),
+	}, limits...)
 	return ratewise.New(base, opts...)
 }
 
-// baseURL turns an account into the API's base URL.
+// sameHostRedirects refuses a redirect to another host, which would carry
+// the apikey header there, then defers to next, the caller's policy.
+func sameHostRedirects(next func(*http.Request, []*http.Request) error) func(*http.Request, []*http.Request) error {
+	return func(req *http.Request, via []*http.Request) error {
+		if len(via) > 0 && !strings.EqualFold(req.URL.Host, via[0].URL.Host) {
+			return errors.New("kanbanize: refusing a redirect to another host, which would receive the API key")
+		}
+		if next != nil {
+			return next(req, via)
+		}
+		if len(via) >= 10 {
+			return errors.New("kanbanize: stopped after 10 redirects")
+		}
+		return nil
+	}
+}
+
+// checkAPIKey refuses a key that is empty or could not travel in a header.
+func checkAPIKey(key string) error {
+	if strings.TrimSpace(key) == "" {
+		return errors.New("kanbanize: the API key is empty")
+	}
+	for _, c := range key {
+		if c <= ' ' || c == 0x7f {
+			return errors.New("kanbanize: the API key holds spaces or control characters (a trailing newline?)")
+		}
+	}
+	return nil
+}
+
+// baseURL turns an account into the API's base URL. Its errors never
+// quote the account, which may hold a pasted secret.
 func baseURL(account string) (string, error) {
+	const want = "give a subdomain like acme or a URL like https://acme.kanbanize.com"
 	account = strings.TrimSpace(account)
 	if account == "" {
-		return "", errors.New("kanbanize: the account is empty: give a subdomain like acme or a URL like https://acme.kanbanize.com")
+		return "", errors.New("kanbanize: the account is empty: " + want)
 	}
 	if !strings.Contains(account, "://") {
 		if !validSubdomain(strings.ToLower(account)) {
-			return "", fmt.Errorf("kanbanize: account %q is not a subdomain like acme, nor a URL", account)
+			return "", errors.New("kanbanize: the account is neither a subdomain nor a URL: " + want)
 		}
 		return "https://" + strings.ToLower(account) + ".kanbanize.com/api/v2", nil
 	}
 	u, err := url.Parse(account)
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return "", fmt.Errorf("kanbanize: account %q is not an http(s) URL", account)
+	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
+		return "", errors.New("kanbanize: the account is not an http(s) URL: " + want)
 	}
 	if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
-		return "", fmt.Errorf("kanbanize: account URL %s must not carry credentials, a query or a fragment", u.Redacted())
+		return "", fmt.Errorf("kanbanize: the account URL for %s must not carry user info, a query or a fragment: the API key goes in its own argument", u.Hostname())
+	}
+	if u.Scheme == "http" && !isLoopback(u.Hostname()) {
+		return "", fmt.Errorf("kanbanize: the account URL for %s is plain http, which would send the API key in the clear: use https", u.Hostname())
 	}
 	path := strings.TrimSuffix(u.Path, "/")
 	if !strings.HasSuffix(path, "/api/v2") {
 		path += "/api/v2"
 	}
 	return u.Scheme + "://" + u.Host + path, nil
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// accountSubdomain is the Kanbanize or Businessmap subdomain of a base URL,
+// or "" for another host (a fake API, a proxy).
+func accountSubdomain(base string) string {
+	u, err := url.Parse(base)
+	if err != nil {
+		return ""
+	}
+	sub, _ := accountOf(u.Hostname())
+	return sub
 }
 
 // maxBody bounds what is read of an answer.
@@ -173,16 +261,31 @@ func (c *Client) get(ctx context.Context, path string, into any) error {
 
 func cardPath(id ID) string { return "/cards/" + id.String() }
 
+// cardID reads a card reference, refusing a card URL of another account
+// than the client's.
+func (c *Client) cardID(card string) (ID, error) {
+	id, sub, err := parseCardRef(card)
+	if err == nil && sub != "" && c.subdomain != "" && sub != c.subdomain {
+		err = fmt.Errorf("%w: the card URL is of the account %s, and this client reads %s", ErrBadCardID, sub, c.subdomain)
+	}
+	return id, err
+}
+
 // ReadCard reads a card, then its comments, then its subtasks: three
-// requests one after the other, none retried (the client's limits still
-// pace them). Any failure fails the whole read. card is a card number or
-// URL (see ParseCardID).
+// requests one after the other, none sent twice. Any failure fails the
+// whole read. The client's transport still paces them under its limits
+// and holds them while the API has asked the account to wait, within the
+// default wait cap (ratewise.DefaultTotalWaitCap); give ctx a deadline to
+// wait less. card is a card number or URL (see ParseCardID).
 func (c *Client) ReadCard(ctx context.Context, card string) (*CardDetails, error) {
-	id, err := ParseCardID(card)
+	id, err := c.cardID(card)
 	if err != nil {
 		return nil, err
 	}
-	ctx = ratewise.WithRetryPolicy(ctx, ratewise.RetryPolicy{MaxAttempts: 1})
+	once := RetryOptions{MaxAttempts: 1}.RetryPolicy()
+	once.NetworkRetries = ratewise.NoNetworkRetries
+	once.TotalWaitCap = ratewise.DefaultTotalWaitCap
+	ctx = ratewise.WithRetryPolicy(ctx, once)
 	d := &CardDetails{Comments: []Comment{}, Subtasks: []Subtask{}}
 	if err := c.get(ctx, cardPath(id), &d.Card); err != nil {
 		return nil, err

@@ -7,10 +7,18 @@ import (
 	"math"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ratewise/ratewise"
 	"github.com/ratewise/ratewise/composite"
+)
+
+// Bounds of RetryOptions, far above any sensible value, so that no value
+// overflows a duration.
+const (
+	maxAttemptsLimit = 1000
+	maxMs            = 7 * 24 * 3600 * 1000
 )
 
 // Defaults of RetryOptions: a zero field means the matching constant.
@@ -41,14 +49,16 @@ type RetryOptions struct {
 	FullJitter *bool `json:"full_jitter,omitempty"`
 	// RespectRetryAfter waits at least what the server asks (default true).
 	RespectRetryAfter *bool `json:"respect_retry_after,omitempty"`
-	// TotalWaitCapMs bounds the waits of all three endpoints together
-	// (default 1200000).
+	// TotalWaitCapMs bounds the time spent waiting by the three endpoints
+	// together (default 1200000): the comments and subtasks waiting side by
+	// side spend it once.
 	TotalWaitCapMs int `json:"total_wait_cap_ms,omitempty"`
 	// FailOnPartial makes a failed comments or subtasks read fail the
 	// whole call (default false: the envelope reports it).
 	FailOnPartial bool `json:"fail_on_partial,omitempty"`
-	// Progress, when set, is told of each wait as it starts, from the
-	// goroutines of the endpoints' reads.
+	// Progress, when set, is told of each wait as it starts. Calls come
+	// one at a time, from the goroutines of the endpoints' reads; a call
+	// that blocks holds back the others' reports, not their waits.
 	Progress func(Progress) `json:"-"`
 }
 
@@ -64,15 +74,15 @@ type Progress struct {
 func (o RetryOptions) Validate() error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf("kanbanize: "+format, args...)) }
-	if o.MaxAttempts < 0 {
-		bad("max_attempts (%d) must be at least 1", o.MaxAttempts)
+	if o.MaxAttempts < 0 || o.MaxAttempts > maxAttemptsLimit {
+		bad("max_attempts (%d) must be within 1 to %d (0 means the default, %d)", o.MaxAttempts, maxAttemptsLimit, DefaultMaxAttempts)
 	}
 	for _, f := range []struct {
 		name  string
 		value int
 	}{{"initial_delay_ms", o.InitialDelayMs}, {"max_delay_ms", o.MaxDelayMs}, {"total_wait_cap_ms", o.TotalWaitCapMs}} {
-		if f.value < 0 {
-			bad("%s (%d) must not be negative", f.name, f.value)
+		if f.value < 0 || f.value > maxMs {
+			bad("%s (%d) must be within 0 to %d (a week; 0 means the default)", f.name, f.value, maxMs)
 		}
 	}
 	if o.Multiplier != 0 && (math.IsNaN(o.Multiplier) || math.IsInf(o.Multiplier, 0) || o.Multiplier < 1) {
@@ -120,7 +130,7 @@ func (o RetryOptions) RetryPolicy() ratewise.RetryPolicy {
 		Multiplier:       d.Multiplier,
 		TotalWaitCap:     time.Duration(d.TotalWaitCapMs) * time.Millisecond,
 		IgnoreRetryAfter: d.RespectRetryAfter != nil && !*d.RespectRetryAfter,
-		RateLimitPhrases: []string{codeRateLimitedOtherwise},
+		RateLimitPhrases: []string{`"` + codeRateLimitedOtherwise + `"`}, // the error code, quoted as in the JSON
 		Classify:         classify,
 	}
 	if d.FullJitter != nil && !*d.FullJitter {
@@ -144,8 +154,10 @@ func classify(resp *http.Response) ratewise.Class {
 // Envelope is the result of ReadCardWithRetry, as the read_card_with_retry
 // tool returns it.
 type Envelope struct {
-	CardID        string          `json:"card_id"`
-	Attempts      map[string]int  `json:"attempts"`
+	CardID   string         `json:"card_id"`
+	Attempts map[string]int `json:"attempts"`
+	// WaitSeconds is the time during which the read waited: waits of the
+	// comments and subtasks side by side count once.
 	WaitSeconds   float64         `json:"wait_seconds"`
 	RateLimitHits int             `json:"rate_limit_hits"`
 	Completed     map[string]bool `json:"completed"`
@@ -179,7 +191,7 @@ const (
 // was read by then. card is a card number or URL (see ParseCardID); it
 // and opts are checked before any request is sent.
 func (c *Client) ReadCardWithRetry(ctx context.Context, card string, opts RetryOptions) (*Envelope, error) {
-	id, err := ParseCardID(card)
+	id, err := c.cardID(card)
 	if err != nil {
 		return nil, err
 	}
@@ -189,7 +201,10 @@ func (c *Client) ReadCardWithRetry(ctx context.Context, card string, opts RetryO
 	o := opts.withDefaults()
 	ctx = ratewise.WithRetryPolicy(ctx, o.RetryPolicy())
 	if o.Progress != nil {
+		var mu sync.Mutex // the comments and subtasks wait side by side
 		ctx = ratewise.WithCallTrace(ctx, &ratewise.Trace{WaitStarted: func(w ratewise.WaitInfo) {
+			mu.Lock()
+			defer mu.Unlock()
 			o.Progress(Progress{Endpoint: w.Endpoint, Attempt: w.Attempt, Delay: w.Delay, Kind: w.Kind.String()})
 		}})
 	}
@@ -226,7 +241,7 @@ func (c *Client) ReadCardWithRetry(ctx context.Context, card string, opts RetryO
 			env.PartialError[b.Name] = describe(b, o.MaxAttempts)
 		}
 	}
-	env.WaitSeconds = res.Waited().Seconds()
+	env.WaitSeconds = res.BudgetSpent.Seconds()
 	env.RateLimitHits = res.RateLimitHits()
 	env.Data.Title, env.Data.Card = cardData.Title, &cardData
 	if env.Completed[EndpointComments] && comments != nil {
@@ -277,9 +292,9 @@ func describe(o composite.Outcome, maxAttempts int) string {
 			return fmt.Sprintf("max retries exceeded (%s)", what)
 		}
 		if ae.RetryAfter > 0 {
-			return fmt.Sprintf("rate limited (%s): the server asked to wait %v, more than the wait budget left", what, ae.RetryAfter)
+			return fmt.Sprintf("rate limited (%s): the server asked to wait %v, longer than the wait cap or deadline left", what, ae.RetryAfter)
 		}
-		return fmt.Sprintf("rate limited (%s): the wait budget is spent", what)
+		return fmt.Sprintf("rate limited (%s): the wait cap or deadline is spent", what)
 	case errors.As(o.Err, &ae):
 		return ae.summary()
 	case errors.Is(o.Err, context.Canceled):

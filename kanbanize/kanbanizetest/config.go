@@ -2,6 +2,7 @@ package kanbanizetest
 
 import (
 	"encoding/json"
+	"math"
 	"errors"
 	"fmt"
 	"sort"
@@ -35,6 +36,10 @@ type Config struct {
 	// likewise. Zero means no per-hour limit. A request must pass both
 	// buckets, and a refusal takes a token from neither.
 	PerHour int
+	// TimeScale runs the limits' windows this many times faster, for demos
+	// in real time: with 20, the per-minute limit refills its quota every
+	// 3 seconds and the per-hour one every 3 minutes. Zero means 1.
+	TimeScale float64
 	// RetryAfter says how a refusal tells the client when to come back.
 	// The zero value is RetryAfterSeconds.
 	RetryAfter RetryAfterMode
@@ -156,6 +161,9 @@ func (c Config) Validate() error {
 	var bad []string
 	if c.PerMinute < 0 {
 		bad = append(bad, fmt.Sprintf("PerMinute is %d; use 0 for no limit or a positive count", c.PerMinute))
+	}
+	if c.TimeScale < 0 || math.IsNaN(c.TimeScale) || math.IsInf(c.TimeScale, 0) {
+		bad = append(bad, fmt.Sprintf("TimeScale is %v; use 0 for real time or a positive factor", c.TimeScale))
 	}
 	if c.PerHour < 0 {
 		bad = append(bad, fmt.Sprintf("PerHour is %d; use 0 for no limit or a positive count", c.PerHour))

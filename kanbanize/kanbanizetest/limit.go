@@ -12,15 +12,21 @@ import (
 // buckets are the token buckets of one API key. A nil bucket is no limit.
 type buckets struct {
 	minute, hour *rate.Limiter
+	// The windows the buckets refill in: a minute and an hour, divided by
+	// the Config's TimeScale.
+	minuteWindow, hourWindow time.Duration
 }
 
-func newBuckets(perMinute, perHour int) *buckets {
-	var b buckets
+func newBuckets(perMinute, perHour int, scale float64) *buckets {
+	if scale <= 0 {
+		scale = 1
+	}
+	b := buckets{minuteWindow: time.Duration(float64(time.Minute) / scale), hourWindow: time.Duration(float64(time.Hour) / scale)}
 	if perMinute > 0 {
-		b.minute = rate.NewLimiter(rate.Limit(float64(perMinute)/time.Minute.Seconds()), perMinute)
+		b.minute = rate.NewLimiter(rate.Limit(float64(perMinute)/b.minuteWindow.Seconds()), perMinute)
 	}
 	if perHour > 0 {
-		b.hour = rate.NewLimiter(rate.Limit(float64(perHour)/time.Hour.Seconds()), perHour)
+		b.hour = rate.NewLimiter(rate.Limit(float64(perHour)/b.hourWindow.Seconds()), perHour)
 	}
 	return &b
 }
@@ -44,7 +50,7 @@ func (b *buckets) take(now time.Time) (ok bool, wait time.Duration) {
 // until returns how long until every bucket has a token: the later of the
 // two, 0 when both have one now.
 func (b *buckets) until(now time.Time) time.Duration {
-	return max(untilToken(b.minute, time.Minute, now), untilToken(b.hour, time.Hour, now))
+	return max(untilToken(b.minute, b.minuteWindow, now), untilToken(b.hour, b.hourWindow, now))
 }
 
 // untilToken returns how long until lim, which refills its burst in

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -168,5 +169,26 @@ func TestRetryAfter(t *testing.T) {
 		if got := retryAfter(tt.mode, now, tt.give); got != tt.want {
 			t.Errorf("retryAfter(%v, now, %v) = %q, want %q", tt.mode, tt.give, got, tt.want)
 		}
+	}
+}
+
+func TestTimeScaleSpeedsTheWindows(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := New(Config{PerMinute: 30, TimeScale: 20}) // 30 every 3s
+		for i := range 30 {
+			if r := get(t, s, "/cards/100"); r.status != 200 {
+				t.Fatalf("request %d: status %d", i, r.status)
+			}
+		}
+		if r := get(t, s, "/cards/100"); r.status != 429 {
+			t.Fatalf("31st request: status %d, want 429", r.status)
+		}
+		time.Sleep(100 * time.Millisecond) // a token every 0.1s
+		if r := get(t, s, "/cards/100"); r.status != 200 {
+			t.Errorf("after 0.1s: status %d, want 200", r.status)
+		}
+	})
+	if err := (Config{TimeScale: -1}).Validate(); err == nil || !strings.Contains(err.Error(), "TimeScale") {
+		t.Errorf("Validate(TimeScale -1) = %v, want it named", err)
 	}
 }

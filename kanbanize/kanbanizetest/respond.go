@@ -84,7 +84,7 @@ func (s *Server) admit(e Endpoint, key string) (f Fault, wait time.Duration, adm
 	s.scriptAt[e]++
 	b := s.buckets[key]
 	if b == nil {
-		b = newBuckets(s.cfg.PerMinute, s.cfg.PerHour)
+		b = newBuckets(s.cfg.PerMinute, s.cfg.PerHour, s.cfg.TimeScale)
 		s.buckets[key] = b
 	}
 	switch f {

@@ -1,0 +1,240 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/ratewise/ratewise"
+	"github.com/ratewise/ratewise/kanbanize"
+	"github.com/ratewise/ratewise/kanbanize/kanbanizetest"
+)
+
+// config is what the flags set.
+type config struct {
+	cards       int
+	concurrency int
+	plan        kanbanize.Plan
+	speed       float64
+	json        bool
+}
+
+func (c config) validate() error {
+	switch {
+	case c.cards < 1 || c.cards > kanbanizetest.DefaultCards:
+		return fmt.Errorf("-cards is %d; want 1 to %d", c.cards, kanbanizetest.DefaultCards)
+	case c.concurrency < 1 || c.concurrency > 100:
+		return fmt.Errorf("-concurrency is %d; want 1 to 100", c.concurrency)
+	case c.speed <= 0 || c.speed > 3600:
+		return fmt.Errorf("-speed is %v; want a factor above 0, at most 3600", c.speed)
+	}
+	return nil
+}
+
+// apiKey is the fake's key: the demo's own, shown nowhere.
+const apiKey = "demo-api-key"
+
+// result is one run's outcome, a column of the table.
+type result struct {
+	Name        string  `json:"name"`
+	WallSeconds float64 `json:"wall_seconds"`
+	Requests    int     `json:"requests"`
+	RateLimited int     `json:"rate_limited"`
+	Complete    int     `json:"complete"`
+	Partial     int     `json:"partial"`
+	Failed      int     `json:"failed"`
+}
+
+// report is everything the demo found.
+type report struct {
+	Cards       int                 `json:"cards"`
+	Concurrency int                 `json:"concurrency"`
+	Plan        kanbanize.Plan      `json:"plan"`
+	Plain       result              `json:"plain"`
+	Ratewise    result              `json:"ratewise"`
+	Example     *kanbanize.Envelope `json:"example_envelope,omitempty"`
+}
+
+// outcome is how one card's read ended.
+type outcome int
+
+const (
+	complete outcome = iota // the card, its comments and its subtasks
+	partial                 // the card, but not all of the rest
+	failed                  // not even the card
+)
+
+// run makes the two runs, shows progress on progressOut and writes the
+// report on out.
+func run(ctx context.Context, cfg config, out, progressOut io.Writer) (*report, error) {
+	limits, err := kanbanize.PlanLimits(cfg.plan)
+	if err != nil {
+		return nil, err
+	}
+	fakeConfig := kanbanizetest.Config{APIKey: apiKey, PerMinute: limits[0].Burst, PerHour: limits[1].Burst, TimeScale: cfg.speed}
+	rep := &report{Cards: cfg.cards, Concurrency: cfg.concurrency, Plan: cfg.plan}
+
+	// The plain run: what a service without rate-limit handling does.
+	fake := kanbanizetest.New(fakeConfig)
+	plainClient := &http.Client{Transport: fake.Transport()}
+	rep.Plain = batch(ctx, "plain", cfg, fake, progressOut, func(ctx context.Context, id int, _ *progress) outcome {
+		return readPlain(ctx, plainClient, id)
+	})
+
+	// The ratewise run: the plan's pacing (on the fake's clock) under the
+	// client's retries and cooldown.
+	fake = kanbanizetest.New(fakeConfig)
+	var opts []ratewise.Option
+	for _, l := range limits {
+		l.Rate = rate.Limit(float64(l.Rate) * cfg.speed)
+		opts = append(opts, ratewise.WithLimit(l))
+	}
+	client, err := kanbanize.NewClient("acme", apiKey,
+		kanbanize.WithHTTPClient(&http.Client{Transport: ratewise.New(fake.Transport(), opts...)}))
+	if err != nil {
+		return nil, err
+	}
+	retry := kanbanize.RetryOptions{InitialDelayMs: 500, MaxDelayMs: 10000, TotalWaitCapMs: 120000}
+	var example sync.Once
+	rep.Ratewise = batch(ctx, "ratewise", cfg, fake, progressOut, func(ctx context.Context, id int, p *progress) outcome {
+		opts := retry
+		opts.Progress = p.waiting
+		env, err := client.ReadCardWithRetry(ctx, kanbanize.ID(id).String(), opts)
+		switch {
+		case err != nil:
+			return failed
+		case env.PartialError != nil:
+			return partial
+		}
+		if len(env.Data.Comments) > 0 && len(env.Data.Subtasks) > 0 {
+			example.Do(func() { rep.Example = env })
+		}
+		return complete
+	})
+	if err := ctx.Err(); err != nil {
+		return rep, err
+	}
+	return rep, rep.write(out, cfg.json)
+}
+
+// batch reads cfg.cards cards, cfg.concurrency at once, with read, and
+// counts what happened.
+func batch(ctx context.Context, name string, cfg config, fake *kanbanizetest.Server, progressOut io.Writer,
+	read func(context.Context, int, *progress) outcome) result {
+	p := newProgress(name, cfg.cards, fake, progressOut)
+	start := time.Now()
+	ids := make(chan int)
+	outcomes := make([]int, 3)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for range cfg.concurrency {
+		wg.Go(func() {
+			for id := range ids {
+				o := read(ctx, id, p)
+				mu.Lock()
+				outcomes[o]++
+				mu.Unlock()
+				p.cardDone()
+			}
+		})
+	}
+feed:
+	for i := range cfg.cards {
+		select {
+		case ids <- kanbanizetest.FirstCardID + i:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(ids)
+	wg.Wait()
+	wall := time.Since(start)
+	p.stop()
+	st := fake.Stats()
+	return result{Name: name, WallSeconds: wall.Seconds(), Requests: st.Requests, RateLimited: st.Limited,
+		Complete: outcomes[complete], Partial: outcomes[partial], Failed: outcomes[failed]}
+}
+
+// readPlain reads a card as a client with no rate-limit handling does:
+// three GETs one after the other, giving up at the first failure.
+func readPlain(ctx context.Context, client *http.Client, id int) outcome {
+	base := fmt.Sprintf("https://acme.kanbanize.com/api/v2/cards/%d", id)
+	for i, path := range []string{"", "/comments", "/subtasks"} {
+		if err := getPlain(ctx, client, base+path); err != nil {
+			if i == 0 {
+				return failed
+			}
+			return partial
+		}
+	}
+	return complete
+}
+
+func getPlain(ctx context.Context, client *http.Client, url string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("apikey", apiKey)
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Data json.RawMessage `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil || resp.StatusCode != http.StatusOK {
+		return errors.Join(fmt.Errorf("status %d", resp.StatusCode), err)
+	}
+	return nil
+}
+
+// write prints the report: the table and an example envelope, or JSON.
+func (r *report) write(out io.Writer, asJSON bool) error {
+	if asJSON {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(r)
+	}
+	fmt.Fprintf(out, "\n%d cards of the %s plan (%d a minute, on a faster clock), %d at once:\n\n",
+		r.Cards, r.Plan, planPerMinute(r.Plan), r.Concurrency)
+	const row = "  %-30s %10s %10s\n"
+	fmt.Fprintf(out, row, "", "plain", "ratewise")
+	rows := []struct {
+		name   string
+		values func(result) string
+	}{
+		{"wall time", func(x result) string { return fmt.Sprintf("%.1fs", x.WallSeconds) }},
+		{"requests the server received", func(x result) string { return fmt.Sprint(x.Requests) }},
+		{"429s", func(x result) string { return fmt.Sprint(x.RateLimited) }},
+		{"cards complete", func(x result) string { return fmt.Sprint(x.Complete) }},
+		{"cards partial", func(x result) string { return fmt.Sprint(x.Partial) }},
+		{"cards failed", func(x result) string { return fmt.Sprint(x.Failed) }},
+	}
+	for _, line := range rows {
+		fmt.Fprintf(out, row, line.name, line.values(r.Plain), line.values(r.Ratewise))
+	}
+	if r.Example != nil {
+		fmt.Fprintf(out, "\nOne envelope of the ratewise run, as the read_card_with_retry tool returns it:\n\n")
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false)
+		return enc.Encode(r.Example)
+	}
+	return nil
+}
+
+func planPerMinute(p kanbanize.Plan) int {
+	if limits, err := kanbanize.PlanLimits(p); err == nil {
+		return limits[0].Burst
+	}
+	return 0
+}

@@ -2,9 +2,9 @@ package kanbanizetest
 
 import (
 	"encoding/json"
-	"math"
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"time"

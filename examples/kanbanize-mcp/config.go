@@ -1,0 +1,100 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ratewise/ratewise/kanbanize"
+)
+
+// config is the server's configuration, read from the environment.
+type config struct {
+	account  string // KANBANIZE_BASE_URL, or KANBANIZE_SUBDOMAIN
+	apiKey   string // KANBANIZE_API_KEY; never printed
+	plan     kanbanize.Plan
+	defaults kanbanize.RetryOptions // the read_card_with_retry defaults
+}
+
+// configFromEnv reads the configuration through getenv (os.Getenv). Each
+// error names the variable and, except for the key, the value it got.
+func configFromEnv(getenv func(string) string) (config, error) {
+	var cfg config
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+
+	base, sub := strings.TrimSpace(getenv("KANBANIZE_BASE_URL")), strings.TrimSpace(getenv("KANBANIZE_SUBDOMAIN"))
+	switch {
+	case base != "" && sub != "":
+		bad("KANBANIZE_BASE_URL and KANBANIZE_SUBDOMAIN are both set: set one")
+	case base != "":
+		cfg.account = base
+	case sub != "":
+		cfg.account = sub
+	default:
+		bad("neither KANBANIZE_BASE_URL (https://acme.kanbanize.com) nor KANBANIZE_SUBDOMAIN (acme) is set")
+	}
+	if cfg.apiKey = strings.TrimSpace(getenv("KANBANIZE_API_KEY")); cfg.apiKey == "" {
+		bad("KANBANIZE_API_KEY is not set")
+	}
+	if v := getenv("KANBANIZE_PLAN"); v != "" {
+		p, err := kanbanize.ParsePlan(v)
+		if err != nil {
+			bad("KANBANIZE_PLAN is %q: want standard, large or extra-large", v)
+		}
+		cfg.plan = p
+	}
+	if v := getenv("KANBANIZE_RETRY_MAX_ATTEMPTS"); v != "" {
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || n < 1 {
+			bad("KANBANIZE_RETRY_MAX_ATTEMPTS is %q: want a whole number of at least 1", v)
+		}
+		cfg.defaults.MaxAttempts = n
+	}
+	for _, d := range []struct {
+		name string
+		into *int
+	}{
+		{"KANBANIZE_RETRY_INITIAL_DELAY", &cfg.defaults.InitialDelayMs},
+		{"KANBANIZE_RETRY_MAX_DELAY", &cfg.defaults.MaxDelayMs},
+		{"KANBANIZE_RETRY_TOTAL_CAP", &cfg.defaults.TotalWaitCapMs},
+	} {
+		v := getenv(d.name)
+		if v == "" {
+			continue
+		}
+		ms, err := parseMillis(v)
+		if err != nil {
+			bad("%s is %q: %v", d.name, v, err)
+		}
+		*d.into = ms
+	}
+	if len(errs) == 0 {
+		if err := cfg.defaults.Validate(); err != nil {
+			bad("the KANBANIZE_RETRY_* defaults do not fit together: %v", err)
+		}
+	}
+	return cfg, errors.Join(errs...)
+}
+
+// parseMillis reads a duration as Go writes it ("5s", "1m30s") or as whole
+// milliseconds ("5000").
+func parseMillis(v string) (int, error) {
+	v = strings.TrimSpace(v)
+	if n, err := strconv.Atoi(v); err == nil {
+		if n <= 0 {
+			return 0, errors.New("want a positive duration")
+		}
+		return n, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < time.Millisecond {
+		return 0, errors.New(`want a duration like 5s or 1m30s, or whole milliseconds like 5000`)
+	}
+	if d > 7*24*time.Hour {
+		return 0, errors.New("want at most a week")
+	}
+	return int(d / time.Millisecond), nil
+}

@@ -1,0 +1,60 @@
+// Command kanbanize-mcp is an MCP server, over stdio, that reads Kanbanize
+// cards for a model: read_card, today's three requests with no retry, and
+// read_card_with_retry, the same read through ratewise, which keeps working
+// when the API answers 429 and says what it could not read.
+//
+// It is configured from the environment:
+//
+//	KANBANIZE_BASE_URL or KANBANIZE_SUBDOMAIN   the account (https://acme.kanbanize.com, or acme)
+//	KANBANIZE_API_KEY                           the API key
+//	KANBANIZE_PLAN                              optional: standard, large or extra-large, to pace under its limits
+//	KANBANIZE_RETRY_MAX_ATTEMPTS                read_card_with_retry's defaults: a whole number,
+//	KANBANIZE_RETRY_INITIAL_DELAY               and durations like 5s, or whole milliseconds
+//	KANBANIZE_RETRY_MAX_DELAY
+//	KANBANIZE_RETRY_TOTAL_CAP
+//
+// Stdout carries the protocol; logs go to stderr as JSON lines.
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/ratewise/ratewise/kanbanize"
+)
+
+func main() {
+	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	cfg, err := configFromEnv(os.Getenv)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "kanbanize-mcp:", err)
+		os.Exit(2)
+	}
+	var opts []kanbanize.Option
+	if cfg.plan != "" {
+		opts = append(opts, kanbanize.WithPlan(cfg.plan))
+	}
+	client, err := kanbanize.NewClient(cfg.account, cfg.apiKey, opts...)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "kanbanize-mcp: KANBANIZE_BASE_URL or KANBANIZE_SUBDOMAIN:", err)
+		os.Exit(2)
+	}
+	server, err := newServer(client, cfg.defaults, log)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "kanbanize-mcp:", err)
+		os.Exit(1)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	log.Info("serving over stdio", "event", "start", "plan", cfg.plan)
+	if err := server.Run(ctx, &mcp.StdioTransport{}); err != nil && ctx.Err() == nil {
+		log.Error("server stopped", "event", "stop", "error", err)
+		os.Exit(1)
+	}
+}

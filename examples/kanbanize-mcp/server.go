@@ -1,0 +1,172 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/ratewise/ratewise/kanbanize"
+)
+
+// The tools' descriptions, as MCP clients show them to a model.
+const (
+	readCardDescription = "Fetches a card and its comments and subtasks, one request after the other, with no retry: " +
+		"fails at the first error, a rate limit included."
+	readCardWithRetryDescription = "Fetches a card and its comments and subtasks using exponential full-jitter backoff " +
+		"that honours Retry-After. Returns an envelope with attempts, wait time and partial errors."
+)
+
+// readCardArgs are read_card's arguments.
+type readCardArgs struct {
+	CardID string `json:"card_id" jsonschema:"the card's number (345) or URL (https://acme.kanbanize.com/ctrl_board/12/cards/345/details/)"`
+}
+
+// readCardWithRetryArgs are read_card_with_retry's arguments. Optional
+// ones are pointers: absent, the server's defaults apply (the schema
+// shows them).
+type readCardWithRetryArgs struct {
+	CardID            string   `json:"card_id" jsonschema:"the card's number (345) or URL (https://acme.kanbanize.com/ctrl_board/12/cards/345/details/)"`
+	MaxAttempts       *int     `json:"max_attempts,omitempty" jsonschema:"attempts per endpoint, the first included"`
+	InitialDelayMs    *int     `json:"initial_delay_ms,omitempty" jsonschema:"the first backoff, in milliseconds"`
+	MaxDelayMs        *int     `json:"max_delay_ms,omitempty" jsonschema:"the longest computed backoff, in milliseconds; a server's Retry-After is honoured beyond it"`
+	Multiplier        *float64 `json:"multiplier,omitempty" jsonschema:"how much the backoff grows from one retry to the next"`
+	FullJitter        *bool    `json:"full_jitter,omitempty" jsonschema:"draw each backoff in [0, delay]; false draws it in delay ± 20%"`
+	RespectRetryAfter *bool    `json:"respect_retry_after,omitempty" jsonschema:"wait at least what the server asks in Retry-After"`
+	TotalWaitCapMs    *int     `json:"total_wait_cap_ms,omitempty" jsonschema:"the most time the call may spend waiting, all endpoints together, in milliseconds"`
+	FailOnPartial     *bool    `json:"fail_on_partial,omitempty" jsonschema:"fail the call when the comments or subtasks cannot be read, instead of returning what was read"`
+}
+
+// options are the retry options of a call: the defaults, then the
+// arguments given.
+func (a readCardWithRetryArgs) options(defaults kanbanize.RetryOptions) kanbanize.RetryOptions {
+	o := defaults
+	set := func(dst *int, src *int) {
+		if src != nil {
+			*dst = *src
+		}
+	}
+	set(&o.MaxAttempts, a.MaxAttempts)
+	set(&o.InitialDelayMs, a.InitialDelayMs)
+	set(&o.MaxDelayMs, a.MaxDelayMs)
+	set(&o.TotalWaitCapMs, a.TotalWaitCapMs)
+	if a.Multiplier != nil {
+		o.Multiplier = *a.Multiplier
+	}
+	if a.FullJitter != nil {
+		o.FullJitter = a.FullJitter
+	}
+	if a.RespectRetryAfter != nil {
+		o.RespectRetryAfter = a.RespectRetryAfter
+	}
+	if a.FailOnPartial != nil {
+		o.FailOnPartial = *a.FailOnPartial
+	}
+	return o
+}
+
+// tools serves the tools with one client, and so one ratewise transport:
+// every call shares its limits, cooldown and breaker.
+type tools struct {
+	client   *kanbanize.Client
+	defaults kanbanize.RetryOptions // with every default filled in
+	log      *slog.Logger
+}
+
+// newServer returns the MCP server with its two tools.
+func newServer(client *kanbanize.Client, defaults kanbanize.RetryOptions, log *slog.Logger) (*mcp.Server, error) {
+	t := &tools{client: client, defaults: filled(defaults), log: log}
+	schema, err := t.retrySchema()
+	if err != nil {
+		return nil, err
+	}
+	s := mcp.NewServer(&mcp.Implementation{Name: "kanbanize-mcp", Version: "1.0.0"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "read_card", Description: readCardDescription}, t.readCard)
+	mcp.AddTool(s, &mcp.Tool{Name: "read_card_with_retry", Description: readCardWithRetryDescription, InputSchema: schema}, t.readCardWithRetry)
+	return s, nil
+}
+
+// filled returns o with its defaults spelled out, for the schema to show.
+func filled(o kanbanize.RetryOptions) kanbanize.RetryOptions {
+	p := o.RetryPolicy()
+	yes := true
+	if o.FullJitter == nil {
+		o.FullJitter = &yes
+	}
+	if o.RespectRetryAfter == nil {
+		o.RespectRetryAfter = &yes
+	}
+	o.MaxAttempts = p.MaxAttempts
+	o.InitialDelayMs = int(p.InitialDelay.Milliseconds())
+	o.MaxDelayMs = int(p.MaxDelay.Milliseconds())
+	o.Multiplier = p.Multiplier
+	o.TotalWaitCapMs = int(p.TotalWaitCap.Milliseconds())
+	return o
+}
+
+// retrySchema is the inferred schema of read_card_with_retry's arguments,
+// with each optional one's default: the server's.
+func (t *tools) retrySchema() (*jsonschema.Schema, error) {
+	s, err := jsonschema.For[readCardWithRetryArgs](nil)
+	if err != nil {
+		return nil, err
+	}
+	d := t.defaults
+	defaults := map[string]any{
+		"max_attempts": d.MaxAttempts, "initial_delay_ms": d.InitialDelayMs, "max_delay_ms": d.MaxDelayMs,
+		"multiplier": d.Multiplier, "full_jitter": *d.FullJitter, "respect_retry_after": *d.RespectRetryAfter,
+		"total_wait_cap_ms": d.TotalWaitCapMs, "fail_on_partial": d.FailOnPartial,
+	}
+	for name, v := range defaults {
+		prop, ok := s.Properties[name]
+		if !ok {
+			return nil, fmt.Errorf("the schema has no %s", name)
+		}
+		raw, _ := json.Marshal(v)
+		prop.Default = raw
+		prop.Description += fmt.Sprintf(" (default %s)", raw)
+	}
+	return s, nil
+}
+
+func (t *tools) readCard(ctx context.Context, _ *mcp.CallToolRequest, args readCardArgs) (*mcp.CallToolResult, any, error) {
+	d, err := t.client.ReadCard(ctx, args.CardID)
+	if err != nil {
+		t.log.Info("read_card failed", "event", "tool_error", "tool", "read_card", "error", err)
+		return nil, nil, err
+	}
+	return nil, d, nil
+}
+
+func (t *tools) readCardWithRetry(ctx context.Context, req *mcp.CallToolRequest, args readCardWithRetryArgs) (*mcp.CallToolResult, any, error) {
+	opts := args.options(t.defaults)
+	if err := opts.Validate(); err != nil {
+		return nil, nil, err
+	}
+	token := req.Params.GetProgressToken()
+	var waits atomic.Int64
+	opts.Progress = func(p kanbanize.Progress) {
+		n := waits.Add(1)
+		t.log.Info("Throttling", "event", "rate_wait", "endpoint", p.Endpoint, "attempt", p.Attempt,
+			"max", opts.MaxAttempts, "kind", p.Kind, "delay_ms", p.Delay.Milliseconds())
+		if token == nil {
+			return
+		}
+		msg := fmt.Sprintf("waiting %.1fs for %s (attempt %d/%d)", p.Delay.Seconds(), p.Endpoint, p.Attempt, opts.MaxAttempts)
+		if err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: float64(n), Message: msg}); err != nil {
+			t.log.Debug("progress notification not sent", "error", err)
+		}
+	}
+	env, err := t.client.ReadCardWithRetry(ctx, args.CardID, opts)
+	if err != nil {
+		t.log.Info("read_card_with_retry failed", "event", "rate_giveup", "error", err)
+		return nil, nil, err
+	}
+	t.log.Info("read_card_with_retry", "event", "rate_success", "card_id", env.CardID, "attempts", env.Attempts,
+		"total_wait_ms", int64(env.WaitSeconds*1000), "partial", len(env.PartialError) > 0)
+	return nil, env, nil
+}

@@ -14,7 +14,9 @@ func TestConfigFromEnv(t *testing.T) {
 		check   func(config) bool
 	}{
 		{name: "subdomain and key", env: map[string]string{"KANBANIZE_SUBDOMAIN": "acme", "KANBANIZE_API_KEY": key},
-			check: func(c config) bool { return c.account == "acme" && c.apiKey == key && c.plan == "" && c.defaults.MaxAttempts == 0 }},
+			check: func(c config) bool {
+				return c.account == "acme" && c.apiKey == key && c.plan == "" && c.defaults.MaxAttempts == 0
+			}},
 		{name: "base URL, plan and defaults", env: map[string]string{"KANBANIZE_BASE_URL": "https://acme.kanbanize.com", "KANBANIZE_API_KEY": key,
 			"KANBANIZE_PLAN": "Large", "KANBANIZE_RETRY_MAX_ATTEMPTS": "4", "KANBANIZE_RETRY_INITIAL_DELAY": "2s",
 			"KANBANIZE_RETRY_MAX_DELAY": "90000", "KANBANIZE_RETRY_TOTAL_CAP": "5m"},

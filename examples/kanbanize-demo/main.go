@@ -1,10 +1,11 @@
 // Command kanbanize-demo shows, with no network and no setup, what
 // ratewise does for a batch of Kanbanize card reads under a plan's rate
 // limit. It starts the fake Kanbanize API in process, with the plan's
-// limits on a faster clock, reads a batch of cards several at once, first
-// as a plain net/http client does (three GETs a card, no retry), then with
-// the ratewise stack (the plan's pacing, retries that honour Retry-After,
-// the shared cooldown), and prints the two runs side by side.
+// limits on a faster clock, and reads a batch of cards several at once
+// three times: as a plain net/http client does (three GETs a card, no
+// retry); with ReadCardWithRetry through ratewise not told the limit
+// (retries that honour Retry-After, the shared cooldown); and through
+// ratewise paced under the plan. It prints the runs side by side.
 //
 //	go run ./examples/kanbanize-demo [-cards 25] [-concurrency 5] [-plan standard] [-speed 20] [-json]
 package main

@@ -100,10 +100,13 @@ func (p *progress) draw(last bool) {
 		fmt.Fprintf(p.out, "%s: %s\n", p.name, status)
 		return
 	}
-	const width = 24
+	const width = 20
 	filled := width * done / max(p.total, 1)
-	line := fmt.Sprintf("\r%-9s [%s%s] %s", p.name, strings.Repeat("#", filled), strings.Repeat(".", width-filled), status)
-	fmt.Fprintf(p.out, "%-90s", line)
+	line := fmt.Sprintf("%-8s [%s%s] %s", p.name, strings.Repeat("#", filled), strings.Repeat(".", width-filled), status)
+	if len(line) > 79 { // one line of the narrowest usual terminal, so \r can redraw it
+		line = line[:79]
+	}
+	fmt.Fprint(p.out, "\r"+line+"\x1b[K") // and clear what a longer line left
 	if last {
 		fmt.Fprintln(p.out)
 	}

@@ -36,20 +36,23 @@ func configFromEnv(getenv func(string) string) (config, error) {
 	default:
 		bad("neither KANBANIZE_BASE_URL (https://acme.kanbanize.com) nor KANBANIZE_SUBDOMAIN (acme) is set")
 	}
-	if cfg.apiKey = strings.TrimSpace(getenv("KANBANIZE_API_KEY")); cfg.apiKey == "" {
+	switch cfg.apiKey = strings.TrimSpace(getenv("KANBANIZE_API_KEY")); {
+	case cfg.apiKey == "":
 		bad("KANBANIZE_API_KEY is not set")
+	case strings.ContainsFunc(cfg.apiKey, func(r rune) bool { return r <= ' ' || r == 0x7f }):
+		bad("KANBANIZE_API_KEY holds spaces or control characters")
 	}
-	if v := getenv("KANBANIZE_PLAN"); v != "" {
+	if v := strings.TrimSpace(getenv("KANBANIZE_PLAN")); v != "" {
 		p, err := kanbanize.ParsePlan(v)
 		if err != nil {
 			bad("KANBANIZE_PLAN is %q: want standard, large or extra-large", v)
 		}
 		cfg.plan = p
 	}
-	if v := getenv("KANBANIZE_RETRY_MAX_ATTEMPTS"); v != "" {
+	if v := strings.TrimSpace(getenv("KANBANIZE_RETRY_MAX_ATTEMPTS")); v != "" {
 		n, err := strconv.Atoi(strings.TrimSpace(v))
-		if err != nil || n < 1 {
-			bad("KANBANIZE_RETRY_MAX_ATTEMPTS is %q: want a whole number of at least 1", v)
+		if err != nil || n < 1 || n > 1000 {
+			bad("KANBANIZE_RETRY_MAX_ATTEMPTS is %q: want a whole number from 1 to 1000", v)
 		}
 		cfg.defaults.MaxAttempts = n
 	}
@@ -61,7 +64,7 @@ func configFromEnv(getenv func(string) string) (config, error) {
 		{"KANBANIZE_RETRY_MAX_DELAY", &cfg.defaults.MaxDelayMs},
 		{"KANBANIZE_RETRY_TOTAL_CAP", &cfg.defaults.TotalWaitCapMs},
 	} {
-		v := getenv(d.name)
+		v := strings.TrimSpace(getenv(d.name))
 		if v == "" {
 			continue
 		}
@@ -72,11 +75,30 @@ func configFromEnv(getenv func(string) string) (config, error) {
 		*d.into = ms
 	}
 	if len(errs) == 0 {
-		if err := cfg.defaults.Validate(); err != nil {
-			bad("the KANBANIZE_RETRY_* defaults do not fit together: %v", err)
-		}
+		errs = append(errs, clashes(cfg.defaults, getenv)...)
 	}
 	return cfg, errors.Join(errs...)
+}
+
+// clashes names the delays that do not fit together, by their variables:
+// the initial delay above the longest one, or above the total cap.
+func clashes(d kanbanize.RetryOptions, getenv func(string) string) []error {
+	p := d.RetryPolicy() // with the defaults filled in
+	describe := func(name string, v time.Duration) string {
+		if getenv(name) == "" {
+			return fmt.Sprintf("%s (%v, the default)", name, v)
+		}
+		return fmt.Sprintf("%s (%v)", name, v)
+	}
+	initial := describe("KANBANIZE_RETRY_INITIAL_DELAY", p.InitialDelay)
+	var errs []error
+	if p.MaxDelay < p.InitialDelay {
+		errs = append(errs, fmt.Errorf("%s is below %s", describe("KANBANIZE_RETRY_MAX_DELAY", p.MaxDelay), initial))
+	}
+	if p.TotalWaitCap < p.InitialDelay {
+		errs = append(errs, fmt.Errorf("%s is below %s", describe("KANBANIZE_RETRY_TOTAL_CAP", p.TotalWaitCap), initial))
+	}
+	return errs
 }
 
 // parseMillis reads a duration as Go writes it ("5s", "1m30s") or as whole
@@ -84,8 +106,8 @@ func configFromEnv(getenv func(string) string) (config, error) {
 func parseMillis(v string) (int, error) {
 	v = strings.TrimSpace(v)
 	if n, err := strconv.Atoi(v); err == nil {
-		if n <= 0 {
-			return 0, errors.New("want a positive duration")
+		if n <= 0 || n > week {
+			return 0, errors.New("want a positive duration of at most a week")
 		}
 		return n, nil
 	}
@@ -93,8 +115,11 @@ func parseMillis(v string) (int, error) {
 	if err != nil || d < time.Millisecond {
 		return 0, errors.New(`want a duration like 5s or 1m30s, or whole milliseconds like 5000`)
 	}
-	if d > 7*24*time.Hour {
+	if d > week*time.Millisecond {
 		return 0, errors.New("want at most a week")
 	}
 	return int(d / time.Millisecond), nil
 }
+
+// week is the longest delay the variables accept, in milliseconds.
+const week = 7 * 24 * 3600 * 1000

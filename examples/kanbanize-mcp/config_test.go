@@ -37,7 +37,18 @@ func TestConfigFromEnv(t *testing.T) {
 		{name: "bad plan", env: map[string]string{"KANBANIZE_SUBDOMAIN": "acme", "KANBANIZE_API_KEY": key, "KANBANIZE_PLAN": "gold"},
 			wantErr: []string{`KANBANIZE_PLAN is "gold"`}},
 		{name: "defaults that clash", env: map[string]string{"KANBANIZE_SUBDOMAIN": "acme", "KANBANIZE_API_KEY": key,
-			"KANBANIZE_RETRY_INITIAL_DELAY": "10s", "KANBANIZE_RETRY_MAX_DELAY": "5s"}, wantErr: []string{"max_delay_ms (5000) is below initial_delay_ms (10000)"}},
+			"KANBANIZE_RETRY_INITIAL_DELAY": "10s", "KANBANIZE_RETRY_MAX_DELAY": "5s"},
+			wantErr: []string{"KANBANIZE_RETRY_MAX_DELAY (5s) is below KANBANIZE_RETRY_INITIAL_DELAY (10s)"}},
+		{name: "a cap below the default delay", env: map[string]string{"KANBANIZE_SUBDOMAIN": "acme", "KANBANIZE_API_KEY": key,
+			"KANBANIZE_RETRY_TOTAL_CAP": "2s"}, wantErr: []string{"KANBANIZE_RETRY_TOTAL_CAP (2s) is below KANBANIZE_RETRY_INITIAL_DELAY (5s, the default)"}},
+		{name: "too many attempts", env: map[string]string{"KANBANIZE_SUBDOMAIN": "acme", "KANBANIZE_API_KEY": key,
+			"KANBANIZE_RETRY_MAX_ATTEMPTS": "5000"}, wantErr: []string{`KANBANIZE_RETRY_MAX_ATTEMPTS is "5000"`}},
+		{name: "a duration past a week", env: map[string]string{"KANBANIZE_SUBDOMAIN": "acme", "KANBANIZE_API_KEY": key,
+			"KANBANIZE_RETRY_TOTAL_CAP": "200h"}, wantErr: []string{`KANBANIZE_RETRY_TOTAL_CAP is "200h"`}},
+		{name: "zero duration", env: map[string]string{"KANBANIZE_SUBDOMAIN": "acme", "KANBANIZE_API_KEY": key,
+			"KANBANIZE_RETRY_MAX_DELAY": "0s"}, wantErr: []string{`KANBANIZE_RETRY_MAX_DELAY is "0s"`}},
+		{name: "a key with a space", env: map[string]string{"KANBANIZE_SUBDOMAIN": "acme", "KANBANIZE_API_KEY": "ab cd"},
+			wantErr: []string{"KANBANIZE_API_KEY holds spaces"}},
 	}
 	for _, tt := range tests {
 		cfg, err := configFromEnv(func(k string) string { return tt.env[k] })

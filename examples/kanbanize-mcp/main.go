@@ -42,7 +42,7 @@ func main() {
 	}
 	client, err := kanbanize.NewClient(cfg.account, cfg.apiKey, opts...)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "kanbanize-mcp: KANBANIZE_BASE_URL or KANBANIZE_SUBDOMAIN:", err)
+		fmt.Fprintln(os.Stderr, "kanbanize-mcp: KANBANIZE_BASE_URL or KANBANIZE_SUBDOMAIN:", err) // the key was checked before
 		os.Exit(2)
 	}
 	server, err := newServer(client, cfg.defaults, log)

@@ -16,7 +16,7 @@ import (
 // The tools' descriptions, as MCP clients show them to a model.
 const (
 	readCardDescription = "Fetches a card and its comments and subtasks, one request after the other, with no retry: " +
-		"fails at the first error, a rate limit included."
+		"fails at the first error, a rate limit included (it still waits out a pause the API asked for, up to two minutes)."
 	readCardWithRetryDescription = "Fetches a card and its comments and subtasks using exponential full-jitter backoff " +
 		"that honours Retry-After. Returns an envelope with attempts, wait time and partial errors."
 )
@@ -153,7 +153,7 @@ func (t *tools) readCardWithRetry(ctx context.Context, req *mcp.CallToolRequest,
 		n := waits.Add(1)
 		t.log.Info("Throttling", "event", "rate_wait", "endpoint", p.Endpoint, "attempt", p.Attempt,
 			"max", opts.MaxAttempts, "kind", p.Kind, "delay_ms", p.Delay.Milliseconds())
-		if token == nil {
+		if token == nil || p.Delay <= 0 { // a wait for a free slot has no length to tell
 			return
 		}
 		msg := fmt.Sprintf("waiting %.1fs for %s (attempt %d/%d)", p.Delay.Seconds(), p.Endpoint, p.Attempt, opts.MaxAttempts)

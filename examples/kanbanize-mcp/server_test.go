@@ -206,6 +206,48 @@ func TestProgressNotifications(t *testing.T) {
 	}
 }
 
+func TestNoProgressWithoutAToken(t *testing.T) {
+	s := connect(t, kanbanizetest.Config{RetryAfter: kanbanizetest.RetryAfterNone,
+		Scripts: map[kanbanizetest.Endpoint][]kanbanizetest.Fault{kanbanizetest.EndpointComments: {kanbanizetest.Fault429}}})
+	if res := s.call(t, "read_card_with_retry", map[string]any{"card_id": "102", "initial_delay_ms": 1}, nil); res.IsError {
+		t.Fatalf("tool error: %s", text(res))
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.progress) != 0 {
+		t.Errorf("%d progress notifications without a progress token, want none", len(s.progress))
+	}
+	if !strings.Contains(s.logs.String(), `"event":"rate_wait"`) {
+		t.Errorf("the wait was not logged:\n%s", s.logs.String())
+	}
+}
+
+func TestWrongKeyKeepsItSecret(t *testing.T) {
+	s := connect(t, kanbanizetest.Config{})
+	s.fake = kanbanizetest.New(kanbanizetest.Config{APIKey: "the-right-key"}) // the server's key is now wrong
+	client, _ := kanbanize.NewClient("acme", secretKey, kanbanize.WithHTTPClient(&http.Client{Transport: s.fake.Transport()}))
+	server, _ := newServer(client, kanbanize.RetryOptions{}, slog.New(slog.NewJSONHandler(s.logs, nil)))
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := server.Connect(context.Background(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(context.Background(), ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cs.Close(); _ = ss.Wait() }()
+	for _, tool := range []string{"read_card", "read_card_with_retry"} {
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: map[string]any{"card_id": "101"}})
+		if err != nil || !res.IsError || !strings.Contains(text(res), "401") {
+			t.Errorf("%s with a wrong key = %v, %v; want a 401 tool error", tool, res, err)
+		}
+		s.mu.Lock()
+		s.keep(res) // checked for the key when the test ends
+		s.mu.Unlock()
+	}
+}
+
 func TestBadCardID(t *testing.T) {
 	s := connect(t, kanbanizetest.Config{})
 	for _, tool := range []string{"read_card", "read_card_with_retry"} {

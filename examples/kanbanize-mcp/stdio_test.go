@@ -5,10 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,14 +20,38 @@ import (
 	"github.com/ratewise/ratewise/kanbanize/kanbanizetest"
 )
 
-// buildServer builds the real binary once per test.
+var (
+	buildOnce sync.Once
+	binary    string
+	buildErr  error
+)
+
+// buildServer builds the real binary, once for all the tests.
 func buildServer(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "kanbanize-mcp")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "kanbanize-mcp")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binary = filepath.Join(dir, "kanbanize-mcp")
+		if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
 	}
-	return bin
+	return binary
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binary != "" {
+		_ = os.RemoveAll(filepath.Dir(binary))
+	}
+	os.Exit(code)
 }
 
 func TestBinaryOverStdio(t *testing.T) {

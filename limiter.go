@@ -87,6 +87,20 @@ type Limit struct {
 	// IdleTimeout is how long a key's state outlives its last request;
 	// zero means DefaultIdleTimeout.
 	IdleTimeout time.Duration
+	// Adaptive makes the scope learn each key's pace from the server
+	// rather than be told it: it measures the server's rate between
+	// refusals and paces just under it, so that refusals stay few and the
+	// server stays busy. Rate, when set, is then a ceiling the pace never
+	// passes; Burst is not used. A key starts unpaced, with a slow start,
+	// or at StartRate, and forgets what it learned when it goes idle.
+	// While a key's pace is learned, a refusal whose hint is a second or
+	// less does not pause the key's other requests in the cooldown gate
+	// (whole-second Retry-After values are rounded up, and pausing for
+	// them wastes the server's refill); the pace slows instead.
+	Adaptive bool
+	// StartRate is the pace of a key an adaptive scope has not learned
+	// yet; zero means unpaced, with a slow start.
+	StartRate rate.Limit
 }
 
 // Validate reports every field of l that is out of range, in one error.
@@ -103,6 +117,12 @@ func (l Limit) Validate() error {
 	}
 	if l.MinSpacing < 0 {
 		bad("MinSpacing (%v) must not be negative", l.MinSpacing)
+	}
+	if l.Adaptive && (l.MinSpacing != 0 || l.Reserve != 0) {
+		bad("is Adaptive: it takes no MinSpacing (%v) or Reserve (%d)", l.MinSpacing, l.Reserve)
+	}
+	if l.StartRate < 0 || math.IsNaN(float64(l.StartRate)) || l.StartRate != 0 && !l.Adaptive {
+		bad("StartRate (%v) needs Adaptive and must not be negative", float64(l.StartRate))
 	}
 	if l.Rate != 0 && l.MinSpacing != 0 {
 		bad("has both Rate (%v) and MinSpacing (%v): give each its own WithLimit", float64(l.Rate), l.MinSpacing)
@@ -144,6 +164,7 @@ func WithLimit(l Limit) Option {
 			return
 		}
 		t.scopes = append(t.scopes, newScope(l))
+		t.adaptive = t.adaptive || l.Adaptive
 	}
 }
 
@@ -184,11 +205,12 @@ type scope struct {
 // scopeState is one key's state in a scope.
 type scopeState struct {
 	mu        sync.Mutex
-	bucket    *rate.Limiter // nil without a Rate
-	nextStart time.Time     // with MinSpacing: the earliest next start; guarded by mu
-	inFlight  int           // guarded by mu
-	waiting   int           // requests waiting in the scope; guarded by mu
-	queue     []*slotWaiter // waiting for a concurrency slot, by priority; guarded by mu
+	bucket    *rate.Limiter  // nil without a Rate, or when Adaptive
+	adapt     *adaptiveState // set when Adaptive
+	nextStart time.Time      // with MinSpacing: the earliest next start; guarded by mu
+	inFlight  int            // guarded by mu
+	waiting   int            // requests waiting in the scope; guarded by mu
+	queue     []*slotWaiter  // waiting for a concurrency slot, by priority; guarded by mu
 }
 
 // slotWaiter is a request waiting for a concurrency slot.
@@ -211,6 +233,14 @@ func newScope(l Limit) *scope {
 }
 
 func (s *scope) initState(st *scopeState) {
+	if s.Adaptive {
+		ceiling := math.Inf(1)
+		if s.Rate != 0 && s.Rate != rate.Inf {
+			ceiling = float64(s.Rate)
+		}
+		st.adapt = newAdaptiveState(float64(s.StartRate), ceiling)
+		return
+	}
 	if s.Rate != 0 && s.Rate != rate.Inf { // an unlimited bucket needs no state
 		st.bucket = rate.NewLimiter(s.Rate, s.Burst)
 	}
@@ -219,6 +249,14 @@ func (s *scope) initState(st *scopeState) {
 // forgettable reports whether st holds nothing worth keeping: a full
 // bucket, a spacing that has passed, no request in flight.
 func (s *scope) forgettable(st *scopeState, now time.Time) bool {
+	if st.adapt != nil {
+		st.adapt.mu.Lock()
+		busy := st.adapt.inFlight > 0
+		st.adapt.mu.Unlock()
+		if busy {
+			return false // an idle key's learning may go: it is forgotten by design
+		}
+	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	return st.inFlight == 0 && len(st.queue) == 0 && !st.nextStart.After(now) &&

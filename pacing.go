@@ -11,9 +11,10 @@ import (
 )
 
 // admit waits until the request may go in this scope: a concurrency slot,
-// then its turn by the bucket or the spacing. A request that must not
+// then its turn by the bucket, the spacing or the adaptive pace. It returns
+// the adaptive pace's generation at the send. A request that must not
 // wait, or not that long, gets a *LimitError instead.
-func (s *scope) admit(c *call, key string, st *scopeState) error {
+func (s *scope) admit(c *call, key string, st *scopeState) (uint64, error) {
 	var deadline time.Time // when MaxWait runs out
 	if s.MaxWait > 0 {
 		deadline = time.Now().Add(s.MaxWait)
@@ -22,18 +23,21 @@ func (s *scope) admit(c *call, key string, st *scopeState) error {
 	// slot would be spent late, in a burst with others.
 	if s.MaxConcurrent > 0 {
 		if err := s.acquireSlot(c, key, st, deadline); err != nil {
-			return err
+			return 0, err
 		}
 	}
-	if st.bucket != nil || s.MinSpacing > 0 {
-		if err := s.pace(c, key, st, deadline); err != nil {
-			if s.MaxConcurrent > 0 {
-				s.releaseSlot(st)
-			}
-			return err
-		}
+	var gen uint64
+	var err error
+	switch {
+	case st.adapt != nil:
+		gen, err = s.admitAdaptive(c, key, st, deadline)
+	case st.bucket != nil || s.MinSpacing > 0:
+		err = s.pace(c, key, st, deadline)
 	}
-	return nil
+	if err != nil && s.MaxConcurrent > 0 {
+		s.releaseSlot(st)
+	}
+	return gen, err
 }
 
 // turn is a place taken in a key's pace, which can be given back when the

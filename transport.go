@@ -32,6 +32,7 @@ type Transport struct {
 	scopes   []*scope
 	gate     *gate     // nil when the cooldown gate is off
 	breakers *breakers // nil without WithBreaker
+	adaptive bool      // a scope is Adaptive: it, not the gate, answers short hints
 	// err is the first invalid option; every RoundTrip returns it so that
 	// a bad configuration is loud rather than silently replaced.
 	err error
@@ -153,8 +154,9 @@ type call struct {
 
 	// What the current attempt holds: its breaker ticket, and concurrency
 	// slots until its response body is closed.
-	ticket breakerTicket
-	held   heldSlots
+	ticket   breakerTicket
+	held     heldSlots
+	adaptive adaptiveTickets
 	// last is the previous attempt's response, its body kept in memory,
 	// handed back if a wait before the next attempt is refused.
 	last *http.Response
@@ -251,6 +253,7 @@ func (c *call) admit() error {
 			return nil
 		}
 		c.held.release()
+		c.adaptive.each(adaptiveTicket.cancel)
 	}
 }
 
@@ -259,10 +262,16 @@ func (c *call) admitScopes() error {
 	for _, s := range c.t.scopes {
 		key := s.Key(c.req)
 		e := s.states.acquire(key, true)
-		if err := s.admit(c, key, &e.state); err != nil {
+		gen, err := s.admit(c, key, &e.state)
+		if err != nil {
 			s.states.release(e)
 			c.held.release()
+			c.adaptive.each(adaptiveTicket.cancel)
 			return err
+		}
+		if e.state.adapt != nil {
+			e.refs.Add(1) // one hold for the ticket, until the answer
+			c.adaptive.add(adaptiveTicket{scope: s, entry: e, gen: gen})
 		}
 		if s.MaxConcurrent > 0 {
 			c.held.add(heldSlot{scope: s, entry: e})
@@ -299,13 +308,17 @@ var errNoResponse = errors.New("ratewise: base RoundTripper returned neither a r
 func (c *call) feedBack(resp *http.Response, err error, class Class) {
 	c.ticket.outcome(c, resp, err, class)
 	c.ticket = breakerTicket{}
+	if c.adaptive.n > 0 {
+		now := time.Now()
+		c.adaptive.each(func(t adaptiveTicket) { t.finish(resp, err, class, now) })
+	}
 	if err != nil {
 		c.held.release()
 		return
 	}
 	if class != Final && c.t.gate != nil && !c.policy.IgnoreRetryAfter {
 		now := time.Now()
-		if hint, ok := WaitHint(resp, now); ok && hint > 0 {
+		if hint, ok := WaitHint(resp, now); ok && hint > 0 && (hint > time.Second || !c.t.adaptive) {
 			c.t.gate.pause(c.t.gate.Key(c.req), now.Add(hint))
 		}
 	}

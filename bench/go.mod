@@ -1,0 +1,21 @@
+module github.com/ratewise/ratewise/bench
+
+go 1.25.0
+
+require (
+	github.com/failsafe-go/failsafe-go v0.9.8
+	github.com/hashicorp/go-retryablehttp v0.7.8
+	github.com/ratewise/ratewise v0.0.0-00010101000000-000000000000
+	golang.org/x/time v0.15.0
+)
+
+require (
+	github.com/bits-and-blooms/bitset v1.24.4 // indirect
+	github.com/hashicorp/go-cleanhttp v0.5.2 // indirect
+	github.com/influxdata/tdigest v0.0.1 // indirect
+	github.com/jarcoal/httpmock v1.4.2 // indirect
+	github.com/sony/gobreaker/v2 v2.4.0 // indirect
+)
+
+// The benchmarks measure the library in this repository, not a release.
+replace github.com/ratewise/ratewise => ../

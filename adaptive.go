@@ -2,7 +2,6 @@ package ratewise
 
 import (
 	"math"
-	"net/http"
 	"sync"
 	"time"
 )
@@ -10,20 +9,29 @@ import (
 // This file is the adaptive pacer of a Limit with Adaptive set: it learns
 // each key's sending rate from the server instead of being told it.
 //
-// The server is taken for a token bucket: a refill rate R and a burst.
-// Every refusal says the bucket was empty at that moment; between two
-// refusals t1 and t2, the successes S it let through are what it refilled,
-// R·(t2−t1), give or take the one token it may have held. So S/(t2−t1)
-// measures R within 1/(t2−t1), without being told anything. The pacer
-// sends at the lower end of that measure, which the server can always
-// serve, climbs towards the upper end and then slowly beyond, and measures
-// again at the next refusal: each measure is longer, so each is closer.
+// Where the server counts its quota in rate-limit headers, the count
+// governs (adaptive_count.go). Where only refusals tell the story, the
+// server is taken for a token bucket: a refill rate R and a burst. A
+// refusal says the bucket was empty at that moment. Between two refusals
+// at t1 and t2, the successes S the server let through are what it
+// refilled, R·(t2−t1), give or take the one token it may have held. So
+// S/(t2−t1) measures R within 1/(t2−t1), without being told anything. The
+// pacer sends at the low end of that measure, which the server can always
+// serve, climbs to the high end as requests succeed, then probes beyond
+// by a band that doubles with each second of successes, and measures
+// again the next time the bucket runs dry: each measure spans longer, so
+// each is closer.
 //
-// Before its first refusal a key sends unpaced, but with a slow start: a
-// window of requests in flight that grows with each success, so that the
-// first refusal finds few requests on their way. A refusal of a request
+// Before that, a key sends unpaced, but with a slow start: a window of
+// requests in flight that grows with each success, so that the bucket
+// running dry finds few requests on their way. A refusal of a request
 // sent before the last decrease is a sibling of the event that caused it,
-// and does not decrease the rate again.
+// and does not decrease the pace again. After a long pause (a cooldown of
+// more than a second, or a breaker that closes again) the pace resumes at
+// half and climbs back.
+//
+// Requests wait in one line per key, and only its head waits for a place
+// in the pace, so a pace that changes applies at once to every waiter.
 
 // Tuning of the adaptive pacer.
 const (
@@ -31,21 +39,26 @@ const (
 	// requests in flight at first, and the growth per success.
 	adaptiveStartWindow  = 2
 	adaptiveWindowGrowth = 0.25
-	// adaptiveMinSample is the shortest span between refusals worth a
-	// measure; shorter ones hold more error than signal.
+	// adaptiveMinSample is the shortest span between two empty buckets
+	// worth a measure; shorter ones hold more error than signal.
 	adaptiveMinSample = 100 * time.Millisecond
 	// adaptiveProbeGrowth doubles the rate this often while no measure
-	// has been made yet, so that the next refusal comes soon.
+	// has been made yet, so that the next empty bucket comes soon.
 	adaptiveProbeGrowth = 100 * time.Millisecond
-	// adaptiveRamp is how long the rate takes to climb from the low end of
-	// a measure to its high end.
+	// adaptiveRamp is how long, in successes at the pace, the rate takes
+	// to climb from the low end of a measure to its high end.
 	adaptiveRamp = time.Second
-	// adaptiveCreep is the growth per second beyond the measure, which
-	// finds a server that has raised its limit.
-	adaptiveCreep = 0.02
+	// adaptiveMinBand is the least uncertainty a measure is given, as a
+	// share of its rate: beyond the measure the pace grows by the band,
+	// doubling each adaptiveRamp of successes, which finds a server that
+	// has raised its limit, or a measure that was short and low.
+	adaptiveMinBand = 0.02
 	// adaptiveCut is the multiplicative decrease when a refusal comes too
 	// soon after the last to measure anything.
 	adaptiveCut = 0.7
+	// adaptiveResume is where a pace resumes after a long pause, as a
+	// share of what it was.
+	adaptiveResume = 0.5
 )
 
 // adaptiveState is what an adaptive scope has learned of one key.
@@ -53,27 +66,39 @@ type adaptiveState struct {
 	mu      sync.Mutex
 	ceiling float64 // the Limit's Rate, or +Inf
 
+	head     chan struct{} // holds a token while no request is at the head of the line
+	queued   int           // requests in the line, the head included
+	inFlight int           // requests sent and not answered
+	changed  chan struct{} // closed, and replaced, when a request is answered
+	sent     uint64        // requests sent so far: each is numbered
+	cutAt    uint64        // sent at the last decrease; refusals up to it are siblings
+	next     time.Time     // when the next request may start
+	lastSend time.Time
+	resumeAt time.Time // a long pause ends: resume at half pace
+
+	// count is what the server says of its quota, nil until it says it.
+	count *serverCount
+
 	// Before the first refusal: the slow start.
 	slowStart bool
-	window    float64       // requests allowed in flight
-	inFlight  int           // requests sent and not answered
-	changed   chan struct{} // closed, and replaced, when inFlight drops or window grows
+	window    float64 // requests allowed in flight
 
-	// The pace: rate(t) climbs from rampFrom at rampStart to rampTo at
-	// rampEnd, then grows by creep a second; probing doubles it instead.
-	probing            bool
-	rampFrom, rampTo   float64
-	rampStart, rampEnd time.Time
-	next               time.Time // when the next request may start
-	gen                uint64    // decreases so far
-	successes          int64
-	lastRefusal        time.Time
-	successesAtRefusal int64
-	firstSend          time.Time
+	// The pace climbs from rampFrom to rampTo over the successes of
+	// adaptiveRamp at rampTo, counted from rampBase, then probes beyond;
+	// before the first measure, probing doubles it in time instead.
+	probing          bool
+	rampFrom, rampTo float64
+	rampStart        time.Time
+	rampBase         int64 // successes when the climb began
+	successes        int64
+	lastEmpty        time.Time // the last refusal that decreased or measured
+	successesAtEmpty int64
+	firstSend        time.Time
 }
 
 func newAdaptiveState(start, ceiling float64) *adaptiveState {
-	a := &adaptiveState{ceiling: ceiling, changed: make(chan struct{})}
+	a := &adaptiveState{ceiling: ceiling, changed: make(chan struct{}), head: make(chan struct{}, 1)}
+	a.head <- struct{}{}
 	if start > 0 && !math.IsInf(start, 1) {
 		a.setPace(time.Time{}, start, start)
 	} else {
@@ -82,21 +107,25 @@ func newAdaptiveState(start, ceiling float64) *adaptiveState {
 	return a
 }
 
-// rate is the pace at now, in requests a second; +Inf while unpaced.
+// rate is the learned pace at now, in requests a second; +Inf while
+// unpaced.
 func (a *adaptiveState) rate(now time.Time) float64 {
-	if a.slowStart {
-		return math.Inf(1)
+	if a.slowStart || a.count != nil {
+		return a.ceiling
 	}
 	var r float64
-	switch {
-	case a.probing:
-		doublings := now.Sub(a.rampStart).Seconds() / adaptiveProbeGrowth.Seconds()
-		r = a.rampFrom * math.Pow(2, doublings)
-	case now.Before(a.rampEnd):
-		f := now.Sub(a.rampStart).Seconds() / a.rampEnd.Sub(a.rampStart).Seconds()
-		r = a.rampFrom + (a.rampTo-a.rampFrom)*f
-	default:
-		r = a.rampTo * (1 + adaptiveCreep*now.Sub(a.rampEnd).Seconds())
+	if a.probing {
+		r = a.rampFrom * math.Exp2(now.Sub(a.rampStart).Seconds()/adaptiveProbeGrowth.Seconds())
+	} else {
+		// Successes at rampTo for adaptiveRamp take the climb to its top;
+		// as many again double the band beyond it.
+		done := float64(a.successes-a.rampBase) / (a.rampTo * adaptiveRamp.Seconds())
+		band := math.Max(a.rampTo-a.rampFrom, a.rampTo*adaptiveMinBand)
+		if done < 1 {
+			r = a.rampFrom + (a.rampTo-a.rampFrom)*done
+		} else {
+			r = a.rampTo + band*(math.Exp2(done-1)-1)
+		}
 	}
 	return math.Min(r, a.ceiling)
 }
@@ -104,54 +133,109 @@ func (a *adaptiveState) rate(now time.Time) float64 {
 // setPace starts a climb from 'from' to 'to' at now.
 func (a *adaptiveState) setPace(now time.Time, from, to float64) {
 	a.probing = false
-	a.rampFrom, a.rampTo = math.Min(from, a.ceiling), math.Min(to, a.ceiling)
-	a.rampStart, a.rampEnd = now, now.Add(adaptiveRamp)
+	a.rampFrom, a.rampTo = math.Min(from, a.ceiling), math.Max(math.Min(to, a.ceiling), 1e-9)
+	a.rampStart, a.rampBase = now, a.successes
 }
 
-// reserve takes the request's place in the pace: how long until it may
-// go, and the generation of the pace it was placed in. In the slow start
-// there is no wait, but room in the window: with none, ready is closed
-// when there may be some; with room, the request is committed at once.
-func (a *adaptiveState) reserve(now time.Time) (delay time.Duration, gen uint64, ready <-chan struct{}, committed bool) {
+// join puts a request in the key's line. One request at a time, the head
+// of the line, waits for its place in the pace: the others wait for the
+// head to go, so that a pace that changes applies at once to all of them.
+// It returns how long the request should expect to wait, when that is
+// known.
+func (a *adaptiveState) join(now time.Time) (expected time.Duration, known bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.firstSend.IsZero() {
 		a.firstSend = now
 	}
-	if a.slowStart {
-		if float64(a.inFlight) >= a.window {
-			return 0, a.gen, a.changed, false
-		}
-		a.inFlight++
-		return 0, a.gen, nil, true
+	a.resume(now)
+	queued := a.queued
+	a.queued++
+	d, ready := a.wait(now)
+	if ready != nil {
+		return 0, false
 	}
-	start := now
-	if a.next.After(now) {
-		start = a.next
+	if r := a.rate(now); queued > 0 && !math.IsInf(r, 1) {
+		d += time.Duration(float64(queued) * float64(time.Second) / r)
 	}
-	a.next = start.Add(a.interval(start))
-	return start.Sub(now), a.gen, nil, false
+	return d, queued == 0 || d > 0
 }
 
-// commit sends a request whose place came up, unless the pace was cut
-// since it was placed: then it must take a new place in the slower pace.
-func (a *adaptiveState) commit(gen uint64) bool {
+// leave takes a request out of the line, sent or not.
+func (a *adaptiveState) leave() {
+	a.mu.Lock()
+	a.queued--
+	a.mu.Unlock()
+}
+
+// take sends the request at the head of the line if it may go now, and
+// returns its number. Otherwise it returns how long until its place comes
+// or a channel closed when an answer may make room.
+func (a *adaptiveState) take(now time.Time) (seq uint64, delay time.Duration, ready <-chan struct{}, sent bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if gen != a.gen {
-		return false
+	a.resume(now)
+	if delay, ready := a.wait(now); delay > 0 || ready != nil {
+		return 0, delay, ready, false
 	}
+	if r := a.rate(now); !math.IsInf(r, 1) {
+		// Keep the cadence when the head is a little late; after an idle
+		// spell, start it again from now.
+		iv := interval(r)
+		if now.Sub(a.next) < iv {
+			a.next = a.next.Add(iv)
+		} else {
+			a.next = now.Add(iv)
+		}
+	}
+	a.sent++
 	a.inFlight++
-	return true
+	a.lastSend = now
+	return a.sent, 0, nil, true
 }
 
-// interval is the time between two requests at the pace at now, with a.mu
-// held.
-func (a *adaptiveState) interval(now time.Time) time.Duration {
-	return time.Duration(float64(time.Second) / a.rate(now))
+// wait is how long the head of the line waits at now, with a.mu held: a
+// delay, or a channel closed when an answer may make room.
+func (a *adaptiveState) wait(now time.Time) (time.Duration, <-chan struct{}) {
+	var d time.Duration
+	if a.next.After(now) {
+		d = a.next.Sub(now)
+	}
+	switch {
+	case a.count != nil:
+		cd, ready := a.count.wait(a, now)
+		if ready != nil && d == 0 {
+			return 0, ready
+		}
+		d = max(d, cd)
+	case a.slowStart && math.IsInf(a.rate(now), 1) && float64(a.inFlight) >= a.window:
+		return 0, a.changed
+	}
+	return d, nil
 }
 
-// cancel withdraws a turn whose request will not be sent.
+// interval is the time between two requests at r a second.
+func interval(r float64) time.Duration {
+	if r <= 0 {
+		return time.Hour
+	}
+	return time.Duration(math.Min(float64(time.Second)/r, float64(time.Hour)))
+}
+
+// resume ends a long pause that is over, with a.mu held: a server that
+// just recovered gets half the pace, climbing back, not a burst.
+func (a *adaptiveState) resume(now time.Time) {
+	if a.resumeAt.IsZero() || now.Before(a.resumeAt) {
+		return
+	}
+	if r := a.rate(now); !math.IsInf(r, 1) && a.count == nil {
+		a.setPace(now, r*adaptiveResume, r)
+		a.next = now
+	}
+	a.resumeAt = time.Time{}
+}
+
+// cancel withdraws a request taken that will not be sent.
 func (a *adaptiveState) cancel() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -165,54 +249,68 @@ func (a *adaptiveState) settle() {
 	a.changed = make(chan struct{})
 }
 
-// outcome learns from a request's answer: a success grows the slow start's
-// window, a refusal measures the server and, unless it is a sibling of the
-// last decrease, decreases the pace.
-func (a *adaptiveState) outcome(gen uint64, refused, ok bool, now time.Time) {
+// outcome learns from the answer to request seq. A success grows the slow
+// start's window and the climb. A count of the server's quota replaces
+// what was learned; a refusal without one measures the server and, unless
+// it is a sibling of the last decrease, decreases the pace.
+func (a *adaptiveState) outcome(seq uint64, an serverAnswer, now time.Time) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.settle()
-	switch {
-	case ok:
+	if an.ok {
 		a.successes++
 		if a.slowStart {
 			a.window += adaptiveWindowGrowth
 		}
-	case refused:
-		if gen == a.gen {
+	}
+	if a.counted(seq, an, now) {
+		return
+	}
+	if an.refused {
+		if seq > a.cutAt {
 			a.decrease(now)
 		}
-		a.lastRefusal, a.successesAtRefusal = now, a.successes
+		a.lastEmpty, a.successesAtEmpty = now, a.successes
+	}
+}
+
+// pause holds the pace until until, a long pause of the server's: then it
+// resumes at half.
+func (a *adaptiveState) pause(until time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if until.After(a.resumeAt) {
+		a.resumeAt = until
 	}
 }
 
 // adaptiveTrace, set by tests, sees every decision of the pacer.
 var adaptiveTrace func(format string, args ...any)
 
-// decrease is the answer to a new refusal event, with a.mu held.
+// decrease answers a new refusal, with a.mu held.
 func (a *adaptiveState) decrease(now time.Time) {
 	if adaptiveTrace != nil {
 		defer func(before float64) {
-			adaptiveTrace("%v decrease: rate %.1f -> %.1f (probing %v, ramp %.1f->%.1f) successes %d since refusal %v",
+			adaptiveTrace("%v decrease: rate %.1f -> %.1f (probing %v, climb %.1f->%.1f) successes %d in %v",
 				now.Sub(a.firstSend).Round(time.Millisecond), before, a.rate(now), a.probing, a.rampFrom, a.rampTo,
-				a.successes-a.successesAtRefusal, now.Sub(a.lastRefusal).Round(time.Millisecond))
+				a.successes-a.successesAtEmpty, now.Sub(a.lastEmpty).Round(time.Millisecond))
 		}(a.rate(now))
 	}
-	a.gen++
+	a.cutAt = a.sent
 	wasSlowStart := a.slowStart
 	a.slowStart = false
-	if span := now.Sub(a.lastRefusal); !a.lastRefusal.IsZero() && span >= adaptiveMinSample {
+	if span := now.Sub(a.lastEmpty); !a.lastEmpty.IsZero() && span >= adaptiveMinSample {
 		// A measure: between the two refusals the server refilled what it
 		// let through, give or take a token. Send at the low end, which it
 		// can always serve, and climb to the high end.
-		s := float64(a.successes - a.successesAtRefusal)
+		s := float64(a.successes - a.successesAtEmpty)
 		a.setPace(now, math.Max(s-1, 1)/span.Seconds(), (s+1)/span.Seconds())
 	} else if wasSlowStart {
 		// Nothing to measure yet: start from what went through in the
 		// first second or so, and double until a refusal measures.
 		elapsed := math.Max(now.Sub(a.firstSend).Seconds(), 1)
 		a.probing = true
-		a.rampFrom = math.Max(float64(a.successes)/elapsed, 1)
+		a.rampFrom = math.Min(math.Max(float64(a.successes)/elapsed, 1), a.ceiling)
 		a.rampStart = now
 	} else if a.probing {
 		// Refused again too soon to measure: back off half, probe on.
@@ -223,99 +321,5 @@ func (a *adaptiveState) decrease(now time.Time) {
 	}
 	// The bucket is empty now: the first request at the new pace waits
 	// its interval.
-	a.next = now.Add(a.interval(now))
-}
-
-// adaptiveTicket is a request admitted by an adaptive scope, whose answer
-// the scope awaits.
-type adaptiveTicket struct {
-	scope *scope
-	entry *keyedEntry[scopeState]
-	gen   uint64
-}
-
-// finish tells the scope how the request went and releases its entry.
-func (t adaptiveTicket) finish(resp *http.Response, err error, class Class, now time.Time) {
-	a := t.entry.state.adapt
-	refused := err == nil && class == RateLimited
-	ok := err == nil && resp.StatusCode >= 200 && resp.StatusCode <= 299
-	a.outcome(t.gen, refused, ok, now)
-	t.scope.states.release(t.entry)
-}
-
-// cancel withdraws a request that will not be sent.
-func (t adaptiveTicket) cancel() {
-	t.entry.state.adapt.cancel()
-	t.scope.states.release(t.entry)
-}
-
-// adaptiveTickets are the tickets an attempt holds, one per adaptive
-// scope; two fit inline, as heldSlots do.
-type adaptiveTickets struct {
-	inline [2]adaptiveTicket
-	n      int
-	more   []adaptiveTicket
-}
-
-func (ts *adaptiveTickets) add(t adaptiveTicket) {
-	if ts.n < len(ts.inline) {
-		ts.inline[ts.n] = t
-	} else {
-		ts.more = append(ts.more, t)
-	}
-	ts.n++
-}
-
-// each calls f for every ticket, then forgets them.
-func (ts *adaptiveTickets) each(f func(adaptiveTicket)) {
-	for i := range min(ts.n, len(ts.inline)) {
-		f(ts.inline[i])
-	}
-	for _, t := range ts.more {
-		f(t)
-	}
-	*ts = adaptiveTickets{}
-}
-
-// admitAdaptive waits for the request's turn in an adaptive scope: room
-// in the slow start, or its place in the pace. It returns the pace's
-// generation the request goes in.
-func (s *scope) admitAdaptive(c *call, key string, st *scopeState, deadline time.Time) (uint64, error) {
-	a := st.adapt
-	for {
-		now := time.Now()
-		delay, gen, ready, committed := a.reserve(now)
-		switch {
-		case committed:
-			return gen, nil
-		case ready != nil:
-			if err := c.waitUntil(ready, deadline); err != nil {
-				if !deadline.IsZero() && !time.Now().Before(deadline) && c.ctx.Err() == nil {
-					return 0, &LimitError{Scope: s.Name, Key: key, Reason: "max-wait"}
-				}
-				return 0, err
-			}
-			continue
-		}
-		st.mu.Lock()
-		err := s.mayWait(st, key, delay, now, deadline)
-		if err == nil {
-			st.waiting++
-		}
-		st.mu.Unlock()
-		if err != nil {
-			return 0, err
-		}
-		err = c.waitAdmission(delay, WaitPacing)
-		st.mu.Lock()
-		st.waiting--
-		st.mu.Unlock()
-		if err != nil {
-			return 0, err
-		}
-		if a.commit(gen) {
-			return gen, nil
-		}
-		// The pace was cut while the request waited: take a new place.
-	}
+	a.next = now.Add(interval(a.rate(now)))
 }

@@ -23,6 +23,7 @@ type bucketServer struct {
 	lim      *rate.Limiter
 	r        float64
 	latency  time.Duration
+	headers  bool // publish X-RateLimit-* and RateLimit, as ratewisetest does
 	received int
 	refused  int
 }
@@ -44,10 +45,23 @@ func (b *bucketServer) RoundTrip(req *http.Request) (*http.Response, error) {
 		b.refused++
 	}
 	b.mu.Unlock()
-	if ok {
-		return &http.Response{StatusCode: 200, Header: http.Header{}, Body: io.NopCloser(strings.NewReader("ok")), Request: req}, nil
+	h := http.Header{}
+	if b.headers {
+		burst := float64(b.lim.Burst())
+		untilFull, untilOne := (burst-tokens)/b.r, math.Max(1-tokens, 0)/b.r
+		reset := untilFull
+		if int(tokens) == 0 {
+			reset = untilOne
+		}
+		h.Set("X-RateLimit-Limit", strconv.Itoa(b.lim.Burst()))
+		h.Set("X-RateLimit-Remaining", strconv.Itoa(int(tokens)))
+		h.Set("X-RateLimit-Reset", strconv.Itoa(int(math.Ceil(untilFull))))
+		h.Set("RateLimit", `"default";r=`+strconv.Itoa(int(tokens))+";t="+strconv.Itoa(int(math.Ceil(reset))))
 	}
-	h := http.Header{"Retry-After": {strconv.Itoa(max(int(math.Ceil((1-tokens)/b.r)), 1))}}
+	if ok {
+		return &http.Response{StatusCode: 200, Header: h, Body: io.NopCloser(strings.NewReader("ok")), Request: req}, nil
+	}
+	h.Set("Retry-After", strconv.Itoa(max(int(math.Ceil((1-tokens)/b.r)), 1)))
 	return &http.Response{StatusCode: 429, Header: h, Body: io.NopCloser(strings.NewReader("")), Request: req}, nil
 }
 
@@ -92,11 +106,14 @@ func TestAdaptiveTrace(t *testing.T) {
 		r           float64
 		burst, w, n int
 		latency     time.Duration
-	}{{50, 10, 20, 500, 0}, {20, 10, 50, 300, 0}, {50, 10, 200, 500, 0}, {50, 10, 20, 500, 5 * time.Millisecond}} {
+		headers     bool
+	}{{50, 10, 20, 500, 0, false}, {20, 10, 50, 300, 0, false}, {50, 10, 200, 500, 0, false}, {50, 10, 20, 500, 5 * time.Millisecond, false},
+		{50, 10, 20, 500, 0, true}, {20, 10, 50, 300, 0, true}} {
 		synctest.Test(t, func(t *testing.T) {
 			adaptiveTrace = t.Logf
 			defer func() { adaptiveTrace = nil }()
 			srv := newBucketServer(sc.r, sc.burst, sc.latency)
+			srv.headers = sc.headers
 			tr := New(srv, WithRetry(RetryPolicy{MaxAttempts: 10}), WithLimit(Limit{Adaptive: true}))
 			wall, failed := goodput(tr, sc.w, sc.n)
 			ideal := float64(sc.n-sc.burst) / sc.r

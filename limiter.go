@@ -42,9 +42,16 @@ func ByHeader(name string) KeyFunc {
 	}
 }
 
-// Limit is one client-side limit scope: a pace (a token bucket, or a
-// minimum spacing between request starts) and a cap on requests in flight,
-// kept per key. [WithLimit] may be given several times; a request must
+// Limit is one client-side limit scope: a pace (a token bucket, a minimum
+// spacing between request starts, or one learned from the server) and a
+// cap on requests in flight, kept per key.
+//
+// Where a scope paces requests, a refusal whose wait hint is a second or
+// less does not pause the key's other requests in the cooldown gate: the
+// pace already spaces them, and pausing for a Retry-After rounded up to
+// whole seconds would waste what the server refills meanwhile. The refused
+// request itself still waits its hint. Longer hints pause the key as
+// always. [WithLimit] may be given several times; a request must
 // pass every scope, e.g. per host and global, or per minute and per hour.
 //
 // The zero value limits nothing. Zero fields mean: no token bucket, no
@@ -93,10 +100,6 @@ type Limit struct {
 	// server stays busy. Rate, when set, is then a ceiling the pace never
 	// passes; Burst is not used. A key starts unpaced, with a slow start,
 	// or at StartRate, and forgets what it learned when it goes idle.
-	// While a key's pace is learned, a refusal whose hint is a second or
-	// less does not pause the key's other requests in the cooldown gate
-	// (whole-second Retry-After values are rounded up, and pausing for
-	// them wastes the server's refill); the pace slows instead.
 	Adaptive bool
 	// StartRate is the pace of a key an adaptive scope has not learned
 	// yet; zero means unpaced, with a slow start.
@@ -164,7 +167,7 @@ func WithLimit(l Limit) Option {
 			return
 		}
 		t.scopes = append(t.scopes, newScope(l))
-		t.adaptive = t.adaptive || l.Adaptive
+		t.paced = t.paced || l.Adaptive || l.Rate != 0 && l.Rate != rate.Inf || l.MinSpacing > 0
 	}
 }
 

@@ -12,7 +12,7 @@ import (
 
 // admit waits until the request may go in this scope: a concurrency slot,
 // then its turn by the bucket, the spacing or the adaptive pace. It returns
-// the adaptive pace's generation at the send. A request that must not
+// the request's number in an adaptive scope's key. A request that must not
 // wait, or not that long, gets a *LimitError instead.
 func (s *scope) admit(c *call, key string, st *scopeState) (uint64, error) {
 	var deadline time.Time // when MaxWait runs out
@@ -26,18 +26,18 @@ func (s *scope) admit(c *call, key string, st *scopeState) (uint64, error) {
 			return 0, err
 		}
 	}
-	var gen uint64
+	var seq uint64
 	var err error
 	switch {
 	case st.adapt != nil:
-		gen, err = s.admitAdaptive(c, key, st, deadline)
+		seq, err = s.admitAdaptive(c, key, st, deadline)
 	case st.bucket != nil || s.MinSpacing > 0:
 		err = s.pace(c, key, st, deadline)
 	}
 	if err != nil && s.MaxConcurrent > 0 {
 		s.releaseSlot(st)
 	}
-	return gen, err
+	return seq, err
 }
 
 // turn is a place taken in a key's pace, which can be given back when the
@@ -170,7 +170,7 @@ func (s *scope) acquireSlot(c *call, key string, st *scopeState, deadline time.T
 	st.waiting++
 	st.mu.Unlock()
 
-	err := c.waitUntil(w.ready, deadline)
+	err := c.waitUntil(w.ready, deadline, WaitConcurrency, 0)
 	st.mu.Lock()
 	st.waiting--
 	if err != nil {
@@ -181,10 +181,10 @@ func (s *scope) acquireSlot(c *call, key string, st *scopeState, deadline time.T
 		}
 	}
 	st.mu.Unlock()
-	if err != nil && !deadline.IsZero() && !time.Now().Before(deadline) && c.ctx.Err() == nil {
-		return &LimitError{Scope: s.Name, Key: key, Reason: "max-wait"}
+	if err != nil {
+		return s.waitError(err, key, deadline, c)
 	}
-	return err
+	return nil
 }
 
 // releaseSlot frees a concurrency slot, handing it to the first waiter.

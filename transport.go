@@ -32,7 +32,9 @@ type Transport struct {
 	scopes   []*scope
 	gate     *gate     // nil when the cooldown gate is off
 	breakers *breakers // nil without WithBreaker
-	adaptive bool      // a scope is Adaptive: it, not the gate, answers short hints
+	// paced is set when a scope paces its keys (a Rate, or Adaptive): that
+	// pace, not the gate, answers a hint of a second or less.
+	paced bool
 	// err is the first invalid option; every RoundTrip returns it so that
 	// a bad configuration is loud rather than silently replaced.
 	err error
@@ -262,7 +264,7 @@ func (c *call) admitScopes() error {
 	for _, s := range c.t.scopes {
 		key := s.Key(c.req)
 		e := s.states.acquire(key, true)
-		gen, err := s.admit(c, key, &e.state)
+		seq, err := s.admit(c, key, &e.state)
 		if err != nil {
 			s.states.release(e)
 			c.held.release()
@@ -271,7 +273,7 @@ func (c *call) admitScopes() error {
 		}
 		if e.state.adapt != nil {
 			e.refs.Add(1) // one hold for the ticket, until the answer
-			c.adaptive.add(adaptiveTicket{scope: s, entry: e, gen: gen})
+			c.adaptive.add(adaptiveTicket{scope: s, entry: e, seq: seq})
 		}
 		if s.MaxConcurrent > 0 {
 			c.held.add(heldSlot{scope: s, entry: e})
@@ -306,21 +308,31 @@ var errNoResponse = errors.New("ratewise: base RoundTripper returned neither a r
 // the cooldown gate the server's wait hint. A failed attempt frees its
 // concurrency slots at once; a response keeps them until its body closes.
 func (c *call) feedBack(resp *http.Response, err error, class Class) {
+	probed := c.ticket.probe != nil
 	c.ticket.outcome(c, resp, err, class)
 	c.ticket = breakerTicket{}
+	var pausedUntil time.Time
+	if err == nil && class != Final && c.t.gate != nil && !c.policy.IgnoreRetryAfter {
+		now := time.Now()
+		if hint, ok := WaitHint(resp, now); ok && hint > 0 && (hint > time.Second || !c.t.paced) {
+			pausedUntil = now.Add(hint)
+			c.t.gate.pause(c.t.gate.Key(c.req), pausedUntil)
+		}
+	}
 	if c.adaptive.n > 0 {
 		now := time.Now()
-		c.adaptive.each(func(t adaptiveTicket) { t.finish(resp, err, class, now) })
+		if probed && err == nil && class == Final {
+			pausedUntil = now // the breaker closes: resume gently
+		}
+		c.adaptive.each(func(t adaptiveTicket) {
+			if !pausedUntil.IsZero() {
+				t.entry.state.adapt.pause(pausedUntil)
+			}
+			t.finish(resp, err, class, now)
+		})
 	}
 	if err != nil {
 		c.held.release()
-		return
-	}
-	if class != Final && c.t.gate != nil && !c.policy.IgnoreRetryAfter {
-		now := time.Now()
-		if hint, ok := WaitHint(resp, now); ok && hint > 0 && (hint > time.Second || !c.t.adaptive) {
-			c.t.gate.pause(c.t.gate.Key(c.req), now.Add(hint))
-		}
 	}
 }
 

@@ -76,8 +76,8 @@ func (c *call) waitAdmission(d time.Duration, kind WaitKind) error {
 // waitUntil waits for ready, a wait of unknown length such as a turn for
 // a concurrency slot, for as long as the budget, the context's deadline
 // and until (when set) allow. The time waited is taken from the budget
-// afterwards.
-func (c *call) waitUntil(ready <-chan struct{}, until time.Time) error {
+// afterwards. expected, when known, is what the trace reports.
+func (c *call) waitUntil(ready <-chan struct{}, until time.Time, kind WaitKind, expected time.Duration) error {
 	limit := c.budgetLeft()
 	if deadline, ok := c.ctx.Deadline(); ok {
 		limit = min(limit, time.Until(deadline))
@@ -85,7 +85,7 @@ func (c *call) waitUntil(ready <-chan struct{}, until time.Time) error {
 	if !until.IsZero() {
 		limit = min(limit, time.Until(until))
 	}
-	c.traceWait(WaitConcurrency, 0)
+	c.traceWait(kind, expected)
 	start := time.Now()
 	timer := time.NewTimer(max(limit, 0))
 	defer timer.Stop()

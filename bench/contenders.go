@@ -30,7 +30,7 @@ func Contenders() []Contender {
 			return &http.Client{Transport: failsafehttp.NewRoundTripper(base, failsafeRetry())}
 		}},
 		{Name: "failsafe-go retry + limiter told the limit", Client: func(base http.RoundTripper, s Scenario) *http.Client {
-			limiter := ratelimiter.NewBurstyBuilder[*http.Response](uint(s.Rate), time.Second).WithMaxWaitTime(time.Minute).Build()
+			limiter := ratelimiter.NewSmoothBuilder[*http.Response](uint(s.Rate), time.Second).WithMaxWaitTime(time.Minute).Build()
 			return &http.Client{Transport: failsafehttp.NewRoundTripper(base, failsafeRetry(), limiter)}
 		}},
 		{Name: "ratewise defaults (retry + cooldown)", Client: func(base http.RoundTripper, _ Scenario) *http.Client {

@@ -31,6 +31,30 @@ type Scenario struct {
 	Headers bool
 }
 
+// Scenarios are the configurations every run covers: two servers and
+// workers, then each with rate-limit headers, with 5ms of latency, and
+// with 200 workers.
+func Scenarios() []Scenario {
+	base := []Scenario{
+		{Name: "50/s", Rate: 50, Burst: 10, Workers: 20, Calls: 500},
+		{Name: "20/s", Rate: 20, Burst: 10, Workers: 50, Calls: 300},
+	}
+	var all []Scenario
+	for _, s := range base {
+		all = append(all, s)
+		h := s
+		h.Headers = true
+		all = append(all, h)
+		l := s
+		l.Latency = 5 * time.Millisecond
+		all = append(all, l)
+		w := s
+		w.Workers = 200
+		all = append(all, w)
+	}
+	return all
+}
+
 // Ideal is the shortest time the calls can take: the burst at once, the
 // rest at the rate.
 func (s Scenario) Ideal() time.Duration {

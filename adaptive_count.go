@@ -1,0 +1,250 @@
+package ratewise
+
+import (
+	"math"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// This file is the adaptive pacer's reading of a server that counts its
+// quota in rate-limit headers: X-RateLimit-Limit/Remaining/Reset,
+// RateLimit-Limit/Remaining/Reset, or the IETF draft RateLimit and
+// RateLimit-Policy.
+//
+// The last count says how many requests the server will take now. The
+// pacer sends no more than that, less those already on their way, plus
+// what the server surely refills meanwhile. A short reset (under
+// adaptiveQuotaWindow) is taken for a token bucket's: it refills at least
+// (limit − remaining) / reset, and the counts themselves measure the
+// refill, since between two counts the server refilled what it let
+// through plus what the count grew, give or take one. A refusal shows
+// that the first bound does not hold (a fixed window that empties before
+// its reset, or other clients) and the pacer keeps only the measure. A
+// long reset (an hourly quota, say) is a window: its remaining quota is
+// spread evenly over the time left.
+
+const (
+	// adaptiveQuotaWindow is the shortest reset that makes a remaining
+	// quota one to spread evenly: shorter resets are a bucket's refill.
+	adaptiveQuotaWindow = time.Minute
+	// countSampleEvery and countSamples keep the counts the refill is
+	// measured over: one at most this often, this many, the oldest first.
+	countSampleEvery = 250 * time.Millisecond
+	countSamples     = 16
+)
+
+// serverAnswer is what the answer to a request tells the pacer.
+type serverAnswer struct {
+	ok, refused bool
+	remaining   int           // quota left, -1 when the answer does not say
+	limit       int           // the full quota, 0 when it does not say
+	reset       time.Duration // until the quota resets, when it says
+}
+
+// serverCount is the key's last count of the server's quota.
+type serverCount struct {
+	seq       uint64 // the request whose answer it is
+	at        time.Time
+	remaining int
+	limit     int
+	reset     time.Duration
+	// window is set once a reset of adaptiveQuotaWindow or more has been
+	// seen: the quota comes back at the reset, and is spread until then.
+	window bool
+	// noBound is set by a refusal: limit/reset is no refill to count on.
+	noBound bool
+	// consumed counts the successes since counting began; samples holds
+	// earlier (at, consumed, remaining) to measure the refill over.
+	consumed int64
+	samples  []countSample
+}
+
+type countSample struct {
+	at        time.Time
+	consumed  int64
+	remaining int
+}
+
+// counted takes in a count an answer carries, with a.mu held, and says
+// whether the server counts its quota: then the count, not a learned
+// pace, governs the key.
+func (a *adaptiveState) counted(seq uint64, an serverAnswer, now time.Time) bool {
+	c := a.count
+	switch {
+	case an.remaining < 0:
+		if c != nil && an.ok {
+			// Successes no longer carry a count: learn a pace again, from
+			// a slow start.
+			a.count, a.slowStart, a.window = nil, true, adaptiveStartWindow
+		}
+		return a.count != nil
+	case c == nil:
+		c = &serverCount{}
+		a.count, a.slowStart = c, false
+	}
+	if an.ok {
+		c.consumed++
+	}
+	if an.refused {
+		c.noBound = true
+	}
+	if seq < c.seq {
+		return true // an older count, overtaken on the way
+	}
+	c.seq, c.at, c.remaining, c.limit, c.reset = seq, now, an.remaining, an.limit, an.reset
+	c.window = c.window || an.reset >= adaptiveQuotaWindow
+	if n := len(c.samples); n == 0 || now.Sub(c.samples[n-1].at) >= countSampleEvery {
+		if n == countSamples {
+			c.samples = append(c.samples[:0], c.samples[1:]...)
+		}
+		c.samples = append(c.samples, countSample{at: now, consumed: c.consumed, remaining: an.remaining})
+	}
+	return true
+}
+
+// wait is how long the head of the line waits at now for the count to
+// allow a request, with a.mu held; or, when only an answer can tell, a
+// channel closed at the next one.
+func (c *serverCount) wait(a *adaptiveState, now time.Time) (time.Duration, <-chan struct{}) {
+	left := float64(c.remaining - a.inFlight)
+	resetAt := c.at.Add(c.reset)
+	if c.window {
+		switch {
+		case !now.Before(resetAt):
+			// The window has turned: one request learns the new count.
+			if a.inFlight > 0 {
+				return 0, a.changed
+			}
+			return 0, nil
+		case left < 1:
+			return resetAt.Sub(now), nil
+		}
+		// Spread what is left evenly over the time left.
+		gap := time.Duration(float64(resetAt.Sub(now)) / left)
+		return max(a.lastSend.Add(gap).Sub(now), 0), nil
+	}
+	refill := c.refill(now)
+	credit := left + refill*now.Sub(c.at).Seconds()
+	switch {
+	case credit >= 1:
+		return 0, nil
+	case refill > 0:
+		return time.Duration((1 - credit) / refill * float64(time.Second)), nil
+	case a.inFlight > 0:
+		return 0, a.changed
+	}
+	// Nothing on its way and nothing known to refill: wait for the reset.
+	return max(resetAt.Sub(now), adaptiveMinSample), nil
+}
+
+// refill is the least the server surely refills a second: the larger of
+// limit/reset and the refill measured between counts.
+func (c *serverCount) refill(now time.Time) float64 {
+	var r float64
+	if !c.noBound && c.limit > c.remaining && c.reset > 0 {
+		r = float64(c.limit-c.remaining) / c.reset.Seconds()
+	}
+	if len(c.samples) > 0 {
+		s := c.samples[0]
+		if span := c.at.Sub(s.at).Seconds(); span >= adaptiveMinSample.Seconds() {
+			// Let through plus grown, less the one a count may round off.
+			measured := float64(c.consumed-s.consumed+int64(c.remaining-s.remaining)-1) / span
+			r = math.Max(r, measured)
+		}
+	}
+	return math.Min(r, 1e6)
+}
+
+// readAnswer reads a response for the pacer: its outcome and the
+// rate-limit headers, in any of the forms WaitHint knows.
+func readAnswer(resp *http.Response, err error, class Class, now time.Time) serverAnswer {
+	if err != nil {
+		return serverAnswer{remaining: -1}
+	}
+	an := serverAnswer{
+		ok:        resp.StatusCode >= 200 && resp.StatusCode <= 299,
+		refused:   class == RateLimited,
+		remaining: -1,
+	}
+	h := resp.Header
+	for _, prefix := range []string{"X-Ratelimit-", "Ratelimit-"} {
+		v := h[prefix+"Remaining"]
+		if len(v) == 0 {
+			continue
+		}
+		if n, ok := leadingCount(v[0]); ok {
+			an.remaining = n
+			if l := h[prefix+"Limit"]; len(l) > 0 {
+				an.limit, _ = leadingCount(l[0])
+			}
+			if r := h[prefix+"Reset"]; len(r) > 0 {
+				an.reset, _ = parseReset(r[0], now)
+			}
+			return an
+		}
+	}
+	if v := h["Ratelimit"]; len(v) > 0 {
+		var name string
+		name, an.remaining, an.reset = parseRateLimitQuota(v[0], now)
+		if p := h["Ratelimit-Policy"]; an.remaining >= 0 && len(p) > 0 {
+			an.limit = policyQuota(p[0], name)
+		}
+	}
+	return an
+}
+
+// leadingCount reads the count that starts a header value: "42", or the
+// "42" of "42, 42;w=60".
+func leadingCount(value string) (int, bool) {
+	value = strings.TrimSpace(value)
+	end := strings.IndexAny(value, ",; ")
+	if end >= 0 {
+		value = value[:end]
+	}
+	n, frac, ok := splitDecimal(value)
+	if !ok || frac != 0 {
+		return 0, false
+	}
+	return int(min(n, math.MaxInt32)), true
+}
+
+// parseRateLimitQuota reads the IETF draft RateLimit header: the name,
+// remaining quota and reset of the policy with the least quota left;
+// remaining is -1 when no policy says.
+func parseRateLimitQuota(value string, now time.Time) (name string, remaining int, reset time.Duration) {
+	remaining = -1
+	for member := range strings.SplitSeq(value, ",") {
+		var p rateLimitPolicy
+		params := strings.Split(member, ";")
+		for _, param := range params[1:] {
+			p.set(param, now)
+		}
+		if len(p.remaining) == 0 {
+			continue
+		}
+		n, ok := leadingCount(p.remaining[0])
+		if ok && (remaining < 0 || n < remaining) {
+			name, remaining, reset = strings.TrimSpace(params[0]), n, p.reset
+		}
+	}
+	return name, remaining, reset
+}
+
+// policyQuota reads the quota (q) of the named policy from the IETF draft
+// RateLimit-Policy header; 0 when it is not there.
+func policyQuota(value, name string) int {
+	for member := range strings.SplitSeq(value, ",") {
+		params := strings.Split(member, ";")
+		if strings.TrimSpace(params[0]) != name {
+			continue
+		}
+		for _, param := range params[1:] {
+			if k, v, ok := strings.Cut(param, "="); ok && strings.TrimSpace(k) == "q" {
+				n, _ := leadingCount(v)
+				return n
+			}
+		}
+	}
+	return 0
+}

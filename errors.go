@@ -14,6 +14,10 @@ var (
 	// ErrBudgetExhausted marks a call that ended without a response because
 	// its next wait did not fit in the wait budget left.
 	ErrBudgetExhausted = errors.New("ratewise: wait budget exhausted")
+	// ErrRetryBudgetExhausted marks a call that ended after a network
+	// error because its host's retry budget ([RetryPolicy.RetryBudget])
+	// had no retry left.
+	ErrRetryBudgetExhausted = errors.New("ratewise: retry budget exhausted")
 )
 
 // RateLimitError describes a final response that the server refused for

@@ -20,7 +20,16 @@ const (
 	DefaultTotalWaitCap    = 2 * time.Minute
 	DefaultNetworkRetries  = 2
 	DefaultMaxBufferedBody = 1 << 20 // 1 MiB
+	// DefaultRetryBudget and DefaultRetryBudgetFloor let retries to a host
+	// reach a fifth of its first attempts plus ten a second, as Finagle's
+	// and Envoy's retry budgets do.
+	DefaultRetryBudget      = 0.2
+	DefaultRetryBudgetFloor = 10.0
 )
+
+// NoRetryBudget, set as [RetryPolicy.RetryBudget], lets retries go
+// unbudgeted (zero means [DefaultRetryBudget]).
+const NoRetryBudget = -1
 
 // NoNetworkRetries, set as [RetryPolicy.NetworkRetries], turns off retries
 // after network errors (zero means [DefaultNetworkRetries]).
@@ -124,6 +133,18 @@ type RetryPolicy struct {
 	// made by http.NewRequest from a bytes or strings reader have GetBody
 	// and need no buffer.
 	MaxBufferedBody int64
+	// RetryBudget is the share of a host's first attempts that its retries
+	// may add, e.g. 0.2 for a fifth; RetryBudgetFloor is the retries a
+	// second a host may have whatever its traffic, so that a quiet client
+	// still retries. Over budget, a call returns its last response (or,
+	// after a network error, an error matching ErrRetryBudgetExhausted)
+	// instead of retrying: a fleet facing a failing API does not multiply
+	// its load by MaxAttempts. The budget is the transport's, per host; a
+	// host's balance starts full and holds at most ten seconds of the
+	// floor plus the share of a hundred requests. NoRetryBudget turns it
+	// off.
+	RetryBudget      float64
+	RetryBudgetFloor float64
 	// Classify, when set, replaces DefaultClassify. It must not read the
 	// response body; RateLimitPhrases covers bodies.
 	Classify func(*http.Response) Class
@@ -167,6 +188,12 @@ func (p RetryPolicy) WithDefaults() RetryPolicy {
 	if p.MaxBufferedBody == 0 {
 		p.MaxBufferedBody = DefaultMaxBufferedBody
 	}
+	if p.RetryBudget == 0 {
+		p.RetryBudget = DefaultRetryBudget
+	}
+	if p.RetryBudgetFloor == 0 {
+		p.RetryBudgetFloor = DefaultRetryBudgetFloor
+	}
 	return p
 }
 
@@ -207,6 +234,12 @@ func (p RetryPolicy) Validate() error {
 	}
 	if d.NetworkRetries < NoNetworkRetries {
 		bad("NetworkRetries (%d) must be at least 0, or NoNetworkRetries", d.NetworkRetries)
+	}
+	if math.IsNaN(d.RetryBudget) || math.IsInf(d.RetryBudget, 0) || d.RetryBudget < 0 && d.RetryBudget != NoRetryBudget {
+		bad("RetryBudget (%v) must be a finite share of at least 0, or NoRetryBudget", d.RetryBudget)
+	}
+	if math.IsNaN(d.RetryBudgetFloor) || math.IsInf(d.RetryBudgetFloor, 0) || d.RetryBudgetFloor < 0 {
+		bad("RetryBudgetFloor (%v) must be a finite number of retries a second, at least 0", d.RetryBudgetFloor)
 	}
 	if d.MaxBufferedBody < 0 {
 		bad("MaxBufferedBody (%d) must not be negative", d.MaxBufferedBody)

@@ -14,11 +14,12 @@ func TestDefaultRetryPolicy(t *testing.T) {
 	want := RetryPolicy{
 		MaxAttempts: 5, InitialDelay: time.Second, MaxDelay: 30 * time.Second, Multiplier: 2,
 		Jitter: JitterFull, JitterFraction: 0.2, TotalWaitCap: 2 * time.Minute, NetworkRetries: 2,
-		MaxBufferedBody: 1 << 20,
+		MaxBufferedBody: 1 << 20, RetryBudget: 0.2, RetryBudgetFloor: 10,
 	}
 	if p.MaxAttempts != want.MaxAttempts || p.InitialDelay != want.InitialDelay || p.MaxDelay != want.MaxDelay ||
 		p.Multiplier != want.Multiplier || p.Jitter != want.Jitter || p.JitterFraction != want.JitterFraction ||
-		p.TotalWaitCap != want.TotalWaitCap || p.NetworkRetries != want.NetworkRetries || p.MaxBufferedBody != want.MaxBufferedBody {
+		p.TotalWaitCap != want.TotalWaitCap || p.NetworkRetries != want.NetworkRetries || p.MaxBufferedBody != want.MaxBufferedBody ||
+		p.RetryBudget != want.RetryBudget || p.RetryBudgetFloor != want.RetryBudgetFloor {
 		t.Errorf("DefaultRetryPolicy() = %+v, want %+v", p, want)
 	}
 	if err := p.Validate(); err != nil {
@@ -60,6 +61,11 @@ func TestValidate(t *testing.T) {
 		{name: "JitterFraction", give: RetryPolicy{JitterFraction: 1.5}, want: []string{"JitterFraction (1.5)"}},
 		{name: "NetworkRetries", give: RetryPolicy{NetworkRetries: -3}, want: []string{"NetworkRetries (-3)"}},
 		{name: "MaxBufferedBody", give: RetryPolicy{MaxBufferedBody: -1}, want: []string{"MaxBufferedBody (-1)"}},
+		{name: "no retry budget", give: RetryPolicy{RetryBudget: NoRetryBudget}},
+		{name: "RetryBudget negative", give: RetryPolicy{RetryBudget: -0.5}, want: []string{"RetryBudget (-0.5)"}},
+		{name: "RetryBudget NaN", give: RetryPolicy{RetryBudget: math.NaN()}, want: []string{"RetryBudget (NaN)"}},
+		{name: "RetryBudgetFloor negative", give: RetryPolicy{RetryBudgetFloor: -1}, want: []string{"RetryBudgetFloor (-1)"}},
+		{name: "RetryBudgetFloor Inf", give: RetryPolicy{RetryBudgetFloor: math.Inf(1)}, want: []string{"RetryBudgetFloor (+Inf)"}},
 		{name: "empty phrase", give: RetryPolicy{RateLimitPhrases: []string{"ok", " "}}, want: []string{"RateLimitPhrases[1]"}},
 		{name: "every bad field at once", give: RetryPolicy{MaxAttempts: -1, Multiplier: 0.5, InitialDelay: -time.Second},
 			want: []string{"MaxAttempts (-1)", "Multiplier (0.5)", "InitialDelay (-1s)"}},

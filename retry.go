@@ -46,15 +46,21 @@ func (c *call) refuseNetworkRetry(err error) error {
 	return err
 }
 
-// planRetry commits to a retry after delay: it takes the wait from the
-// budget and gets a fresh body for the next request. When either fails it
-// takes nothing and returns why.
+// planRetry commits to a retry after delay: it takes a retry from the
+// host's retry budget, the wait from the wait budget, and gets a fresh
+// body for the next request. When any fails it takes nothing and returns
+// why.
 func (c *call) planRetry(delay time.Duration) (*http.Request, error) {
+	if !c.takeRetry() {
+		return nil, ErrRetryBudgetExhausted
+	}
 	if err := c.reserve(delay); err != nil {
+		c.returnRetry()
 		return nil, err
 	}
 	next, err := c.nextRequest()
 	if err != nil {
+		c.returnRetry()
 		c.giveBack(delay)
 		return nil, fmt.Errorf("cannot get the request body again: %w", err)
 	}

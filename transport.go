@@ -27,11 +27,13 @@ import (
 // Create one with [New]. It is safe for concurrent use; its zero value is
 // not usable.
 type Transport struct {
-	base     http.RoundTripper
-	retry    RetryPolicy // with defaults filled in
-	scopes   []*scope
-	gate     *gate     // nil when the cooldown gate is off
-	breakers *breakers // nil without WithBreaker
+	base   http.RoundTripper
+	retry  RetryPolicy // with defaults filled in
+	scopes []*scope
+	gate   *gate // nil when the cooldown gate is off
+	// retryBudgets holds the retry balance of each host that retried.
+	retryBudgets *keyed[retryBalance]
+	breakers     *breakers // nil without WithBreaker
 	// paced is set when a scope paces its keys (a Rate, or Adaptive): that
 	// pace, not the gate, answers a hint of a second or less.
 	paced bool
@@ -59,7 +61,8 @@ func New(base http.RoundTripper, opts ...Option) *Transport {
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	t := &Transport{base: base, retry: DefaultRetryPolicy(), gate: newGate(CooldownPolicy{})}
+	t := &Transport{base: base, retry: DefaultRetryPolicy(), gate: newGate(CooldownPolicy{}),
+		retryBudgets: newKeyed(DefaultIdleTimeout, nil, forgettableBalance)}
 	for _, opt := range opts {
 		if opt != nil {
 			opt(t)
@@ -173,6 +176,7 @@ func (c *call) run() (*http.Response, error) {
 	if err := c.prepareBody(); err != nil {
 		return nil, err
 	}
+	c.depositRetryShare()
 	for {
 		if err := c.admit(); err != nil {
 			closeRequestBody(c.out)

@@ -1,0 +1,110 @@
+package ratewise
+
+import (
+	"math"
+	"sync"
+	"time"
+)
+
+// This file is the retry budget: retries to a host stay within a share of
+// its recent requests, plus a floor a second, so that a fleet facing a
+// failing API does not multiply its load by the attempt count.
+//
+// Each host keeps a balance of retries. Every first attempt deposits the
+// policy's RetryBudget share of a retry, the floor deposits
+// RetryBudgetFloor a second, and every retry takes one whole. The balance
+// is capped at the floor's reserve over retryBudgetWindow plus the share
+// of retryBudgetRequests requests, so that what a long healthy spell saved
+// does not pay for an outage. A host's balance starts full, and a host
+// gets one only once it retries: until then, first attempts need no
+// bookkeeping.
+
+const (
+	retryBudgetWindow   = 10 * time.Second
+	retryBudgetRequests = 100
+)
+
+// retryBalance is one host's balance of retries.
+type retryBalance struct {
+	mu     sync.Mutex
+	tokens float64
+	at     time.Time // when the floor last paid in
+	floor  float64   // the floor last paid in, a second
+	ratio  float64
+}
+
+// retryBudgetCap is the most retries a balance can hold.
+func retryBudgetCap(ratio, floor float64) float64 {
+	return floor*retryBudgetWindow.Seconds() + ratio*retryBudgetRequests
+}
+
+// refill pays in the floor since the last time, with b.mu held.
+func (b *retryBalance) refill(now time.Time) {
+	b.tokens = math.Min(b.tokens+b.floor*now.Sub(b.at).Seconds(), retryBudgetCap(b.ratio, b.floor))
+	b.at = now
+}
+
+// forgettableBalance reports whether a balance is full again: evicting it
+// loses nothing, since a new one starts full.
+func forgettableBalance(b *retryBalance, now time.Time) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.refill(now)
+	return b.tokens >= retryBudgetCap(b.ratio, b.floor)
+}
+
+// depositRetryShare pays the share of a first attempt into its host's
+// balance, when the host has one.
+func (c *call) depositRetryShare() {
+	if c.policy.RetryBudget < 0 {
+		return
+	}
+	e := c.t.retryBudgets.acquire(c.req.URL.Host, false)
+	if e == nil {
+		return
+	}
+	b := &e.state
+	b.mu.Lock()
+	b.tokens = math.Min(b.tokens+c.policy.RetryBudget, retryBudgetCap(b.ratio, b.floor))
+	b.mu.Unlock()
+	c.t.retryBudgets.release(e)
+}
+
+// takeRetry takes one retry from the host's balance, and reports whether
+// there was one.
+func (c *call) takeRetry() bool {
+	p := c.policy
+	if p.RetryBudget < 0 {
+		return true
+	}
+	e := c.t.retryBudgets.acquire(c.req.URL.Host, true)
+	defer c.t.retryBudgets.release(e)
+	b := &e.state
+	now := time.Now()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.at.IsZero() {
+		b.tokens = retryBudgetCap(p.RetryBudget, p.RetryBudgetFloor)
+	} else {
+		b.refill(now)
+	}
+	b.at, b.floor, b.ratio = now, p.RetryBudgetFloor, p.RetryBudget
+	if b.tokens < 1 {
+		return false
+	}
+	b.tokens--
+	return true
+}
+
+// returnRetry gives back a retry taken for nothing.
+func (c *call) returnRetry() {
+	if c.policy.RetryBudget < 0 {
+		return
+	}
+	if e := c.t.retryBudgets.acquire(c.req.URL.Host, false); e != nil {
+		e.state.mu.Lock()
+		e.state.tokens++
+		e.state.mu.Unlock()
+		c.t.retryBudgets.release(e)
+	}
+}

@@ -1,0 +1,138 @@
+package ratewise
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// failing answers 429 with Retry-After 0 to every request: each call
+// would retry until MaxAttempts without a budget.
+func failingHost() *script { return newScript(answer(429, "Retry-After", "0")) }
+
+func TestRetryBudgetBoundsRetriesToAFailingHost(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := failingHost()
+		// A floor of 0.1 a second: the balance holds 1 + 0.2×100 = 21.
+		p := RetryPolicy{MaxAttempts: 5, InitialDelay: time.Millisecond, RetryBudget: 0.2, RetryBudgetFloor: 0.1}
+		tr := New(s.mock(), WithRetry(p))
+		const calls = 200
+		start := time.Now()
+		for range calls {
+			resp, err := tr.RoundTrip(mustRequest(t, http.MethodGet, nil))
+			if err != nil {
+				t.Fatalf("RoundTrip: %v", err)
+			}
+			if resp.StatusCode != 429 {
+				t.Fatalf("status = %d, want the last 429", resp.StatusCode)
+			}
+			readAll(t, resp)
+		}
+		elapsed := time.Since(start).Seconds()
+		retries := s.calls() - calls
+		// The full balance, a fifth of the calls, and the floor's trickle.
+		most := 21 + 0.2*calls + 0.1*elapsed + 1
+		if float64(retries) > most {
+			t.Errorf("%d retries to a failing host, want at most %.0f (%d calls over %.1fs)", retries, most, calls, elapsed)
+		}
+		if retries < 21 {
+			t.Errorf("%d retries, want at least the 21 a full balance holds", retries)
+		}
+		s.assertAllClosed(t)
+	})
+}
+
+func TestRetryBudgetOffRetriesEveryCall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := failingHost()
+		p := RetryPolicy{MaxAttempts: 5, InitialDelay: time.Millisecond, RetryBudget: NoRetryBudget}
+		tr := New(s.mock(), WithRetry(p))
+		for range 50 {
+			resp, err := tr.RoundTrip(mustRequest(t, http.MethodGet, nil))
+			if err != nil {
+				t.Fatalf("RoundTrip: %v", err)
+			}
+			readAll(t, resp)
+		}
+		if got := s.calls(); got != 50*5 {
+			t.Errorf("server calls = %d, want every call's 5 attempts, 250", got)
+		}
+	})
+}
+
+func TestRetryBudgetRefillsFromTheFloor(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := failingHost()
+		// The balance holds 1×10 + 0 = 10 retries and regains one a second.
+		p := RetryPolicy{MaxAttempts: 2, InitialDelay: time.Millisecond, RetryBudget: 1e-9, RetryBudgetFloor: 1}
+		tr := New(s.mock(), WithRetry(p))
+		get := func() {
+			resp, err := tr.RoundTrip(mustRequest(t, http.MethodGet, nil))
+			if err != nil {
+				t.Fatalf("RoundTrip: %v", err)
+			}
+			readAll(t, resp)
+		}
+		for range 20 {
+			get()
+		}
+		if got := s.calls(); got != 20+10 {
+			t.Fatalf("server calls = %d, want 20 calls and the 10 retries of a full balance", got)
+		}
+		time.Sleep(3 * time.Second)
+		before := s.calls()
+		for range 5 {
+			get()
+		}
+		if got := s.calls() - before; got != 5+3 {
+			t.Errorf("after 3s, server calls = %d, want 5 calls and the 3 retries the floor paid in", got)
+		}
+	})
+}
+
+func TestRetryBudgetIsPerHost(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := failingHost()
+		p := RetryPolicy{MaxAttempts: 2, InitialDelay: time.Millisecond, RetryBudget: 1e-9, RetryBudgetFloor: 0.1}
+		tr := New(s.mock(), WithRetry(p))
+		get := func(url string) {
+			req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, url, nil)
+			resp, err := tr.RoundTrip(req)
+			if err != nil {
+				t.Fatalf("RoundTrip: %v", err)
+			}
+			readAll(t, resp)
+		}
+		for range 5 {
+			get("https://a.example.com/")
+		}
+		if got := s.calls(); got != 5+1 {
+			t.Fatalf("host a: server calls = %d, want 5 calls and the one retry its balance holds", got)
+		}
+		get("https://b.example.com/")
+		if got := s.calls(); got != 6+2 {
+			t.Errorf("host b: server calls = %d, want its own full balance to retry once", got-6)
+		}
+	})
+}
+
+func TestRetryBudgetExhaustedAfterNetworkError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newScript(step{err: errReset})
+		p := RetryPolicy{InitialDelay: time.Millisecond, RetryBudget: 1e-9, RetryBudgetFloor: 0.1}
+		tr := New(s.mock(), WithRetry(p))
+		if _, err := tr.RoundTrip(mustRequest(t, http.MethodGet, nil)); err == nil {
+			t.Fatal("first call: no error")
+		}
+		_, err := tr.RoundTrip(mustRequest(t, http.MethodGet, nil))
+		if !errors.Is(err, ErrRetryBudgetExhausted) || !errors.Is(err, errReset) {
+			t.Errorf("second call: err = %v, want ErrRetryBudgetExhausted and the network error", err)
+		}
+		if got := s.calls(); got != 2+1 {
+			t.Errorf("server calls = %d, want 2 then 1: the balance holds one retry", got)
+		}
+	})
+}

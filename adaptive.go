@@ -169,8 +169,8 @@ func (a *adaptiveState) leave() {
 }
 
 // take sends the request at the head of the line if it may go now, and
-// returns its number. Otherwise it returns how long until its place comes
-// or a channel closed when an answer may make room.
+// returns its number. Otherwise it returns how long until its place comes,
+// or a channel closed when an answer may make room sooner, or both.
 func (a *adaptiveState) take(now time.Time) (seq uint64, delay time.Duration, ready <-chan struct{}, sent bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -195,7 +195,8 @@ func (a *adaptiveState) take(now time.Time) (seq uint64, delay time.Duration, re
 }
 
 // wait is how long the head of the line waits at now, with a.mu held: a
-// delay, or a channel closed when an answer may make room.
+// delay, a channel closed when an answer may make room sooner, or both.
+// The head may go when both are nil.
 func (a *adaptiveState) wait(now time.Time) (time.Duration, <-chan struct{}) {
 	var d time.Duration
 	if a.next.After(now) {
@@ -204,10 +205,10 @@ func (a *adaptiveState) wait(now time.Time) (time.Duration, <-chan struct{}) {
 	switch {
 	case a.count != nil:
 		cd, ready := a.count.wait(a, now)
-		if ready != nil && d == 0 {
-			return 0, ready
+		if d > cd {
+			return d, nil // the ceiling's pace binds
 		}
-		d = max(d, cd)
+		return cd, ready
 	case a.slowStart && math.IsInf(a.rate(now), 1) && float64(a.inFlight) >= a.window:
 		return 0, a.changed
 	}

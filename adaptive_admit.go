@@ -43,7 +43,7 @@ func (s *scope) admitAdaptive(c *call, key string, st *scopeState, deadline time
 		switch {
 		case sent:
 			return seq, nil
-		case ready != nil:
+		case delay == 0:
 			if err := c.waitUntil(ready, deadline, WaitPacing, 0); err != nil {
 				return 0, s.waitError(err, key, deadline, c)
 			}
@@ -51,7 +51,8 @@ func (s *scope) admitAdaptive(c *call, key string, st *scopeState, deadline time
 			if !deadline.IsZero() && now.Add(delay).After(deadline) {
 				return 0, &LimitError{Scope: s.Name, Key: key, Reason: "max-wait", RetryIn: delay}
 			}
-			if err := c.waitAdmission(delay, WaitPacing); err != nil {
+			// An answer may come first and say the request may go sooner.
+			if err := c.waitAdmissionOr(delay, WaitPacing, ready); err != nil {
 				return 0, err
 			}
 		}

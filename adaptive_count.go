@@ -90,7 +90,10 @@ func (a *adaptiveState) counted(seq uint64, an serverAnswer, now time.Time) bool
 		c.noBound = true
 	}
 	if seq < c.seq {
-		return true // an older count, overtaken on the way
+		// Overtaken on the way: the server may have counted it last, and
+		// the lower count is the later one.
+		c.remaining = min(c.remaining, an.remaining)
+		return true
 	}
 	c.seq, c.at, c.remaining, c.limit, c.reset = seq, now, an.remaining, an.limit, an.reset
 	c.window = c.window || an.reset >= adaptiveQuotaWindow
@@ -104,10 +107,19 @@ func (a *adaptiveState) counted(seq uint64, an serverAnswer, now time.Time) bool
 }
 
 // wait is how long the head of the line waits at now for the count to
-// allow a request, with a.mu held; or, when only an answer can tell, a
-// channel closed at the next one.
+// allow a request, with a.mu held, and a channel closed at the next
+// answer, which may allow it sooner: nil when none is on its way.
 func (c *serverCount) wait(a *adaptiveState, now time.Time) (time.Duration, <-chan struct{}) {
+	var answer <-chan struct{}
+	if a.inFlight > 0 {
+		answer = a.changed
+	}
 	left := float64(c.remaining - a.inFlight)
+	if a.inFlight > 0 {
+		// Requests on their way may reach the server in another order
+		// than sent, and a count may miss one: keep a token for that.
+		left--
+	}
 	resetAt := c.at.Add(c.reset)
 	if c.window {
 		switch {
@@ -118,11 +130,14 @@ func (c *serverCount) wait(a *adaptiveState, now time.Time) (time.Duration, <-ch
 			}
 			return 0, nil
 		case left < 1:
-			return resetAt.Sub(now), nil
+			return resetAt.Sub(now), answer
 		}
 		// Spread what is left evenly over the time left.
 		gap := time.Duration(float64(resetAt.Sub(now)) / left)
-		return max(a.lastSend.Add(gap).Sub(now), 0), nil
+		if d := a.lastSend.Add(gap).Sub(now); d > 0 {
+			return d, answer
+		}
+		return 0, nil
 	}
 	refill := c.refill(now)
 	credit := left + refill*now.Sub(c.at).Seconds()
@@ -130,9 +145,9 @@ func (c *serverCount) wait(a *adaptiveState, now time.Time) (time.Duration, <-ch
 	case credit >= 1:
 		return 0, nil
 	case refill > 0:
-		return time.Duration((1 - credit) / refill * float64(time.Second)), nil
+		return max(time.Duration((1-credit)/refill*float64(time.Second)), 1), answer
 	case a.inFlight > 0:
-		return 0, a.changed
+		return 0, answer
 	}
 	// Nothing on its way and nothing known to refill: wait for the reset.
 	return max(resetAt.Sub(now), adaptiveMinSample), nil

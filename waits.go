@@ -39,6 +39,11 @@ func (c *call) reserve(d time.Duration) error {
 // wait sleeps for d, already reserved, or until the context ends. A wait
 // cut short gives the unused part back to the budget.
 func (c *call) wait(d time.Duration, kind WaitKind) error {
+	return c.waitOr(d, kind, nil)
+}
+
+// waitOr is wait, ended early too when ready closes (never, when nil).
+func (c *call) waitOr(d time.Duration, kind WaitKind, ready <-chan struct{}) error {
 	if err := c.ctx.Err(); err != nil {
 		c.giveBack(d)
 		return err
@@ -54,6 +59,11 @@ func (c *call) wait(d time.Duration, kind WaitKind) error {
 	case <-timer.C:
 		c.stats.recordWait(d)
 		return nil
+	case <-ready:
+		waited := time.Since(start)
+		c.stats.recordWait(waited)
+		c.giveBack(d - waited)
+		return nil
 	case <-c.ctx.Done():
 		waited := time.Since(start)
 		c.stats.recordWait(waited)
@@ -64,13 +74,18 @@ func (c *call) wait(d time.Duration, kind WaitKind) error {
 
 // waitAdmission waits d before an attempt may go: reserve, then wait.
 func (c *call) waitAdmission(d time.Duration, kind WaitKind) error {
+	return c.waitAdmissionOr(d, kind, nil)
+}
+
+// waitAdmissionOr is waitAdmission, ended early too when ready closes.
+func (c *call) waitAdmissionOr(d time.Duration, kind WaitKind, ready <-chan struct{}) error {
 	if d <= 0 {
 		return nil
 	}
 	if err := c.reserve(d); err != nil {
 		return err
 	}
-	return c.wait(d, kind)
+	return c.waitOr(d, kind, ready)
 }
 
 // waitUntil waits for ready, a wait of unknown length such as a turn for

@@ -42,12 +42,17 @@ const (
 	// adaptiveMinSample is the shortest span between two empty buckets
 	// worth a measure; shorter ones hold more error than signal.
 	adaptiveMinSample = 100 * time.Millisecond
-	// adaptiveProbeGrowth doubles the rate this often while no measure
-	// has been made yet, so that the next empty bucket comes soon.
+	// adaptiveProbeGrowth doubles the rate with each such span of
+	// succeeding, while no measure has been made yet, so that the next
+	// refusal comes soon.
 	adaptiveProbeGrowth = 100 * time.Millisecond
-	// adaptiveRamp is how long, in successes at the pace, the rate takes
-	// to climb from the low end of a measure to its high end.
+	// adaptiveRamp is how long, succeeding, the rate takes to climb from
+	// the low end of a measure to its high end.
 	adaptiveRamp = time.Second
+	// adaptiveMaxCredit bounds the time one success counts as succeeding:
+	// the gap since the previous one, but no more than two intervals of
+	// the pace, and never more than this. An idle key does not climb.
+	adaptiveMaxCredit = time.Second
 	// adaptiveMinBand is the least uncertainty a measure is given, as a
 	// share of its rate: beyond the measure the pace grows by the band,
 	// doubling each adaptiveRamp of successes, which finds a server that
@@ -83,13 +88,15 @@ type adaptiveState struct {
 	slowStart bool
 	window    float64 // requests allowed in flight
 
-	// The pace climbs from rampFrom to rampTo over the successes of
-	// adaptiveRamp at rampTo, counted from rampBase, then probes beyond;
-	// before the first measure, probing doubles it in time instead.
+	// The pace climbs from rampFrom to rampTo over adaptiveRamp of
+	// succeeding, then probes beyond; before the first measure, probing
+	// doubles it instead. succeeding is the time spent succeeding since
+	// the climb began: the gaps between successes, each bounded.
 	probing          bool
 	rampFrom, rampTo float64
-	rampStart        time.Time
-	rampBase         int64 // successes when the climb began
+	hold             time.Duration // at rampTo before probing beyond: the span of the measure
+	succeeding       time.Duration
+	lastSuccess      time.Time
 	successes        int64
 	lastEmpty        time.Time // the last refusal that decreased or measured
 	successesAtEmpty int64
@@ -115,16 +122,20 @@ func (a *adaptiveState) rate(now time.Time) float64 {
 	}
 	var r float64
 	if a.probing {
-		r = a.rampFrom * math.Exp2(now.Sub(a.rampStart).Seconds()/adaptiveProbeGrowth.Seconds())
+		r = a.rampFrom * math.Exp2(a.succeeding.Seconds()/adaptiveProbeGrowth.Seconds())
 	} else {
-		// Successes at rampTo for adaptiveRamp take the climb to its top;
-		// as many again double the band beyond it.
-		done := float64(a.successes-a.rampBase) / (a.rampTo * adaptiveRamp.Seconds())
+		// adaptiveRamp of succeeding takes the climb to its top; as much
+		// again doubles the band beyond it.
+		done := a.succeeding.Seconds() / adaptiveRamp.Seconds()
+		beyond := (a.succeeding - adaptiveRamp - a.hold).Seconds() / adaptiveRamp.Seconds()
 		band := math.Max(a.rampTo-a.rampFrom, a.rampTo*adaptiveMinBand)
-		if done < 1 {
+		switch {
+		case done < 1:
 			r = a.rampFrom + (a.rampTo-a.rampFrom)*done
-		} else {
-			r = a.rampTo + band*(math.Exp2(done-1)-1)
+		case beyond <= 0:
+			r = a.rampTo
+		default:
+			r = a.rampTo + band*(math.Exp2(beyond)-1)
 		}
 	}
 	return math.Min(r, a.ceiling)
@@ -132,9 +143,9 @@ func (a *adaptiveState) rate(now time.Time) float64 {
 
 // setPace starts a climb from 'from' to 'to' at now.
 func (a *adaptiveState) setPace(now time.Time, from, to float64) {
-	a.probing = false
+	a.probing, a.hold = false, 0
 	a.rampFrom, a.rampTo = math.Min(from, a.ceiling), math.Max(math.Min(to, a.ceiling), 1e-9)
-	a.rampStart, a.rampBase = now, a.successes
+	a.succeeding = 0
 }
 
 // join puts a request in the key's line. One request at a time, the head
@@ -263,6 +274,14 @@ func (a *adaptiveState) outcome(seq uint64, an serverAnswer, now time.Time) {
 		if a.slowStart {
 			a.window += adaptiveWindowGrowth
 		}
+		if !a.lastSuccess.IsZero() {
+			credit := min(now.Sub(a.lastSuccess), adaptiveMaxCredit)
+			if r := a.rate(now); !math.IsInf(r, 1) {
+				credit = min(credit, 2*interval(r))
+			}
+			a.succeeding += credit
+		}
+		a.lastSuccess = now
 	}
 	if a.counted(seq, an, now) {
 		return
@@ -306,16 +325,17 @@ func (a *adaptiveState) decrease(now time.Time) {
 		// can always serve, and climb to the high end.
 		s := float64(a.successes - a.successesAtEmpty)
 		a.setPace(now, math.Max(s-1, 1)/span.Seconds(), (s+1)/span.Seconds())
+		a.hold = span
 	} else if wasSlowStart {
 		// Nothing to measure yet: start from what went through in the
 		// first second or so, and double until a refusal measures.
 		elapsed := math.Max(now.Sub(a.firstSend).Seconds(), 1)
 		a.probing = true
 		a.rampFrom = math.Min(math.Max(float64(a.successes)/elapsed, 1), a.ceiling)
-		a.rampStart = now
+		a.succeeding = 0
 	} else if a.probing {
 		// Refused again too soon to measure: back off half, probe on.
-		a.rampFrom, a.rampStart = math.Max(a.rate(now)/2, 1), now
+		a.rampFrom, a.succeeding = math.Max(a.rate(now)/2, 1), 0
 	} else {
 		r := a.rate(now) * adaptiveCut
 		a.setPace(now, r, r)

@@ -95,11 +95,19 @@ type Limit struct {
 	// zero means DefaultIdleTimeout.
 	IdleTimeout time.Duration
 	// Adaptive makes the scope learn each key's pace from the server
-	// rather than be told it: it measures the server's rate between
-	// refusals and paces just under it, so that refusals stay few and the
-	// server stays busy. Rate, when set, is then a ceiling the pace never
-	// passes; Burst is not used. A key starts unpaced, with a slow start,
-	// or at StartRate, and forgets what it learned when it goes idle.
+	// rather than be told it. Where responses count the quota
+	// (X-RateLimit-Remaining/Reset, RateLimit-Remaining/Reset, or the
+	// IETF draft RateLimit and RateLimit-Policy), a key sends no more than
+	// the count allows: what remains, less what is on its way, plus what
+	// the server surely refills; a quota of a window of a minute or more
+	// is spread evenly until its reset. Where only refusals tell, the
+	// scope measures the server's rate between them and paces just under
+	// it, climbing while requests succeed, so that refusals stay few and
+	// the server stays busy; the refusals of one event slow the key once.
+	// Rate, when set, is a ceiling the pace never passes; Burst is not
+	// used. A key starts unpaced, with a slow start, or at StartRate;
+	// after a long cooldown or a breaker that closes again it resumes at
+	// half its pace; it forgets what it learned when it goes idle.
 	Adaptive bool
 	// StartRate is the pace of a key an adaptive scope has not learned
 	// yet; zero means unpaced, with a slow start.

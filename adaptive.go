@@ -95,6 +95,7 @@ type adaptiveState struct {
 	probing          bool
 	rampFrom, rampTo float64
 	hold             time.Duration // at rampTo before probing beyond: the span of the measure
+	band             float64       // the first step beyond rampTo; each next one doubles
 	succeeding       time.Duration
 	lastSuccess      time.Time
 	successes        int64
@@ -107,7 +108,7 @@ func newAdaptiveState(start, ceiling float64) *adaptiveState {
 	a := &adaptiveState{ceiling: ceiling, changed: make(chan struct{}), head: make(chan struct{}, 1)}
 	a.head <- struct{}{}
 	if start > 0 && !math.IsInf(start, 1) {
-		a.setPace(time.Time{}, start, start)
+		a.setPace(start, start, 0, 0)
 	} else {
 		a.slowStart, a.window = true, adaptiveStartWindow
 	}
@@ -128,22 +129,26 @@ func (a *adaptiveState) rate(now time.Time) float64 {
 		// again doubles the band beyond it.
 		done := a.succeeding.Seconds() / adaptiveRamp.Seconds()
 		beyond := (a.succeeding - adaptiveRamp - a.hold).Seconds() / adaptiveRamp.Seconds()
-		band := math.Max(a.rampTo-a.rampFrom, a.rampTo*adaptiveMinBand)
 		switch {
 		case done < 1:
 			r = a.rampFrom + (a.rampTo-a.rampFrom)*done
 		case beyond <= 0:
 			r = a.rampTo
 		default:
-			r = a.rampTo + band*(math.Exp2(beyond)-1)
+			r = a.rampTo + a.band*(math.Exp2(beyond)-1)
 		}
 	}
 	return math.Min(r, a.ceiling)
 }
 
-// setPace starts a climb from 'from' to 'to' at now.
-func (a *adaptiveState) setPace(now time.Time, from, to float64) {
-	a.probing, a.hold = false, 0
+// setPace starts a climb from 'from' to 'to', held there for hold, then
+// probing beyond by band; zero band means the climb's, at least
+// adaptiveMinBand of 'to'.
+func (a *adaptiveState) setPace(from, to, band float64, hold time.Duration) {
+	a.probing, a.hold, a.band = false, hold, band
+	if band <= 0 {
+		a.band = math.Max(to-from, to*adaptiveMinBand)
+	}
 	a.rampFrom, a.rampTo = math.Min(from, a.ceiling), math.Max(math.Min(to, a.ceiling), 1e-9)
 	a.succeeding = 0
 }
@@ -241,7 +246,7 @@ func (a *adaptiveState) resume(now time.Time) {
 		return
 	}
 	if r := a.rate(now); !math.IsInf(r, 1) && a.count == nil {
-		a.setPace(now, r*adaptiveResume, r)
+		a.setPace(r*adaptiveResume, r, a.band, a.hold)
 		a.next = now
 	}
 	a.resumeAt = time.Time{}
@@ -324,8 +329,7 @@ func (a *adaptiveState) decrease(now time.Time) {
 		// let through, give or take a token. Send at the low end, which it
 		// can always serve, and climb to the high end.
 		s := float64(a.successes - a.successesAtEmpty)
-		a.setPace(now, math.Max(s-1, 1)/span.Seconds(), (s+1)/span.Seconds())
-		a.hold = span
+		a.setPace(math.Max(s-1, 1)/span.Seconds(), (s+1)/span.Seconds(), 0, span)
 	} else if wasSlowStart {
 		// Nothing to measure yet: start from what went through in the
 		// first second or so, and double until a refusal measures.
@@ -338,7 +342,7 @@ func (a *adaptiveState) decrease(now time.Time) {
 		a.rampFrom, a.succeeding = math.Max(a.rate(now)/2, 1), 0
 	} else {
 		r := a.rate(now) * adaptiveCut
-		a.setPace(now, r, r)
+		a.setPace(r, r, 0, 0)
 	}
 	// The bucket is empty now: the first request at the new pace waits
 	// its interval.

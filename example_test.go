@@ -164,6 +164,37 @@ func ExampleWithLimit() {
 	// refused by plan (fail-fast), try again in about 2s
 }
 
+// An adaptive limit learns the pace from the server: here from its count
+// of the quota left, so that no request is sent that the count says would
+// be refused. Rate is a ceiling the learned pace never passes.
+func ExampleLimit_adaptive() {
+	remaining := 10 // an API with a quota of 10, refilled within a second
+	mock := httpmock.NewMockTransport()
+	mock.RegisterResponder(http.MethodGet, "https://api.example.com/items", func(*http.Request) (*http.Response, error) {
+		remaining--
+		resp := httpmock.NewStringResponse(http.StatusOK, "[]")
+		resp.Header.Set("X-RateLimit-Limit", "10")
+		resp.Header.Set("X-RateLimit-Remaining", fmt.Sprint(remaining))
+		resp.Header.Set("X-RateLimit-Reset", "1")
+		return resp, nil
+	})
+	client := &http.Client{Transport: ratewise.New(mock, ratewise.WithLimit(ratewise.Limit{Adaptive: true, Rate: 100}))}
+
+	for range 3 {
+		resp, err := client.Get("https://api.example.com/items")
+		if err != nil {
+			fmt.Println("error:", err)
+			continue
+		}
+		resp.Body.Close()
+		fmt.Println(resp.StatusCode, resp.Header.Get("X-RateLimit-Remaining"), "left")
+	}
+	// Output:
+	// 200 9 left
+	// 200 8 left
+	// 200 7 left
+}
+
 // A breaker opens after two failures in a row; while it is open nothing is
 // sent, and a call that cannot wait for the reset gets a
 // *CircuitOpenError, which tool servers can return as JSON.

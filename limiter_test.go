@@ -392,6 +392,11 @@ func TestLimitValidate(t *testing.T) {
 		{give: Limit{MaxQueue: -1}, want: "MaxQueue (-1)"},
 		{give: Limit{Reserve: 1}, want: "needs a finite Rate"},
 		{give: Limit{Rate: 1, Burst: 2, Reserve: 2}, want: "below Burst (2)"},
+		{give: Limit{Adaptive: true, Rate: 50, StartRate: 10}},
+		{give: Limit{Adaptive: true, MinSpacing: time.Second}, want: "no MinSpacing (1s)"},
+		{give: Limit{Adaptive: true, Rate: 10, Burst: 5, Reserve: 1}, want: "or Reserve (1)"},
+		{give: Limit{StartRate: 5}, want: "StartRate (5) needs Adaptive"},
+		{give: Limit{Adaptive: true, StartRate: -1}, want: "StartRate (-1)"},
 	}
 	for _, tt := range tests {
 		err := tt.give.Validate()

@@ -1,0 +1,448 @@
+package ratewise
+
+import (
+	"context"
+	"io"
+	"math"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+var refused = serverAnswer{refused: true, remaining: -1}
+var succeeded = serverAnswer{ok: true, remaining: -1}
+
+// sendAt takes the head of the line's place at now or when it comes, and
+// returns the request's number and when it went.
+func sendAt(t *testing.T, a *adaptiveState, now time.Time) (uint64, time.Time) {
+	t.Helper()
+	for range 100 {
+		seq, delay, ready, sent := a.take(now)
+		switch {
+		case sent:
+			return seq, now
+		case delay > 0:
+			now = now.Add(delay)
+		case ready != nil:
+			t.Fatalf("the line waits for an answer at %v", now)
+		}
+	}
+	t.Fatal("no place in the pace after 100 tries")
+	return 0, now
+}
+
+func TestAdaptiveOneDecreasePerEvent(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	a := newAdaptiveState(100, math.Inf(1))
+	now := t0
+	var seqs []uint64
+	for range 8 {
+		var seq uint64
+		seq, now = sendAt(t, a, now)
+		seqs = append(seqs, seq)
+	}
+	before := a.rate(now)
+	a.outcome(seqs[0], refused, now)
+	after := a.rate(now)
+	if want := before * adaptiveCut; math.Abs(after-want) > 1e-9 {
+		t.Fatalf("rate after a refusal = %.2f, want %.2f (%.2f cut by %v)", after, want, before, adaptiveCut)
+	}
+	// Its siblings, sent before the decrease, are the same event.
+	for _, seq := range seqs[1:] {
+		a.outcome(seq, refused, now)
+	}
+	if got := a.rate(now); got != after {
+		t.Fatalf("rate after 7 refused siblings = %.2f, want it left at %.2f", got, after)
+	}
+	// A request sent after the decrease and refused is a new event.
+	seq, now := sendAt(t, a, now)
+	a.outcome(seq, refused, now)
+	if got := a.rate(now); got >= after {
+		t.Errorf("rate after a new refusal = %.2f, want below %.2f", got, after)
+	}
+}
+
+func TestAdaptiveIncreasesOnlyWhileSucceeding(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	a := newAdaptiveState(20, math.Inf(1))
+	start := a.rate(t0)
+	if got := a.rate(t0.Add(time.Hour)); got != start {
+		t.Fatalf("rate an idle hour later = %.2f, want it still %.2f", got, start)
+	}
+	// Requests that fail for another reason than rate do not raise it.
+	now := t0
+	for range 100 {
+		var seq uint64
+		seq, now = sendAt(t, a, now)
+		a.outcome(seq, serverAnswer{remaining: -1}, now)
+	}
+	if got := a.rate(now); got != start {
+		t.Fatalf("rate after 100 failures = %.2f, want it still %.2f", got, start)
+	}
+	// Successes at the pace do, and more the longer they last.
+	var rates []float64
+	for range 4 {
+		for range 40 {
+			var seq uint64
+			seq, now = sendAt(t, a, now)
+			a.outcome(seq, succeeded, now)
+		}
+		rates = append(rates, a.rate(now))
+	}
+	if rates[0] <= start || !slices.IsSorted(rates) || rates[3] <= rates[0] {
+		t.Errorf("rates after 40, 80, 120, 160 successes = %.2f, want each above the last, from above %.2f", rates, start)
+	}
+}
+
+func TestAdaptiveMeasuresBetweenRefusals(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	a := newAdaptiveState(100, math.Inf(1))
+	seq, now := sendAt(t, a, t0)
+	a.outcome(seq, refused, now)
+	// 2s later, with 60 successes between: the server refills 30 a second,
+	// give or take a token.
+	mark := now
+	for i := range 60 {
+		seq, _ := sendAt(t, a, now)
+		a.outcome(seq, succeeded, mark.Add(time.Duration(i+1)*2*time.Second/61))
+	}
+	now = mark.Add(2 * time.Second)
+	seq, _ = sendAt(t, a, now)
+	a.outcome(seq, refused, now)
+	if got := a.rate(now); got < 29.5/1 || got > 30 {
+		t.Errorf("pace after a measure of 60 in 2s = %.2f, want the low end, 59/2 = 29.5", got)
+	}
+}
+
+func TestAdaptiveSlowStart(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	a := newAdaptiveState(0, math.Inf(1))
+	var seqs []uint64
+	for range adaptiveStartWindow {
+		seq, _, _, sent := a.take(t0)
+		if !sent {
+			t.Fatal("the start window does not send at once")
+		}
+		seqs = append(seqs, seq)
+	}
+	_, _, ready, sent := a.take(t0)
+	if sent || ready == nil {
+		t.Fatalf("a third request before any answer: sent %v, want a wait for an answer", sent)
+	}
+	// Each success widens the window by a quarter: two make it 2.5, room
+	// for a third request in flight, not a fourth.
+	for _, seq := range seqs {
+		a.outcome(seq, succeeded, t0)
+	}
+	select {
+	case <-ready:
+	default:
+		t.Fatal("an answer does not wake the line")
+	}
+	for range 3 {
+		if _, _, _, sent := a.take(t0); !sent {
+			t.Fatal("the window does not reopen after answers")
+		}
+	}
+	if _, _, _, sent := a.take(t0); sent {
+		t.Error("window 2.5 let a fourth request in flight")
+	}
+}
+
+func TestAdaptiveResumesAtHalfAfterLongPause(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	a := newAdaptiveState(40, math.Inf(1))
+	a.pause(t0.Add(5 * time.Second))
+	seq, now := sendAt(t, a, t0.Add(6*time.Second))
+	if got := a.rate(now); got != 20 {
+		t.Fatalf("rate after the pause = %.2f, want half of 40", got)
+	}
+	for range 10 {
+		a.outcome(seq, succeeded, now)
+		seq, now = sendAt(t, a, now)
+	}
+	if got := a.rate(now); got <= 20 || got >= 40 {
+		t.Errorf("rate after 10 successes = %.2f, want it climbing from 20 towards 40", got)
+	}
+	for range 40 {
+		a.outcome(seq, succeeded, now)
+		seq, now = sendAt(t, a, now)
+	}
+	if got := a.rate(now); got < 40 || got > 41 {
+		t.Errorf("rate after 50 successes = %.2f, want it back at 40, probing beyond by the 2%% band", got)
+	}
+}
+
+// windowServer is an API with a fixed window quota, which publishes its
+// count: it refuses every request over limit until the window turns.
+type windowServer struct {
+	mu       sync.Mutex
+	limit    int
+	window   time.Duration
+	start    time.Time
+	used     int
+	times    []time.Time
+	refusals int
+}
+
+func (s *windowServer) RoundTrip(req *http.Request) (*http.Response, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := time.Now()
+	if s.start.IsZero() || now.Sub(s.start) >= s.window {
+		s.start, s.used = now, 0
+	}
+	s.times = append(s.times, now)
+	status := 200
+	if s.used < s.limit {
+		s.used++
+	} else {
+		status = 429
+		s.refusals++
+	}
+	reset := s.start.Add(s.window).Sub(now)
+	h := http.Header{
+		"X-Ratelimit-Limit":     {strconv.Itoa(s.limit)},
+		"X-Ratelimit-Remaining": {strconv.Itoa(s.limit - s.used)},
+		"X-Ratelimit-Reset":     {strconv.Itoa(int(math.Ceil(reset.Seconds())))},
+	}
+	if status == 429 {
+		h.Set("Retry-After", strconv.Itoa(int(math.Ceil(reset.Seconds()))))
+	}
+	return &http.Response{StatusCode: status, Header: h, Body: io.NopCloser(strings.NewReader("")), Request: req}, nil
+}
+
+func TestAdaptiveCountedBucketIsNeverRefused(t *testing.T) {
+	for _, workers := range []int{20, 200} {
+		synctest.Test(t, func(t *testing.T) {
+			srv := newBucketServer(50, 10, 5*time.Millisecond)
+			srv.headers = true
+			tr := New(srv, WithLimit(Limit{Adaptive: true}))
+			_, failed := goodput(tr, workers, 300)
+			if srv.refused != 0 || failed != 0 {
+				t.Errorf("%d workers: %d refused, %d failed calls, want none: the count said what the server would take", workers, srv.refused, failed)
+			}
+		})
+	}
+}
+
+func TestAdaptiveCountedWindowIsSpreadAndNeverRefused(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := &windowServer{limit: 30, window: time.Minute}
+		tr := New(srv, WithLimit(Limit{Adaptive: true}))
+		_, failed := goodput(tr, 10, 45)
+		if srv.refusals != 0 || failed != 0 {
+			t.Fatalf("%d refused, %d failed calls, want none", srv.refusals, failed)
+		}
+		// The first window's quota is spread over the minute, not spent at
+		// once: no 10 seconds of it hold more than a third.
+		first := srv.times[0]
+		for _, at := range srv.times {
+			n := 0
+			for _, other := range srv.times {
+				if !other.Before(at) && other.Sub(at) < 10*time.Second && other.Sub(first) < time.Minute {
+					n++
+				}
+			}
+			if n > 10 {
+				t.Fatalf("%d requests in the 10s from %v, want the quota spread", n, at.Sub(first))
+			}
+		}
+	})
+}
+
+// maxInAnySecond returns the most requests that started within one second.
+func maxInAnySecond(times []time.Time) int {
+	most := 0
+	for i := range times {
+		n := 0
+		for _, other := range times[i:] {
+			if other.Sub(times[i]) < time.Second {
+				n++
+			}
+		}
+		most = max(most, n)
+	}
+	return most
+}
+
+// recording notes when each request reaches base.
+type recording struct {
+	base  http.RoundTripper
+	mu    sync.Mutex
+	times []time.Time
+}
+
+func (r *recording) RoundTrip(req *http.Request) (*http.Response, error) {
+	r.mu.Lock()
+	r.times = append(r.times, time.Now())
+	r.mu.Unlock()
+	return r.base.RoundTrip(req)
+}
+
+func TestAdaptiveNeverExceedsRate(t *testing.T) {
+	for _, headers := range []bool{false, true} {
+		synctest.Test(t, func(t *testing.T) {
+			srv := newBucketServer(500, 100, 0)
+			srv.headers = headers
+			rec := &recording{base: srv}
+			tr := New(rec, WithLimit(Limit{Adaptive: true, Rate: 20}))
+			if _, failed := goodput(tr, 20, 200); failed != 0 {
+				t.Fatalf("%d failed calls", failed)
+			}
+			times := slices.Clone(rec.times)
+			slices.SortFunc(times, func(a, b time.Time) int { return a.Compare(b) })
+			// A late start keeps its cadence: one more may fall in a second.
+			if got := maxInAnySecond(times); got > 21 {
+				t.Errorf("headers %v: %d requests in one second, want at most Rate 20 (+1)", headers, got)
+			}
+		})
+	}
+}
+
+func TestAdaptiveLearnsTheServersRate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := newBucketServer(50, 10, 0)
+		tr := New(srv, WithRetry(RetryPolicy{MaxAttempts: 10}), WithLimit(Limit{Adaptive: true}))
+		_, failed := goodput(tr, 20, 500)
+		if failed != 0 || float64(srv.refused) > 0.05*500 {
+			t.Errorf("%d refused, %d failed calls, want at most 25 and none", srv.refused, failed)
+		}
+		e := tr.scopes[0].states.acquire("api.test", false)
+		defer tr.scopes[0].states.release(e)
+		a := e.state.adapt
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		if r := a.rate(time.Now()); r < 45 || r > 55 {
+			t.Errorf("learned pace = %.1f, want within 10%% of the server's 50", r)
+		}
+	})
+}
+
+func TestAdaptiveForgetsIdleKey(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := newBucketServer(5, 1, 0)
+		tr := New(srv, WithLimit(Limit{Adaptive: true, IdleTimeout: time.Minute}))
+		get := func(host string) {
+			req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, "http://"+host+"/", nil)
+			resp, err := tr.RoundTrip(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			_ = resp.Body.Close()
+		}
+		for range 5 {
+			get("api.test") // refused at first, then paced
+		}
+		s := tr.scopes[0]
+		if e := s.states.acquire("api.test", false); e == nil || e.state.adapt.slowStart {
+			t.Fatal("the key learned nothing from its refusals")
+		} else {
+			s.states.release(e)
+		}
+		for i := range 4 {
+			time.Sleep(30 * time.Second)
+			get("other-" + strconv.Itoa(i) + ".test")
+		}
+		if e := s.states.acquire("api.test", false); e != nil {
+			s.states.release(e)
+			t.Error("an idle key's pace is still held after its idle timeout")
+		}
+	})
+}
+
+func TestAdaptiveBreakerCloseResumesGently(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := newBucketServer(1000, 1000, 0)
+		tr := New(srv, WithLimit(Limit{Adaptive: true, StartRate: 40}))
+		// A refusal with a long hint pauses the key: the pace resumes at half.
+		resp := &http.Response{StatusCode: 429, Header: http.Header{"Retry-After": {"5"}}, Body: http.NoBody}
+		req := mustRequest(t, http.MethodGet, nil)
+		c := call{t: tr, policy: &tr.retry, req: req, out: req, ctx: context.Background()}
+		if err := c.admitScopes(); err != nil {
+			t.Fatal(err)
+		}
+		c.feedBack(resp, nil, RateLimited)
+		e := tr.scopes[0].states.acquire(req.URL.Host, false)
+		defer tr.scopes[0].states.release(e)
+		a := e.state.adapt
+		a.mu.Lock()
+		cut := a.rate(time.Now())
+		resumeAt := a.resumeAt
+		a.mu.Unlock()
+		if !resumeAt.Equal(time.Now().Add(5 * time.Second)) {
+			t.Fatalf("resume at %v, want at the end of the 5s hint", resumeAt)
+		}
+		time.Sleep(5 * time.Second)
+		r, err := tr.RoundTrip(mustRequest(t, http.MethodGet, nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = r.Body.Close()
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		if got := a.rate(time.Now()); math.Abs(got-cut*adaptiveResume) > 0.5 {
+			t.Errorf("pace after the pause = %.1f, want half of %.1f", got, cut)
+		}
+	})
+}
+
+func TestReadAnswer(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name   string
+		status int
+		header http.Header
+		want   serverAnswer
+	}{
+		{"no count", 200, http.Header{}, serverAnswer{ok: true, remaining: -1}},
+		{"X-RateLimit", 200, http.Header{"X-Ratelimit-Limit": {"60"}, "X-Ratelimit-Remaining": {"12"}, "X-Ratelimit-Reset": {"30"}},
+			serverAnswer{ok: true, remaining: 12, limit: 60, reset: 30 * time.Second}},
+		{"X-RateLimit reset as a Unix time", 200, http.Header{"X-Ratelimit-Remaining": {"0"}, "X-Ratelimit-Reset": {strconv.FormatInt(now.Add(time.Hour).Unix(), 10)}},
+			serverAnswer{ok: true, remaining: 0, reset: time.Hour}},
+		{"RateLimit-* with a policy in Limit", 200, http.Header{"Ratelimit-Limit": {"100, 100;w=60"}, "Ratelimit-Remaining": {"99"}, "Ratelimit-Reset": {"59"}},
+			serverAnswer{ok: true, remaining: 99, limit: 100, reset: 59 * time.Second}},
+		{"IETF RateLimit and Policy", 200, http.Header{"Ratelimit": {`"hour";r=500;t=1800, "burst";r=3;t=1`}, "Ratelimit-Policy": {`"hour";q=1000;w=3600, "burst";q=10;w=1`}},
+			serverAnswer{ok: true, remaining: 3, limit: 10, reset: time.Second}},
+		{"refused", 429, http.Header{"X-Ratelimit-Remaining": {"0"}}, serverAnswer{refused: true, remaining: 0}},
+		{"garbage count", 200, http.Header{"X-Ratelimit-Remaining": {"lots"}}, serverAnswer{ok: true, remaining: -1}},
+	}
+	for _, tt := range tests {
+		resp := &http.Response{StatusCode: tt.status, Header: tt.header}
+		class := Final
+		if tt.status == 429 {
+			class = RateLimited
+		}
+		if got := readAnswer(resp, nil, class, now); got != tt.want {
+			t.Errorf("%s: readAnswer = %+v, want %+v", tt.name, got, tt.want)
+		}
+	}
+	if got := readAnswer(nil, errReset, Final, now); got.ok || got.refused || got.remaining != -1 {
+		t.Errorf("network error: readAnswer = %+v, want no outcome and no count", got)
+	}
+}
+
+func TestCountKeepsATokenForRequestsOnTheirWay(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	a := newAdaptiveState(0, math.Inf(1))
+	// No limit or refill known: only the remaining count allows requests.
+	a.outcome(0, serverAnswer{ok: true, remaining: 3}, t0)
+	var sent int
+	for range 5 {
+		if _, _, _, ok := a.take(t0); !ok {
+			break
+		}
+		sent++
+	}
+	// The first goes on the count of 3; with it on its way, 3 − 1 − 1 for
+	// reordering leaves room for one more; with two, none.
+	if sent != 2 {
+		t.Errorf("sent %d on a count of 3 with nothing known to refill, want 2", sent)
+	}
+}

@@ -32,6 +32,9 @@ const (
 	// measured over: one at most this often, this many, the oldest first.
 	countSampleEvery = 250 * time.Millisecond
 	countSamples     = 16
+	// countSettle is how close together two counts must come for the
+	// lower to be taken as the later, whatever their order.
+	countSettle = 10 * time.Millisecond
 )
 
 // serverAnswer is what the answer to a request tells the pacer.
@@ -89,13 +92,16 @@ func (a *adaptiveState) counted(seq uint64, an serverAnswer, now time.Time) bool
 	if an.refused {
 		c.noBound = true
 	}
-	if seq < c.seq {
-		// Overtaken on the way: the server may have counted it last, and
-		// the lower count is the later one.
-		c.remaining = min(c.remaining, an.remaining)
+	// The server may take requests sent together in any order, and their
+	// answers may overtake each other: of counts that come close together,
+	// or come for a request sent before the one counted, the lowest is the
+	// latest.
+	settled := now.Sub(c.at) >= countSettle
+	if an.remaining > c.remaining && (!settled || seq < c.seq) {
 		return true
 	}
-	c.seq, c.at, c.remaining, c.limit, c.reset = seq, now, an.remaining, an.limit, an.reset
+	c.seq = max(c.seq, seq)
+	c.at, c.remaining, c.limit, c.reset = now, an.remaining, an.limit, an.reset
 	c.window = c.window || an.reset >= adaptiveQuotaWindow
 	if n := len(c.samples); n == 0 || now.Sub(c.samples[n-1].at) >= countSampleEvery {
 		if n == countSamples {
@@ -141,16 +147,21 @@ func (c *serverCount) wait(a *adaptiveState, now time.Time) (time.Duration, <-ch
 	}
 	refill := c.refill(now)
 	credit := left + refill*now.Sub(c.at).Seconds()
+	// By the reset the server has its quota back, however slowly it seems
+	// to refill; a count without a reset is asked again after a while.
+	untilReset := max(resetAt.Sub(now), adaptiveMinSample)
 	switch {
 	case credit >= 1:
 		return 0, nil
+	case !now.Before(resetAt) && a.inFlight == 0:
+		return 0, nil // the count is out of date: one request learns the new one
 	case refill > 0:
-		return max(time.Duration((1-credit)/refill*float64(time.Second)), 1), answer
+		d := time.Duration(math.Min((1-credit)/refill*float64(time.Second), float64(untilReset)))
+		return max(d, 1), answer
 	case a.inFlight > 0:
 		return 0, answer
 	}
-	// Nothing on its way and nothing known to refill: wait for the reset.
-	return max(resetAt.Sub(now), adaptiveMinSample), nil
+	return untilReset, nil
 }
 
 // refill is the least the server surely refills a second: the larger of

@@ -68,9 +68,16 @@ func (b *bucketServer) RoundTrip(req *http.Request) (*http.Response, error) {
 // goodput runs calls calls, workers at once, through tr against srv and
 // returns the wall time and the failed calls.
 func goodput(tr http.RoundTripper, workers, calls int) (time.Duration, int) {
+	wall, failed, _ := goodputErr(tr, workers, calls)
+	return wall, failed
+}
+
+// goodputErr is goodput that also says why the first failed call failed.
+func goodputErr(tr http.RoundTripper, workers, calls int) (time.Duration, int, string) {
 	jobs := make(chan struct{})
 	var mu sync.Mutex
 	failed := 0
+	var why string
 	var wg sync.WaitGroup
 	start := time.Now()
 	for range workers {
@@ -85,6 +92,11 @@ func goodput(tr http.RoundTripper, workers, calls int) (time.Duration, int) {
 				if err != nil || resp.StatusCode != 200 {
 					mu.Lock()
 					failed++
+					if why == "" && err != nil {
+						why = err.Error()
+					} else if why == "" {
+						why = resp.Status
+					}
 					mu.Unlock()
 				}
 			}
@@ -95,7 +107,7 @@ func goodput(tr http.RoundTripper, workers, calls int) (time.Duration, int) {
 	}
 	close(jobs)
 	wg.Wait()
-	return time.Since(start), failed
+	return time.Since(start), failed, why
 }
 
 func TestAdaptiveTrace(t *testing.T) {

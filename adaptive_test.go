@@ -223,9 +223,10 @@ func TestAdaptiveCountedBucketIsNeverRefused(t *testing.T) {
 			srv := newBucketServer(50, 10, 5*time.Millisecond)
 			srv.headers = true
 			tr := New(srv, WithLimit(Limit{Adaptive: true}))
-			_, failed := goodput(tr, workers, 300)
+			_, failed, why := goodputErr(tr, workers, 300)
 			if srv.refused != 0 || failed != 0 {
-				t.Errorf("%d workers: %d refused, %d failed calls, want none: the count said what the server would take", workers, srv.refused, failed)
+				t.Errorf("%d workers: %d refused, %d failed calls (%s), want none: the count said what the server would take",
+					workers, srv.refused, failed, why)
 			}
 		})
 	}
@@ -444,5 +445,39 @@ func TestCountKeepsATokenForRequestsOnTheirWay(t *testing.T) {
 	// reordering leaves room for one more; with two, none.
 	if sent != 2 {
 		t.Errorf("sent %d on a count of 3 with nothing known to refill, want 2", sent)
+	}
+}
+
+func TestCountOutOfDateIsAskedAgain(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	a := newAdaptiveState(0, math.Inf(1))
+	// A refusal says none is left until the reset, in a second.
+	a.outcome(0, serverAnswer{refused: true, remaining: 0, reset: time.Second}, t0)
+	if _, _, _, sent := a.take(t0.Add(500 * time.Millisecond)); sent {
+		t.Fatal("sent before the reset on a count of 0")
+	}
+	// After it, with nothing on its way to bring a new count, one request
+	// goes to learn it, rather than the key waiting for ever.
+	if _, _, _, sent := a.take(t0.Add(time.Second)); !sent {
+		t.Fatal("nothing sent after the reset: the key would stall")
+	}
+}
+
+func TestCountsTogetherTakeTheLowest(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	a := newAdaptiveState(0, math.Inf(1))
+	// Answers to requests the server took together come in any order.
+	a.outcome(2, serverAnswer{ok: true, remaining: 4}, t0)
+	a.outcome(3, serverAnswer{ok: true, remaining: 6}, t0.Add(time.Millisecond))
+	if got := a.count.remaining; got != 4 {
+		t.Errorf("count after 4 then 6 a millisecond apart = %d, want the lower, 4", got)
+	}
+	a.outcome(4, serverAnswer{ok: true, remaining: 7}, t0.Add(time.Second))
+	if got := a.count.remaining; got != 7 {
+		t.Errorf("count a second later = %d, want the new 7", got)
+	}
+	a.outcome(1, serverAnswer{ok: true, remaining: 9}, t0.Add(2*time.Second))
+	if got := a.count.remaining; got != 7 {
+		t.Errorf("count after a late answer to an older request = %d, want 7 kept", got)
 	}
 }

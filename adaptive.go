@@ -74,7 +74,8 @@ type adaptiveState struct {
 	head     chan struct{} // holds a token while no request is at the head of the line
 	queued   int           // requests in the line, the head included
 	inFlight int           // requests sent and not answered
-	changed  chan struct{} // closed, and replaced, when a request is answered
+	changed  chan struct{} // closed, and replaced, when a request is answered and watched is set
+	watched  bool          // changed was handed to a waiter
 	sent     uint64        // requests sent so far: each is numbered
 	cutAt    uint64        // sent at the last decrease; refusals up to it are siblings
 	next     time.Time     // when the next request may start
@@ -226,7 +227,7 @@ func (a *adaptiveState) wait(now time.Time) (time.Duration, <-chan struct{}) {
 		}
 		return cd, ready
 	case a.slowStart && math.IsInf(a.rate(now), 1) && float64(a.inFlight) >= a.window:
-		return 0, a.changed
+		return 0, a.answered()
 	}
 	return d, nil
 }
@@ -259,11 +260,20 @@ func (a *adaptiveState) cancel() {
 	a.settle()
 }
 
-// settle ends a request in flight, with a.mu held.
+// settle ends a request in flight, with a.mu held, and wakes the head of
+// the line if it waits for an answer.
 func (a *adaptiveState) settle() {
 	a.inFlight = max(a.inFlight-1, 0)
-	close(a.changed)
-	a.changed = make(chan struct{})
+	if a.watched {
+		close(a.changed)
+		a.changed, a.watched = make(chan struct{}), false
+	}
+}
+
+// answered returns a channel closed at the next answer, with a.mu held.
+func (a *adaptiveState) answered() <-chan struct{} {
+	a.watched = true
+	return a.changed
 }
 
 // outcome learns from the answer to request seq. A success grows the slow

@@ -33,12 +33,19 @@ func (s *scope) admitAdaptive(c *call, key string, st *scopeState, deadline time
 			st.mu.Unlock()
 		}()
 	}
-	if err := c.waitUntil(a.head, deadline, WaitPacing, expected); err != nil {
-		return 0, s.waitError(err, key, deadline, c)
+	select {
+	case <-a.head: // nobody ahead: no timer needed
+	default:
+		if err := c.waitUntil(a.head, deadline, WaitPacing, expected); err != nil {
+			return 0, s.waitError(err, key, deadline, c)
+		}
+		now = time.Now()
 	}
 	defer func() { a.head <- struct{}{} }()
-	for {
-		now := time.Now()
+	for first := true; ; first = false {
+		if !first {
+			now = time.Now()
+		}
 		seq, delay, ready, sent := a.take(now)
 		switch {
 		case sent:

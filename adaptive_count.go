@@ -116,10 +116,6 @@ func (a *adaptiveState) counted(seq uint64, an serverAnswer, now time.Time) bool
 // allow a request, with a.mu held, and a channel closed at the next
 // answer, which may allow it sooner: nil when none is on its way.
 func (c *serverCount) wait(a *adaptiveState, now time.Time) (time.Duration, <-chan struct{}) {
-	var answer <-chan struct{}
-	if a.inFlight > 0 {
-		answer = a.changed
-	}
 	left := float64(c.remaining - a.inFlight)
 	if a.inFlight > 0 {
 		// Requests on their way may reach the server in another order
@@ -132,16 +128,16 @@ func (c *serverCount) wait(a *adaptiveState, now time.Time) (time.Duration, <-ch
 		case !now.Before(resetAt):
 			// The window has turned: one request learns the new count.
 			if a.inFlight > 0 {
-				return 0, a.changed
+				return 0, a.answered()
 			}
 			return 0, nil
 		case left < 1:
-			return resetAt.Sub(now), answer
+			return resetAt.Sub(now), c.nextAnswer(a)
 		}
 		// Spread what is left evenly over the time left.
 		gap := time.Duration(float64(resetAt.Sub(now)) / left)
 		if d := a.lastSend.Add(gap).Sub(now); d > 0 {
-			return d, answer
+			return d, c.nextAnswer(a)
 		}
 		return 0, nil
 	}
@@ -157,11 +153,20 @@ func (c *serverCount) wait(a *adaptiveState, now time.Time) (time.Duration, <-ch
 		return 0, nil // the count is out of date: one request learns the new one
 	case refill > 0:
 		d := time.Duration(math.Min((1-credit)/refill*float64(time.Second), float64(untilReset)))
-		return max(d, 1), answer
+		return max(d, 1), c.nextAnswer(a)
 	case a.inFlight > 0:
-		return 0, answer
+		return 0, a.answered()
 	}
 	return untilReset, nil
+}
+
+// nextAnswer is a channel closed at the next answer, or nil when no
+// request is on its way, with a.mu held.
+func (c *serverCount) nextAnswer(a *adaptiveState) <-chan struct{} {
+	if a.inFlight == 0 {
+		return nil
+	}
+	return a.answered()
 }
 
 // refill is the least the server surely refills a second: the larger of

@@ -7,7 +7,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME    ?= 30s
 BENCHTIME   ?= 1s
 
-.PHONY: test lint fuzz bench
+.PHONY: test lint fuzz bench bench-fast
 
 ## test: go test -race over every module (fuzz targets run on their seed corpora)
 test:
@@ -36,8 +36,15 @@ fuzz:
 		done); \
 	done
 
-## bench: benchmarks of every module, with allocations
+## bench: benchmarks of every module, with allocations, then the goodput
+## tables on loopback (about half an hour; GOODPUT='-run 50/s' picks scenarios,
+## GOODPUT='-contender ratewise' clients)
 bench:
 	@set -e; for m in $(MODULES); do \
 		(cd $$m && $(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./...); \
 	done
+	cd bench && $(GO) run ./cmd/goodput $(GOODPUT)
+
+## bench-fast: the goodput tables in fake time, in-process (seconds)
+bench-fast:
+	cd bench && $(GO) test -count=1 -run TestGoodputInProcess -fast .

@@ -2,6 +2,7 @@ package ratewise
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"math"
 	"net/http"
@@ -314,13 +315,30 @@ func TestAdaptiveLearnsTheServersRate(t *testing.T) {
 		if failed != 0 || float64(srv.refused) > 0.05*500 {
 			t.Errorf("%d refused, %d failed calls, want at most 25 and none", srv.refused, failed)
 		}
-		e := tr.scopes[0].states.acquire("api.test", false)
-		defer tr.scopes[0].states.release(e)
-		a := e.state.adapt
-		a.mu.Lock()
-		defer a.mu.Unlock()
-		if r := a.rate(time.Now()); r < 45 || r > 55 {
-			t.Errorf("learned pace = %.1f, want within 10%% of the server's 50", r)
+		st := tr.LimitStatus("api.test").Scopes[0]
+		if !st.Adaptive || st.Counted || st.LearnedRate < 45 || st.LearnedRate > 55 {
+			t.Errorf("status = %+v, want an adaptive pace within 10%% of the server's 50", st)
+		}
+	})
+}
+
+func TestAdaptiveStatusOfACountedKey(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := newBucketServer(50, 10, 0)
+		srv.headers = true
+		tr := New(srv, WithLimit(Limit{Adaptive: true}))
+		if _, failed := goodput(tr, 20, 200); failed != 0 {
+			t.Fatalf("%d failed calls", failed)
+		}
+		st := tr.LimitStatus("api.test").Scopes[0]
+		if !st.Adaptive || !st.Counted || st.QuotaRemaining > 10 || st.LearnedRate < 40 || st.LearnedRate > 50 {
+			t.Errorf("status = %+v, want the server's count and a sure refill just under its 50", st)
+		}
+		js, _ := json.Marshal(st)
+		for _, want := range []string{`"adaptive":true`, `"counted":true`, `"quota_remaining":`, `"learned_rate_per_second":`} {
+			if !strings.Contains(string(js), want) {
+				t.Errorf("JSON %s lacks %s", js, want)
+			}
 		}
 	})
 }

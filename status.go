@@ -26,12 +26,21 @@ type ScopeStatus struct {
 	// Key is the key the scope keeps the state under ("" for Global).
 	Key string `json:"key"`
 	// Tokens, Rate (per second) and Burst describe the token bucket; all
-	// zero when the scope has none or it is unlimited (rate.Inf).
+	// zero when the scope has none, is unlimited (rate.Inf) or Adaptive.
 	Tokens   float64 `json:"tokens"`
 	Rate     float64 `json:"rate_per_second"`
 	Burst    int     `json:"burst"`
 	InFlight int     `json:"in_flight"`
 	Waiting  int     `json:"waiting"`
+	// Adaptive is set for an Adaptive scope. LearnedRate is then the pace
+	// it keeps for the key, in requests a second: learned from refusals,
+	// or, when the server counts its quota (Counted), the refill it surely
+	// gives; 0 while the key sends unpaced. QuotaRemaining is the server's
+	// last count, when Counted.
+	Adaptive       bool    `json:"adaptive,omitempty"`
+	LearnedRate    float64 `json:"learned_rate_per_second,omitempty"`
+	Counted        bool    `json:"counted,omitempty"`
+	QuotaRemaining int     `json:"quota_remaining"`
 }
 
 // BreakerStatus is a key's breaker state.
@@ -110,8 +119,8 @@ func (s *scope) status(key string, now time.Time) ScopeStatus {
 	if s.global {
 		key = ""
 	}
-	out := ScopeStatus{Name: s.Name, Key: key}
-	if s.Rate != 0 && s.Rate != rate.Inf {
+	out := ScopeStatus{Name: s.Name, Key: key, Adaptive: s.Adaptive}
+	if s.Rate != 0 && s.Rate != rate.Inf && !s.Adaptive {
 		out.Rate, out.Burst, out.Tokens = float64(s.Rate), s.Burst, float64(s.Burst)
 	}
 	e := s.states.acquire(key, false)
@@ -126,6 +135,22 @@ func (s *scope) status(key string, now time.Time) ScopeStatus {
 		out.Tokens = math.Max(st.bucket.TokensAt(now), 0)
 	}
 	out.InFlight, out.Waiting = st.inFlight, st.waiting
+	if a := st.adapt; a != nil {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		out.Adaptive = true
+		out.InFlight = max(out.InFlight, a.inFlight)
+		out.Waiting = max(out.Waiting, a.queued)
+		if r := a.rate(now); !math.IsInf(r, 1) {
+			out.LearnedRate = r
+		}
+		if c := a.count; c != nil {
+			out.Counted, out.QuotaRemaining = true, c.remaining
+			if r := math.Min(c.refill(now), a.ceiling); r > 0 && out.LearnedRate == 0 {
+				out.LearnedRate = r
+			}
+		}
+	}
 	return out
 }
 

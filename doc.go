@@ -2,7 +2,11 @@
 // rate-limited APIs. Its [Transport] is an [http.RoundTripper] that wraps
 // another one and retries what the server refused for rate: it honours
 // Retry-After and the rate-limit reset headers exactly, backs off with full
-// jitter otherwise, and never waits past a total budget.
+// jitter otherwise, and never waits past a total budget. It paces requests
+// to the limits you know ([Limit]) or learns them from the server
+// ([Limit.Adaptive]), pauses a host while the server asks, stops sending to
+// a server that keeps failing ([WithBreaker]), and keeps retries within a
+// share of a host's traffic ([RetryPolicy.RetryBudget]).
 //
 // A response always comes back with a nil error, whatever its status, as
 // the RoundTripper contract asks; [CheckResponse] turns a final 429 into a

@@ -17,12 +17,12 @@ import (
 //   - the key's circuit breaker ([WithBreaker]): while open, nothing is
 //     sent;
 //   - the key's cooldown gate ([WithCooldown]), paused by servers' wait
-//     hints, then each limit scope ([WithLimit]): its pace, then a
-//     concurrency slot;
+//     hints, then each limit scope ([WithLimit]): a concurrency slot, then
+//     its pace, told or learned from the server ([Limit.Adaptive]);
 //   - the send, then the retry policy ([WithRetry]): rate-limited and
 //     retryable responses, and network errors of idempotent requests, are
 //     tried again after a backoff raised to the server's hint, while
-//     attempts and the wait budget last.
+//     attempts, the wait budget and the host's retry budget last.
 //
 // Create one with [New]. It is safe for concurrent use; its zero value is
 // not usable.

@@ -221,13 +221,12 @@ func (s *windowServer) RoundTrip(req *http.Request) (*http.Response, error) {
 func TestAdaptiveCountedBucketIsNeverRefused(t *testing.T) {
 	for _, workers := range []int{20, 200} {
 		synctest.Test(t, func(t *testing.T) {
-			srv := newBucketServer(50, 10, 5*time.Millisecond)
-			srv.headers = true
+			srv := bucketAPI(50, 10, 5*time.Millisecond, true)
 			tr := New(srv, WithLimit(Limit{Adaptive: true}))
 			_, failed, why := goodputErr(tr, workers, 300)
-			if srv.refused != 0 || failed != 0 {
+			if refused := srv.Stats().Limited; refused != 0 || failed != 0 {
 				t.Errorf("%d workers: %d refused, %d failed calls (%s), want none: the count said what the server would take",
-					workers, srv.refused, failed, why)
+					workers, refused, failed, why)
 			}
 		})
 	}
@@ -290,8 +289,7 @@ func (r *recording) RoundTrip(req *http.Request) (*http.Response, error) {
 func TestAdaptiveNeverExceedsRate(t *testing.T) {
 	for _, headers := range []bool{false, true} {
 		synctest.Test(t, func(t *testing.T) {
-			srv := newBucketServer(500, 100, 0)
-			srv.headers = headers
+			srv := bucketAPI(500, 100, 0, headers)
 			rec := &recording{base: srv}
 			tr := New(rec, WithLimit(Limit{Adaptive: true, Rate: 20}))
 			if _, failed := goodput(tr, 20, 200); failed != 0 {
@@ -309,11 +307,11 @@ func TestAdaptiveNeverExceedsRate(t *testing.T) {
 
 func TestAdaptiveLearnsTheServersRate(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		srv := newBucketServer(50, 10, 0)
+		srv := bucketAPI(50, 10, 0, false)
 		tr := New(srv, WithRetry(RetryPolicy{MaxAttempts: 10}), WithLimit(Limit{Adaptive: true}))
 		_, failed := goodput(tr, 20, 500)
-		if failed != 0 || float64(srv.refused) > 0.05*500 {
-			t.Errorf("%d refused, %d failed calls, want at most 25 and none", srv.refused, failed)
+		if refused := srv.Stats().Limited; failed != 0 || float64(refused) > 0.05*500 {
+			t.Errorf("%d refused, %d failed calls, want at most 25 and none", refused, failed)
 		}
 		st := tr.LimitStatus("api.test").Scopes[0]
 		if !st.Adaptive || st.Counted || st.LearnedRate < 45 || st.LearnedRate > 55 {
@@ -324,8 +322,7 @@ func TestAdaptiveLearnsTheServersRate(t *testing.T) {
 
 func TestAdaptiveStatusOfACountedKey(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		srv := newBucketServer(50, 10, 0)
-		srv.headers = true
+		srv := bucketAPI(50, 10, 0, true)
 		tr := New(srv, WithLimit(Limit{Adaptive: true}))
 		if _, failed := goodput(tr, 20, 200); failed != 0 {
 			t.Fatalf("%d failed calls", failed)
@@ -345,7 +342,7 @@ func TestAdaptiveStatusOfACountedKey(t *testing.T) {
 
 func TestAdaptiveForgetsIdleKey(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		srv := newBucketServer(5, 1, 0)
+		srv := bucketAPI(5, 1, 0, false)
 		tr := New(srv, WithLimit(Limit{Adaptive: true, IdleTimeout: time.Minute}))
 		get := func(host string) {
 			req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, "http://"+host+"/", nil)
@@ -378,7 +375,7 @@ func TestAdaptiveForgetsIdleKey(t *testing.T) {
 
 func TestAdaptiveBreakerCloseResumesGently(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		srv := newBucketServer(1000, 1000, 0)
+		srv := bucketAPI(1000, 1000, 0, false)
 		tr := New(srv, WithLimit(Limit{Adaptive: true, StartRate: 40}))
 		// A refusal with a long hint pauses the key: the pace resumes at half.
 		resp := &http.Response{StatusCode: 429, Header: http.Header{"Retry-After": {"5"}}, Body: http.NoBody}

@@ -1,16 +1,7 @@
 package bench
 
 import (
-	"context"
-	"io"
-	"math"
 	"net/http"
-	"strconv"
-	"strings"
-	"sync"
-	"time"
-
-	"golang.org/x/time/rate"
 
 	"github.com/ratewise/ratewise/ratewisetest"
 )
@@ -24,8 +15,7 @@ type Loopback struct {
 // NewLoopback starts the server for s, with a transport that keeps enough
 // connections for the workers.
 func NewLoopback(s Scenario) *Loopback {
-	srv := ratewisetest.NewServer(ratewisetest.Config{Rate: s.Rate, Burst: s.Burst, Latency: s.Latency,
-		PublishHeaders: s.Headers, IETFHeaders: s.Headers})
+	srv := ratewisetest.NewServer(config(s))
 	t := srv.Client().Transport.(*http.Transport).Clone()
 	t.MaxIdleConns, t.MaxIdleConnsPerHost = s.Workers*2, s.Workers*2
 	return &Loopback{srv: srv, transport: t}
@@ -50,88 +40,36 @@ func (l *Loopback) Close() {
 }
 
 // InProcess is the scenario's server as an http.RoundTripper that answers
-// in the caller's goroutine: no network, so it runs inside a
-// testing/synctest bubble, where a ten-second scenario takes no time. It
-// keeps the same token bucket and headers as ratewisetest's server.
+// in the caller's goroutine (ratewisetest's Bucket): no network, so it
+// runs inside a testing/synctest bubble, where a ten-second scenario
+// takes no time. It keeps the same token bucket and headers as the
+// loopback server.
 type InProcess struct {
-	s       Scenario
-	mu      sync.Mutex
-	lim     *rate.Limiter // guarded by mu
-	recv    int           // guarded by mu
-	refused int           // guarded by mu
+	b *ratewisetest.Bucket
 }
 
 // NewInProcess returns the in-process server for s.
 func NewInProcess(s Scenario) *InProcess {
-	return &InProcess{s: s, lim: rate.NewLimiter(rate.Limit(s.Rate), s.Burst)}
+	return &InProcess{b: ratewisetest.NewBucket(config(s))}
 }
 
 // URL returns a base URL the transport answers for.
 func (p *InProcess) URL() string { return "http://api.bench.test" }
 
-// Transport returns p itself.
-func (p *InProcess) Transport() http.RoundTripper { return p }
+// Transport returns the bucket.
+func (p *InProcess) Transport() http.RoundTripper { return p.b }
 
 // Stats returns the requests received and refused.
 func (p *InProcess) Stats() (int, int) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.recv, p.refused
+	st := p.b.Stats()
+	return st.Received, st.Limited
 }
 
 // Close does nothing: there is nothing to stop.
 func (p *InProcess) Close() {}
 
-// RoundTrip answers a request as the token bucket says.
-func (p *InProcess) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.Body != nil {
-		_ = req.Body.Close()
-	}
-	if p.s.Latency > 0 {
-		if err := sleep(req.Context(), p.s.Latency); err != nil {
-			return nil, err
-		}
-	}
-	p.mu.Lock()
-	p.recv++
-	now := time.Now()
-	ok := p.lim.AllowN(now, 1)
-	tokens := math.Max(p.lim.TokensAt(now), 0)
-	if !ok {
-		p.refused++
-	}
-	p.mu.Unlock()
-
-	h := http.Header{}
-	if p.s.Headers {
-		untilFull := (float64(p.s.Burst) - tokens) / p.s.Rate
-		untilOne := math.Max(1-tokens, 0) / p.s.Rate
-		remaining := int(tokens)
-		reset := untilFull
-		if remaining == 0 {
-			reset = untilOne
-		}
-		h.Set("X-RateLimit-Limit", strconv.Itoa(p.s.Burst))
-		h.Set("X-RateLimit-Remaining", strconv.Itoa(remaining))
-		h.Set("X-RateLimit-Reset", strconv.Itoa(int(math.Ceil(untilFull))))
-		h.Set("RateLimit", `"default";r=`+strconv.Itoa(remaining)+";t="+strconv.Itoa(int(math.Ceil(reset))))
-	}
-	status, body := http.StatusOK, "ok"
-	if !ok {
-		status, body = http.StatusTooManyRequests, `{"error":"rate limited"}`
-		h.Set("Retry-After", strconv.Itoa(max(int(math.Ceil((1-tokens)/p.s.Rate)), 1)))
-	}
-	return &http.Response{StatusCode: status, Status: http.StatusText(status), Header: h, Request: req,
-		Body: io.NopCloser(strings.NewReader(body)), ContentLength: int64(len(body))}, nil
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+// config is the server of s.
+func config(s Scenario) ratewisetest.Config {
+	return ratewisetest.Config{Rate: s.Rate, Burst: s.Burst, Latency: s.Latency,
+		PublishHeaders: s.Headers, IETFHeaders: s.Headers}
 }

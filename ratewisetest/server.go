@@ -5,17 +5,12 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"slices"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
-
-	"golang.org/x/time/rate"
 )
 
 // defaultSeed is what a zero Config.Seed means: fixed, so runs repeat.
@@ -47,57 +42,18 @@ type Server struct {
 	// with no trailing slash.
 	URL string
 
-	cfg     Config
-	burst   int
-	faults  []Fault
-	handler http.Handler
-	policy  string // RateLimit-Policy value, the same on every response
-	ts      *httptest.Server
+	api *api
+	ts  *httptest.Server
 
 	done      chan struct{} // closed by Close to cut latency waits short
 	closeOnce sync.Once
-
-	received, admitted, limited, faulted atomic.Int64
-
-	mu         sync.Mutex
-	buckets    map[string]*rate.Limiter // guarded by mu
-	arrivals   []time.Time              // guarded by mu
-	faultRand  *rand.Rand               // guarded by mu
-	jitterRand *rand.Rand               // guarded by mu
 }
 
 // NewServer starts a server described by cfg on 127.0.0.1. It panics with
 // the error of [Config.Validate] when cfg is invalid, and, like
 // [httptest.NewServer], when it cannot listen on loopback.
 func NewServer(cfg Config) *Server {
-	if err := cfg.Validate(); err != nil {
-		panic(err)
-	}
-	// Own copies, so the caller changing its slice later cannot race us.
-	cfg.Faults = slices.Clone(cfg.Faults)
-	seed := cfg.Seed
-	if seed == 0 {
-		seed = defaultSeed
-	}
-	s := &Server{
-		cfg:     cfg,
-		burst:   cfg.burst(),
-		faults:  cfg.faults(),
-		handler: cfg.Handler,
-		done:    make(chan struct{}),
-		buckets: make(map[string]*rate.Limiter),
-		// Separate streams, so changing the jitter does not change which
-		// requests get faults.
-		faultRand:  rand.New(rand.NewPCG(seed, 1)),
-		jitterRand: rand.New(rand.NewPCG(seed, 2)),
-	}
-	if s.handler == nil {
-		s.handler = http.HandlerFunc(okHandler)
-	}
-	if cfg.Rate > 0 {
-		full := ceilSeconds(fromSeconds(float64(s.burst) / cfg.Rate))
-		s.policy = `"default";q=` + strconv.Itoa(s.burst) + ";w=" + strconv.FormatInt(max(full, 1), 10)
-	}
+	s := &Server{api: newAPI(cfg), done: make(chan struct{})}
 
 	// Listen ourselves rather than through httptest.NewServer, which may
 	// pick [::1] or an address from the -httptest.serve flag.
@@ -129,58 +85,14 @@ func (s *Server) Client() *http.Client {
 }
 
 // Stats returns a snapshot of the server's counters.
-func (s *Server) Stats() Stats {
-	return Stats{
-		Received: int(s.received.Load()),
-		Admitted: int(s.admitted.Load()),
-		Limited:  int(s.limited.Load()),
-		Faults:   int(s.faulted.Load()),
-	}
-}
+func (s *Server) Stats() Stats { return s.api.stats() }
 
 // Arrivals returns when each request arrived, in order, for checking how a
 // client paces its requests. The slice is a copy.
-func (s *Server) Arrivals() []time.Time {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.arrivals)
-}
+func (s *Server) Arrivals() []time.Time { return s.api.arrivalTimes() }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
-	s.received.Add(1)
-	s.mu.Lock()
-	s.arrivals = append(s.arrivals, time.Now())
-	jitter := s.drawJitter()
-	s.mu.Unlock()
-
-	if !s.sleep(r.Context(), s.cfg.Latency+jitter) {
-		// The client is gone or the server is closing: drop the connection
-		// rather than let net/http send an empty 200.
-		panic(http.ErrAbortHandler)
-	}
-	if s.cfg.Rate == 0 {
-		s.admit(w, r)
-		return
-	}
-
-	var key string
-	if s.cfg.KeyHeader != "" {
-		key = r.Header.Get(s.cfg.KeyHeader)
-	}
-	v, now := s.take(key)
-	s.setHeaders(w.Header(), v)
-	if v.admitted {
-		s.admit(w, r)
-		return
-	}
-	s.limited.Add(1)
-	h := w.Header()
-	if ra := retryAfter(s.cfg.RetryAfter, now, v.untilOne); ra != "" {
-		h.Set("Retry-After", ra)
-	}
-	h.Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusTooManyRequests)
-	_, _ = io.WriteString(w, limitedBody)
+	s.api.serve(w, r, s.sleep)
 }
 
 // sleep waits d and reports whether it did, rather than being cut short by
@@ -198,103 +110,6 @@ func (s *Server) sleep(ctx context.Context, d time.Duration) bool {
 		return false
 	case <-s.done:
 		return false
-	}
-}
-
-// admit answers a request that passed the bucket, with a fault or the
-// handler.
-func (s *Server) admit(w http.ResponseWriter, r *http.Request) {
-	f, ok := s.drawFault()
-	if !ok {
-		s.admitted.Add(1)
-		s.handler.ServeHTTP(w, r)
-		return
-	}
-	s.faulted.Add(1)
-	switch f {
-	case Fault503:
-		w.WriteHeader(http.StatusServiceUnavailable)
-	case FaultReset:
-		conn, _, err := http.NewResponseController(w).Hijack()
-		if err != nil {
-			// Cannot hijack (HTTP/2): aborting is the closest to a reset.
-			panic(http.ErrAbortHandler)
-		}
-		if tc, ok := conn.(*net.TCPConn); ok {
-			// Linger 0 makes Close send RST instead of FIN.
-			_ = tc.SetLinger(0)
-		}
-		_ = conn.Close()
-	}
-}
-
-// drawJitter returns the extra latency of one request. s.mu must be held.
-func (s *Server) drawJitter() time.Duration {
-	j := int64(s.cfg.LatencyJitter)
-	if j <= 0 {
-		return 0
-	}
-	if j < math.MaxInt64 {
-		j++ // "up to" includes the bound
-	}
-	return time.Duration(s.jitterRand.Int64N(j))
-}
-
-// drawFault reports whether an admitted request gets a fault, and which.
-func (s *Server) drawFault() (Fault, bool) {
-	if s.cfg.FaultRate == 0 {
-		return 0, false
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.faultRand.Float64() >= s.cfg.FaultRate {
-		return 0, false
-	}
-	return s.faults[s.faultRand.IntN(len(s.faults))], true
-}
-
-// verdict is what a bucket said about one request.
-type verdict struct {
-	admitted  bool
-	remaining int           // whole tokens left after the request
-	untilOne  time.Duration // until at least one token is available
-	untilFull time.Duration // until the bucket is full
-}
-
-// take asks the bucket of key for one token, and returns the verdict and
-// the time it was made.
-func (s *Server) take(key string) (verdict, time.Time) {
-	// One lock around the whole decision, so the headers describe the same
-	// bucket state that admitted or refused the request.
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	lim, ok := s.buckets[key]
-	if !ok {
-		lim = rate.NewLimiter(rate.Limit(s.cfg.Rate), s.burst)
-		s.buckets[key] = lim
-	}
-	now := time.Now()
-	// AllowN takes nothing when it refuses, so a 429 costs no token.
-	ok = lim.AllowN(now, 1)
-	v := bucketState(lim.TokensAt(now), s.cfg.Rate, s.burst)
-	v.admitted = ok
-	return v, now
-}
-
-// setHeaders adds the configured rate-limit headers for v to h.
-func (s *Server) setHeaders(h http.Header, v verdict) {
-	if s.cfg.PublishHeaders {
-		h.Set("X-RateLimit-Limit", strconv.Itoa(s.burst))
-		h.Set("X-RateLimit-Remaining", strconv.Itoa(v.remaining))
-		h.Set("X-RateLimit-Reset", strconv.FormatInt(ceilSeconds(v.untilFull), 10))
-	}
-	if s.cfg.IETFHeaders {
-		t := v.untilFull
-		if v.remaining == 0 {
-			t = v.untilOne
-		}
-		h.Set("RateLimit-Policy", s.policy)
-		h.Set("RateLimit", `"default";r=`+strconv.Itoa(v.remaining)+";t="+strconv.FormatInt(ceilSeconds(t), 10))
 	}
 }
 

@@ -1,0 +1,77 @@
+package ratewisetest
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"syscall"
+	"time"
+)
+
+// Bucket is the rate-limited API of a [Server] as an [http.RoundTripper]
+// that answers in the caller's goroutine, with no network: the same token
+// buckets, headers, Retry-After, latency, faults and counts. Inside a
+// testing/synctest bubble its latency and the client's waits take no real
+// time, so a batch of many seconds runs in milliseconds. Create it with
+// [NewBucket]. A Bucket is safe for concurrent use.
+//
+// A request cancelled during the latency gets its context's error, and a
+// FaultReset a connection reset (syscall.ECONNRESET), as a client over
+// the network would.
+type Bucket struct {
+	api *api
+}
+
+// NewBucket returns the API cfg describes. It panics with the error of
+// [Config.Validate] when cfg is invalid.
+func NewBucket(cfg Config) *Bucket {
+	return &Bucket{api: newAPI(cfg)}
+}
+
+// RoundTrip answers req.
+func (b *Bucket) RoundTrip(req *http.Request) (resp *http.Response, err error) {
+	if req.Body != nil {
+		defer req.Body.Close()
+	}
+	rec := httptest.NewRecorder()
+	defer func() {
+		if p := recover(); p != nil {
+			if p != http.ErrAbortHandler {
+				panic(p)
+			}
+			// Abandoned during the latency, or a connection reset.
+			resp, err = nil, req.Context().Err()
+			if err == nil {
+				err = &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}
+			}
+		}
+	}()
+	b.api.serve(rec, req, sleep)
+	resp = rec.Result()
+	resp.Request = req
+	return resp, nil
+}
+
+// Stats returns a snapshot of the counters.
+func (b *Bucket) Stats() Stats { return b.api.stats() }
+
+// Arrivals returns when each request arrived, in order. The slice is a
+// copy.
+func (b *Bucket) Arrivals() []time.Time { return b.api.arrivalTimes() }
+
+// sleep waits d, or less when ctx ends first, and reports whether it
+// waited it out.
+func sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

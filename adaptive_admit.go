@@ -96,29 +96,5 @@ func (t adaptiveTicket) cancel() {
 }
 
 // adaptiveTickets are the tickets an attempt holds, one per adaptive
-// scope; two fit inline, as heldSlots do.
-type adaptiveTickets struct {
-	inline [2]adaptiveTicket
-	n      int
-	more   []adaptiveTicket
-}
-
-func (ts *adaptiveTickets) add(t adaptiveTicket) {
-	if ts.n < len(ts.inline) {
-		ts.inline[ts.n] = t
-	} else {
-		ts.more = append(ts.more, t)
-	}
-	ts.n++
-}
-
-// each calls f for every ticket, then forgets them.
-func (ts *adaptiveTickets) each(f func(adaptiveTicket)) {
-	for i := range min(ts.n, len(ts.inline)) {
-		f(ts.inline[i])
-	}
-	for _, t := range ts.more {
-		f(t)
-	}
-	*ts = adaptiveTickets{}
-}
+// scope.
+type adaptiveTickets = holds[adaptiveTicket]

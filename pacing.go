@@ -212,33 +212,11 @@ type heldSlot struct {
 }
 
 // heldSlots are the slots an attempt holds, one per scope with a
-// MaxConcurrent. Two fit inline: a value, so holding them allocates
-// nothing, and the call that keeps them stays on the stack.
-type heldSlots struct {
-	inline [2]heldSlot
-	n      int
-	more   []heldSlot
-}
-
-func (h *heldSlots) add(s heldSlot) {
-	if h.n < len(h.inline) {
-		h.inline[h.n] = s
-	} else {
-		h.more = append(h.more, s)
-	}
-	h.n++
-}
+// MaxConcurrent.
+type heldSlots struct{ holds[heldSlot] }
 
 // release frees every slot held and forgets them.
-func (h *heldSlots) release() {
-	for i := range min(h.n, len(h.inline)) {
-		h.inline[i].free()
-	}
-	for _, s := range h.more {
-		s.free()
-	}
-	*h = heldSlots{}
-}
+func (h *heldSlots) release() { h.drain(heldSlot.free) }
 
 func (s heldSlot) free() {
 	s.scope.releaseSlot(&s.entry.state)

@@ -13,6 +13,20 @@ import (
 // would retry until MaxAttempts without a budget.
 func failingHost() *script { return newScript(answer(429, "Retry-After", "0")) }
 
+// getAll makes n calls to url through tr, each of which must end in a
+// response.
+func getAll(t *testing.T, tr *Transport, url string, n int) {
+	t.Helper()
+	for range n {
+		req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, url, nil)
+		resp, err := tr.RoundTrip(req)
+		if err != nil {
+			t.Fatalf("RoundTrip: %v", err)
+		}
+		readAll(t, resp)
+	}
+}
+
 func TestRetryBudgetBoundsRetriesToAFailingHost(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := failingHost()
@@ -50,13 +64,7 @@ func TestRetryBudgetOffRetriesEveryCall(t *testing.T) {
 		s := failingHost()
 		p := RetryPolicy{MaxAttempts: 5, InitialDelay: time.Millisecond, RetryBudget: NoRetryBudget}
 		tr := New(s.mock(), WithRetry(p))
-		for range 50 {
-			resp, err := tr.RoundTrip(mustRequest(t, http.MethodGet, nil))
-			if err != nil {
-				t.Fatalf("RoundTrip: %v", err)
-			}
-			readAll(t, resp)
-		}
+		getAll(t, tr, testURL, 50)
 		if got := s.calls(); got != 50*5 {
 			t.Errorf("server calls = %d, want every call's 5 attempts, 250", got)
 		}
@@ -69,24 +77,13 @@ func TestRetryBudgetRefillsFromTheFloor(t *testing.T) {
 		// The balance holds 1×10 + 0 = 10 retries and regains one a second.
 		p := RetryPolicy{MaxAttempts: 2, InitialDelay: time.Millisecond, RetryBudget: 1e-9, RetryBudgetFloor: 1}
 		tr := New(s.mock(), WithRetry(p))
-		get := func() {
-			resp, err := tr.RoundTrip(mustRequest(t, http.MethodGet, nil))
-			if err != nil {
-				t.Fatalf("RoundTrip: %v", err)
-			}
-			readAll(t, resp)
-		}
-		for range 20 {
-			get()
-		}
+		getAll(t, tr, testURL, 20)
 		if got := s.calls(); got != 20+10 {
 			t.Fatalf("server calls = %d, want 20 calls and the 10 retries of a full balance", got)
 		}
 		time.Sleep(3 * time.Second)
 		before := s.calls()
-		for range 5 {
-			get()
-		}
+		getAll(t, tr, testURL, 5)
 		if got := s.calls() - before; got != 5+3 {
 			t.Errorf("after 3s, server calls = %d, want 5 calls and the 3 retries the floor paid in", got)
 		}
@@ -98,21 +95,11 @@ func TestRetryBudgetIsPerHost(t *testing.T) {
 		s := failingHost()
 		p := RetryPolicy{MaxAttempts: 2, InitialDelay: time.Millisecond, RetryBudget: 1e-9, RetryBudgetFloor: 0.1}
 		tr := New(s.mock(), WithRetry(p))
-		get := func(url string) {
-			req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, url, nil)
-			resp, err := tr.RoundTrip(req)
-			if err != nil {
-				t.Fatalf("RoundTrip: %v", err)
-			}
-			readAll(t, resp)
-		}
-		for range 5 {
-			get("https://a.example.com/")
-		}
+		getAll(t, tr, "https://a.example.com/", 5)
 		if got := s.calls(); got != 5+1 {
 			t.Fatalf("host a: server calls = %d, want 5 calls and the one retry its balance holds", got)
 		}
-		get("https://b.example.com/")
+		getAll(t, tr, "https://b.example.com/", 1)
 		if got := s.calls(); got != 6+2 {
 			t.Errorf("host b: server calls = %d, want its own full balance to retry once", got-6)
 		}

@@ -259,7 +259,7 @@ func (c *call) admit() error {
 			return nil
 		}
 		c.held.release()
-		c.adaptive.each(adaptiveTicket.cancel)
+		c.adaptive.drain(adaptiveTicket.cancel)
 	}
 }
 
@@ -272,7 +272,7 @@ func (c *call) admitScopes() error {
 		if err != nil {
 			s.states.release(e)
 			c.held.release()
-			c.adaptive.each(adaptiveTicket.cancel)
+			c.adaptive.drain(adaptiveTicket.cancel)
 			return err
 		}
 		if e.state.adapt != nil {
@@ -328,7 +328,7 @@ func (c *call) feedBack(resp *http.Response, err error, class Class) {
 		if probed && err == nil && class == Final {
 			pausedUntil = now // the breaker closes: resume gently
 		}
-		c.adaptive.each(func(t adaptiveTicket) {
+		c.adaptive.drain(func(t adaptiveTicket) {
 			if !pausedUntil.IsZero() {
 				t.entry.state.adapt.pause(pausedUntil)
 			}

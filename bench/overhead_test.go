@@ -1,8 +1,10 @@
 package bench
 
 import (
+	"fmt"
 	"io"
 	"net/http"
+	"sync/atomic"
 	"testing"
 
 	"github.com/failsafe-go/failsafe-go/circuitbreaker"
@@ -34,6 +36,23 @@ type emptyBody struct{}
 func (emptyBody) Read([]byte) (int, error) { return 0, io.EOF }
 func (emptyBody) Close() error             { return nil }
 
+// fullStack is every layer of ratewise on, none of them holding a request
+// back: a limit at rate.Inf with a concurrency cap, the cooldown gate, the
+// retry policy and a breaker.
+func fullStack(base http.RoundTripper) http.RoundTripper {
+	return ratewise.New(base, ratewise.WithLimit(ratewise.Limit{Rate: rate.Inf, MaxConcurrent: 1 << 20}),
+		ratewise.WithBreaker(ratewise.BreakerPolicy{}))
+}
+
+// withCallStats sends every request with a ratewise.CallStats in its
+// context.
+type withCallStats struct{ rt http.RoundTripper }
+
+func (w withCallStats) RoundTrip(req *http.Request) (*http.Response, error) {
+	ctx, _ := ratewise.WithCallStats(req.Context())
+	return w.rt.RoundTrip(req.WithContext(ctx))
+}
+
 // overheadCases are the RoundTrippers measured, each over its own base.
 func overheadCases() []struct {
 	name string
@@ -48,9 +67,9 @@ func overheadCases() []struct {
 	}{
 		{"bare", newStaticBase()},
 		{"ratewise/default", ratewise.New(newStaticBase())},
+		{"ratewise/default+callstats", withCallStats{ratewise.New(newStaticBase())}},
 		{"ratewise/adaptive", ratewise.New(newStaticBase(), ratewise.WithLimit(ratewise.Limit{Adaptive: true}))},
-		{"ratewise/limit+retry+breaker", ratewise.New(newStaticBase(),
-			ratewise.WithLimit(ratewise.Limit{Rate: rate.Inf, MaxConcurrent: 1 << 20}), ratewise.WithBreaker(ratewise.BreakerPolicy{}))},
+		{"ratewise/limit+retry+breaker", fullStack(newStaticBase())},
 		{"go-retryablehttp", &retryablehttp.RoundTripper{Client: retryable}},
 		{"failsafe-go/retry", failsafehttp.NewRoundTripper(newStaticBase(), failsafeRetry())},
 		{"failsafe-go/retry+breaker", failsafehttp.NewRoundTripper(newStaticBase(), failsafeRetry(),
@@ -96,6 +115,45 @@ func BenchmarkOverheadParallel(b *testing.B) {
 					resp, err := bc.rt.RoundTrip(req)
 					if err != nil || resp.StatusCode != 200 {
 						b.Errorf("RoundTrip = %v, %v", resp, err)
+						return
+					}
+					_ = resp.Body.Close()
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkOverheadManyKeys runs from every core at once over 1,024
+// hosts, to show that requests for different keys do not queue on a
+// shared lock.
+func BenchmarkOverheadManyKeys(b *testing.B) {
+	reqs := make([]*http.Request, 1024)
+	for i := range reqs {
+		r, err := http.NewRequest(http.MethodGet, fmt.Sprintf("https://api%d.example.com/items", i), nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		reqs[i] = r
+	}
+	for _, bc := range []struct {
+		name string
+		rt   http.RoundTripper
+	}{
+		{"bare", newStaticBase()},
+		{"ratewise/limit+retry+breaker", fullStack(newStaticBase())},
+		{"ratewise/adaptive", ratewise.New(newStaticBase(), ratewise.WithLimit(ratewise.Limit{Adaptive: true}))},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			var next atomic.Int64
+			b.RunParallel(func(pb *testing.PB) {
+				i := int(next.Add(1)) * 97
+				for pb.Next() {
+					i++
+					resp, err := bc.rt.RoundTrip(reqs[i%len(reqs)])
+					if err != nil {
+						b.Error(err)
 						return
 					}
 					_ = resp.Body.Close()

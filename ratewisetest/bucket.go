@@ -47,7 +47,7 @@ func (b *Bucket) RoundTrip(req *http.Request) (resp *http.Response, err error) {
 			}
 		}
 	}()
-	b.api.serve(rec, req, sleep)
+	b.api.serve(rec, req, func(ctx context.Context, d time.Duration) bool { return sleep(ctx, d, nil) })
 	resp = rec.Result()
 	resp.Request = req
 	return resp, nil
@@ -60,9 +60,9 @@ func (b *Bucket) Stats() Stats { return b.api.stats() }
 // copy.
 func (b *Bucket) Arrivals() []time.Time { return b.api.arrivalTimes() }
 
-// sleep waits d, or less when ctx ends first, and reports whether it
-// waited it out.
-func sleep(ctx context.Context, d time.Duration) bool {
+// sleep waits d, or less when ctx ends or done closes first (never, when
+// nil), and reports whether it waited it out.
+func sleep(ctx context.Context, d time.Duration, done <-chan struct{}) bool {
 	if d <= 0 {
 		return true
 	}
@@ -72,6 +72,8 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	case <-t.C:
 		return true
 	case <-ctx.Done():
+		return false
+	case <-done:
 		return false
 	}
 }

@@ -98,19 +98,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 // sleep waits d and reports whether it did, rather than being cut short by
 // ctx or by Close.
 func (s *Server) sleep(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return true
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	case <-s.done:
-		return false
-	}
+	return sleep(ctx, d, s.done)
 }
 
 // bucketState describes a bucket holding tokens, refilled at perSecond up

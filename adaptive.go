@@ -64,6 +64,12 @@ const (
 	// adaptiveResume is where a pace resumes after a long pause, as a
 	// share of what it was.
 	adaptiveResume = 0.5
+	// adaptiveMaxHold bounds how long the pace holds at the top of a
+	// measure before probing beyond it.
+	adaptiveMaxHold = 30 * time.Second
+	// adaptiveMaxRate bounds every pace, so that a long run of successes
+	// cannot probe it to infinity.
+	adaptiveMaxRate = 1e6
 )
 
 // adaptiveState is what an adaptive scope has learned of one key.
@@ -101,6 +107,7 @@ type adaptiveState struct {
 	lastSuccess      time.Time
 	successes        int64
 	lastEmpty        time.Time // the last refusal that decreased or measured
+	slack            bool      // since then, the pace has not been binding at some point
 	successesAtEmpty int64
 	firstSend        time.Time
 }
@@ -139,7 +146,7 @@ func (a *adaptiveState) rate(now time.Time) float64 {
 			r = a.rampTo + a.band*(math.Exp2(beyond)-1)
 		}
 	}
-	return math.Min(r, a.ceiling)
+	return math.Min(r, math.Min(a.ceiling, adaptiveMaxRate))
 }
 
 // setPace starts a climb from 'from' to 'to', held there for hold, then
@@ -173,7 +180,7 @@ func (a *adaptiveState) join(now time.Time) (expected time.Duration, known bool)
 		return 0, false
 	}
 	if r := a.rate(now); queued > 0 && !math.IsInf(r, 1) {
-		d += time.Duration(float64(queued) * float64(time.Second) / r)
+		d += time.Duration(math.Min(float64(queued)*float64(interval(r)), float64(time.Hour)))
 	}
 	return d, queued == 0 || d > 0
 }
@@ -196,14 +203,15 @@ func (a *adaptiveState) take(now time.Time) (seq uint64, delay time.Duration, re
 		return 0, delay, ready, false
 	}
 	if r := a.rate(now); !math.IsInf(r, 1) {
-		// Keep the cadence when the head is a little late; after an idle
-		// spell, start it again from now.
+		// The next request no sooner than an interval from this one, so
+		// that the pace, and a ceiling, hold over any span. A head that
+		// comes an interval late found the pace not binding: the key's
+		// demand fell below it, and the server's bucket filled meanwhile.
 		iv := interval(r)
-		if now.Sub(a.next) < iv {
-			a.next = a.next.Add(iv)
-		} else {
-			a.next = now.Add(iv)
+		if !a.next.IsZero() && now.Sub(a.next) >= iv {
+			a.slack = true
 		}
+		a.next = now.Add(iv)
 	}
 	a.sent++
 	a.inFlight++
@@ -332,14 +340,16 @@ func (a *adaptiveState) decrease(now time.Time) {
 		}(a.rate(now))
 	}
 	a.cutAt = a.sent
+	defer func() { a.slack = false }() // a new span begins
 	wasSlowStart := a.slowStart
 	a.slowStart = false
-	if span := now.Sub(a.lastEmpty); !a.lastEmpty.IsZero() && span >= adaptiveMinSample {
-		// A measure: between the two refusals the server refilled what it
-		// let through, give or take a token. Send at the low end, which it
-		// can always serve, and climb to the high end.
+	if span := now.Sub(a.lastEmpty); !a.lastEmpty.IsZero() && span >= adaptiveMinSample && !a.slack {
+		// A measure: between the two refusals the key kept the server
+		// busy, and the server refilled what it let through, give or take
+		// a token. Send at the low end, which it can always serve, and
+		// climb to the high end.
 		s := float64(a.successes - a.successesAtEmpty)
-		a.setPace(math.Max(s-1, 1)/span.Seconds(), (s+1)/span.Seconds(), 0, span)
+		a.setPace(math.Max(s-1, 1)/span.Seconds(), (s+1)/span.Seconds(), 0, min(span, adaptiveMaxHold))
 	} else if wasSlowStart {
 		// Nothing to measure yet: start from what went through in the
 		// first second or so, and double until a refusal measures.

@@ -57,6 +57,9 @@ type serverCount struct {
 	window bool
 	// noBound is set by a refusal: limit/reset is no refill to count on.
 	noBound bool
+	// reask is how long after a count of none left without a reset the
+	// key asks again.
+	reask time.Duration
 	// consumed counts the successes since counting began; samples holds
 	// earlier (at, consumed, remaining) to measure the refill over.
 	consumed int64
@@ -90,7 +93,9 @@ func (a *adaptiveState) counted(seq uint64, an serverAnswer, now time.Time) bool
 		c.consumed++
 	}
 	if an.refused {
-		c.noBound = true
+		// Whatever the count says (another limit may bind), nothing is
+		// left now, and limit/reset is no refill to count on.
+		c.noBound, an.remaining = true, 0
 	}
 	// The server may take requests sent together in any order, and their
 	// answers may overtake each other: of counts that come close together,
@@ -102,6 +107,14 @@ func (a *adaptiveState) counted(seq uint64, an serverAnswer, now time.Time) bool
 	}
 	c.seq = max(c.seq, seq)
 	c.at, c.remaining, c.limit, c.reset = now, an.remaining, an.limit, an.reset
+	switch {
+	case an.remaining > 0:
+		c.reask = 0
+	case an.reset <= 0:
+		// Nothing left and no reset said: ask again after a while, twice
+		// as long each time the answer is the same.
+		c.reask = min(max(2*c.reask, time.Second), adaptiveQuotaWindow)
+	}
 	c.window = c.window || an.reset >= adaptiveQuotaWindow
 	if n := len(c.samples); n == 0 || now.Sub(c.samples[n-1].at) >= countSampleEvery {
 		if n == countSamples {
@@ -123,6 +136,9 @@ func (c *serverCount) wait(a *adaptiveState, now time.Time) (time.Duration, <-ch
 		left--
 	}
 	resetAt := c.at.Add(c.reset)
+	if c.reset <= 0 {
+		resetAt = c.at.Add(c.reask)
+	}
 	if c.window {
 		switch {
 		case !now.Before(resetAt):

@@ -105,18 +105,35 @@ func TestAdaptiveMeasuresBetweenRefusals(t *testing.T) {
 	a := newAdaptiveState(100, math.Inf(1))
 	seq, now := sendAt(t, a, t0)
 	a.outcome(seq, refused, now)
-	// 2s later, with 60 successes between: the server refills 30 a second,
-	// give or take a token.
-	mark := now
-	for i := range 60 {
-		seq, _ := sendAt(t, a, now)
-		a.outcome(seq, succeeded, mark.Add(time.Duration(i+1)*2*time.Second/61))
+	// The key keeps sending at its pace, and the server lets S through
+	// until it refuses again 2s later: it refills S/2 a second, give or
+	// take a token.
+	mark, s := now, 0
+	for now.Sub(mark) < 2*time.Second {
+		seq, now = sendAt(t, a, now)
+		a.outcome(seq, succeeded, now)
+		s++
 	}
-	now = mark.Add(2 * time.Second)
-	seq, _ = sendAt(t, a, now)
+	seq, now = sendAt(t, a, now)
 	a.outcome(seq, refused, now)
-	if got := a.rate(now); got < 29.5/1 || got > 30 {
-		t.Errorf("pace after a measure of 60 in 2s = %.2f, want the low end, 59/2 = 29.5", got)
+	span := now.Sub(mark).Seconds()
+	if got, want := a.rate(now), float64(s-1)/span; math.Abs(got-want) > 1e-9 {
+		t.Errorf("pace after a measure of %d in %.2fs = %.2f, want the low end, %.2f", s, span, got, want)
+	}
+	// A key whose demand falls below its pace lets the server's bucket
+	// fill: the next refusal measures nothing, and only cuts the pace.
+	mark = now
+	before := a.rate(now)
+	for range 20 {
+		seq, now = sendAt(t, a, now.Add(time.Second))
+		a.outcome(seq, succeeded, now)
+	}
+	seq, now = sendAt(t, a, now)
+	climbed := a.rate(now)
+	a.outcome(seq, refused, now)
+	if got := a.rate(now); math.Abs(got-climbed*adaptiveCut) > 1e-9 {
+		t.Errorf("pace after an idle span = %.2f, want a cut of %.2f, not a measure of 20 in %v (from %.2f)",
+			got, climbed, now.Sub(mark), before)
 	}
 }
 
@@ -494,5 +511,60 @@ func TestCountsTogetherTakeTheLowest(t *testing.T) {
 	a.outcome(1, serverAnswer{ok: true, remaining: 9}, t0.Add(2*time.Second))
 	if got := a.count.remaining; got != 7 {
 		t.Errorf("count after a late answer to an older request = %d, want 7 kept", got)
+	}
+}
+
+func TestAdaptiveCeilingHoldsOverAnySpan(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	a := newAdaptiveState(0, 1) // a Rate of 1 a second as the ceiling
+	for _, at := range []time.Duration{0, 1990 * time.Millisecond} {
+		seq, _, _, sent := a.take(t0.Add(at))
+		if !sent {
+			t.Fatalf("no request at %v", at)
+		}
+		a.outcome(seq, succeeded, t0.Add(at+time.Millisecond))
+	}
+	// A head a little late must not make up for it with a second request
+	// within the interval.
+	if _, delay, _, sent := a.take(t0.Add(2 * time.Second)); sent || delay != 990*time.Millisecond {
+		t.Errorf("at 2s: sent %v, delay %v; want a wait of 990ms, a second after the last", sent, delay)
+	}
+}
+
+func TestAdaptiveIdleBatchesKeepTheirPace(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// A batch job: 50 calls every 10 minutes against 10 a second. The
+		// idle time between batches is no measure of the server.
+		srv := bucketAPI(10, 10, 20*time.Millisecond, false)
+		tr := New(srv, WithLimit(Limit{Adaptive: true}))
+		for i := range 5 {
+			wall, failed, why := goodputErr(tr, 10, 50)
+			// The ideal is (50 − 10) / 10 = 4s.
+			if failed != 0 || wall > 6*time.Second {
+				t.Fatalf("batch %d: %v, %d failed (%s); want each near the 4s the server allows", i, wall, failed, why)
+			}
+			time.Sleep(10 * time.Minute)
+		}
+	})
+}
+
+func TestCountOfNoneWithoutResetIsAskedAgainSlowly(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	a := newAdaptiveState(0, math.Inf(1))
+	// Every answer is a refusal saying none is left, and no reset.
+	var sends []time.Time
+	for now := t0; now.Before(t0.Add(time.Minute)); {
+		seq, delay, _, sent := a.take(now)
+		if !sent {
+			now = now.Add(max(delay, time.Millisecond))
+			continue
+		}
+		sends = append(sends, now)
+		now = now.Add(time.Millisecond)
+		a.outcome(seq, serverAnswer{refused: true, remaining: 0, limit: 10}, now)
+	}
+	// Asked again after 1s, 2s, 4s, 8s, 16s, 32s: 7 in the first minute.
+	if len(sends) > 7 {
+		t.Errorf("%d requests in a minute against a count of none left, want the asks spaced out, at most 7", len(sends))
 	}
 }

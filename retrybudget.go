@@ -93,18 +93,29 @@ func (c *call) takeRetry() bool {
 		return false
 	}
 	b.tokens--
+	c.retryTaken = true
 	return true
 }
 
 // returnRetry gives back a retry taken for nothing.
 func (c *call) returnRetry() {
+	c.retryTaken = false
 	if c.policy.RetryBudget < 0 {
 		return
 	}
 	if e := c.t.retryBudgets.acquire(c.req.URL.Host, false); e != nil {
-		e.state.mu.Lock()
-		e.state.tokens++
-		e.state.mu.Unlock()
+		b := &e.state
+		b.mu.Lock()
+		b.tokens = math.Min(b.tokens+1, retryBudgetCap(b.ratio, b.floor))
+		b.mu.Unlock()
 		c.t.retryBudgets.release(e)
+	}
+}
+
+// returnUnsentRetry gives back a retry the call took but never sent: its
+// wait or its admission was refused, or the context ended.
+func (c *call) returnUnsentRetry() {
+	if c.retryTaken {
+		c.returnRetry()
 	}
 }

@@ -123,3 +123,26 @@ func TestRetryBudgetExhaustedAfterNetworkError(t *testing.T) {
 		}
 	})
 }
+
+func TestRetryBudgetGivenBackWhenRetryNotSent(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newScript(answer(429, "Retry-After", "30"))
+		// A balance of 1 + 0.01: one retry. No cooldown, so that every call
+		// sends its first attempt.
+		p := RetryPolicy{MaxAttempts: 2, RetryBudget: 0.01, RetryBudgetFloor: 0.1}
+		tr := New(s.mock(), WithRetry(p), WithCooldown(CooldownPolicy{Off: true}))
+		for range 3 {
+			ctx, cancel := context.WithCancel(context.Background())
+			time.AfterFunc(time.Second, cancel) // during the 30s backoff
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, testURL, nil)
+			if _, err := tr.RoundTrip(req); !errors.Is(err, context.Canceled) {
+				t.Fatalf("cancelled during the backoff: err = %v, want context.Canceled", err)
+			}
+		}
+		// The retries cancelled were never sent: the balance still has one.
+		getAll(t, tr, testURL, 1)
+		if got := s.calls(); got != 3+2 {
+			t.Errorf("server calls = %d, want 3 cancelled calls and a last one with its retry", got)
+		}
+	})
+}

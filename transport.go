@@ -149,6 +149,7 @@ type call struct {
 
 	attempts       int
 	networkRetries int
+	retryTaken     bool // a retry taken from the retry budget and not yet sent
 	// The wait budget: shared through the context, or else the policy's
 	// TotalWaitCap, of which waitLeft remains. paidUntil and paidCharge
 	// are the last wait reserved from a shared budget, for giving it back.
@@ -177,6 +178,7 @@ func (c *call) run() (*http.Response, error) {
 		return nil, err
 	}
 	c.depositRetryShare()
+	defer c.returnUnsentRetry()
 	for {
 		if err := c.admit(); err != nil {
 			closeRequestBody(c.out)
@@ -290,6 +292,7 @@ func (c *call) admitScopes() error {
 
 // send makes one attempt through the base RoundTripper.
 func (c *call) send() (*http.Response, error) {
+	c.retryTaken = false // spent
 	c.attempts++
 	c.stats.recordAttempt()
 	c.ticket.sent()
@@ -372,12 +375,16 @@ func (c *call) keepLast(resp *http.Response) {
 }
 
 // lastOr returns the previous attempt's response when there is one, the
-// answer the call obtained, and err otherwise.
+// answer the call obtained, and err otherwise. A cancelled context ends
+// the call with err whatever it obtained.
 func (c *call) lastOr(err error) (*http.Response, error) {
-	if c.last != nil {
-		resp := c.last
-		c.last = nil
+	resp := c.last
+	c.last = nil
+	if resp != nil && c.ctx.Err() == nil {
 		return resp, nil
+	}
+	if resp != nil {
+		_ = resp.Body.Close()
 	}
 	return nil, err
 }

@@ -17,6 +17,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"golang.org/x/time/rate"
 )
 
 func TestRetryAfterSecondsHonouredExactly(t *testing.T) {
@@ -729,4 +731,20 @@ func TestRequestWithoutURLFailsAtOnce(t *testing.T) {
 	if err == nil || calls != 0 {
 		t.Errorf("RoundTrip = %v after %d base calls, want an error and none", err, calls)
 	}
+}
+
+func TestCancelDuringRetryAdmissionEndsWithTheContextsError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newScript(answer(429, "Retry-After", "1"), answer(200))
+		// The retry waits a minute for a token; the context ends first.
+		tr := New(s.mock(), WithLimit(Limit{Rate: rate.Every(time.Minute), Burst: 1}), WithRetry(RetryPolicy{MaxAttempts: 3}))
+		ctx, cancel := context.WithCancel(context.Background())
+		time.AfterFunc(5*time.Second, cancel)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, testURL, nil)
+		resp, err := tr.RoundTrip(req)
+		if resp != nil || !errors.Is(err, context.Canceled) {
+			t.Errorf("RoundTrip = %v, %v; want nil and context.Canceled, not the kept 429", resp, err)
+		}
+		s.assertAllClosed(t)
+	})
 }

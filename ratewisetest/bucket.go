@@ -47,7 +47,13 @@ func (b *Bucket) RoundTrip(req *http.Request) (resp *http.Response, err error) {
 			}
 		}
 	}()
-	b.api.serve(rec, req, func(ctx context.Context, d time.Duration) bool { return sleep(ctx, d, nil) })
+	// The handler gets a request as a server would: its own copy, never
+	// the caller's, with a body to read.
+	in := req.Clone(req.Context())
+	if in.Body == nil {
+		in.Body = http.NoBody
+	}
+	b.api.serve(rec, in, func(ctx context.Context, d time.Duration) bool { return sleep(ctx, d, nil) })
 	resp = rec.Result()
 	resp.Request = req
 	return resp, nil

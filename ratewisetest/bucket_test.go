@@ -91,3 +91,22 @@ func TestBucketInProcessFaults(t *testing.T) {
 		t.Errorf("Fault503: %d, %v; want 503", status, err)
 	}
 }
+
+func TestBucketInProcessHandlerGetsItsOwnRequest(t *testing.T) {
+	var sawBody bool
+	b := NewBucket(Config{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, err := io.ReadAll(r.Body) // a GET without a body, as a server sees it
+		sawBody = err == nil
+		r.Header.Set("X-Handler", "changed")
+		_, _ = io.WriteString(w, "done")
+	})})
+	req, _ := http.NewRequest(http.MethodGet, "http://api.test/items", nil)
+	resp, err := b.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if !sawBody || req.Header.Get("X-Handler") != "" {
+		t.Errorf("handler read a body: %v; caller's request changed: %v", sawBody, req.Header)
+	}
+}

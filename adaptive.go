@@ -203,15 +203,22 @@ func (a *adaptiveState) take(now time.Time) (seq uint64, delay time.Duration, re
 		return 0, delay, ready, false
 	}
 	if r := a.rate(now); !math.IsInf(r, 1) {
-		// The next request no sooner than an interval from this one, so
-		// that the pace, and a ceiling, hold over any span. A head that
-		// comes an interval late found the pace not binding: the key's
-		// demand fell below it, and the server's bucket filled meanwhile.
+		// A head a little late keeps the learned cadence, which timers
+		// firing late would otherwise slow; a ceiling is kept to the
+		// letter, a full interval after every request. A head that comes
+		// an interval late found the pace not binding: the key's demand
+		// fell below it, and the server's bucket filled meanwhile.
 		iv := interval(r)
-		if !a.next.IsZero() && now.Sub(a.next) >= iv {
+		late := now.Sub(a.next)
+		switch {
+		case a.next.IsZero() || r >= a.ceiling:
+			a.next = now.Add(iv)
+		case late >= iv:
 			a.slack = true
+			a.next = now.Add(iv)
+		default:
+			a.next = a.next.Add(iv)
 		}
-		a.next = now.Add(iv)
 	}
 	a.sent++
 	a.inFlight++

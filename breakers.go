@@ -33,6 +33,10 @@ var (
 type breakers struct {
 	policy BreakerPolicy
 	states *keyed[breakerState]
+	// notify is told of every change: the policy's OnStateChange, the
+	// transport's trace and counters. Set once the transport is built;
+	// nil when nobody listens.
+	notify func(key string, from, to BreakerState)
 }
 
 // breakerState is one key's breaker: gobreaker's state machine, and the
@@ -165,7 +169,7 @@ func (b *breakers) recordChange(st *breakerState, from, to BreakerState) {
 	case BreakerClosed:
 		st.probes, st.openUntil = 0, time.Time{}
 	}
-	if b.policy.OnStateChange != nil {
+	if b.notify != nil {
 		st.changes = append(st.changes, stateChange{from, to})
 		st.hasChanges.Store(true)
 	}
@@ -188,7 +192,7 @@ func (b *breakers) cooldown(level int) time.Duration {
 	return b.policy.Escalation[level-1]
 }
 
-// report tells OnStateChange of the changes recorded, outside any lock.
+// report tells notify of the changes recorded, outside any lock.
 func (b *breakers) report(key string, st *breakerState) {
 	if !st.hasChanges.Load() {
 		return
@@ -199,7 +203,7 @@ func (b *breakers) report(key string, st *breakerState) {
 	st.hasChanges.Store(false)
 	st.mu.Unlock()
 	for _, c := range changes {
-		b.policy.OnStateChange(key, c.from, c.to)
+		b.notify(key, c.from, c.to)
 	}
 }
 

@@ -46,6 +46,10 @@ func (c *call) refuseNetworkRetry(err error) error {
 	return err
 }
 
+// errBodyAgain marks a retry refused because the request body could not be
+// had again.
+var errBodyAgain = errors.New("cannot get the request body again")
+
 // planRetry commits to a retry after delay: it takes a retry from the
 // host's retry budget, the wait from the wait budget, and gets a fresh
 // body for the next request. When any fails it takes nothing and returns
@@ -62,7 +66,7 @@ func (c *call) planRetry(delay time.Duration) (*http.Request, error) {
 	if err != nil {
 		c.returnRetry()
 		c.giveBack(delay)
-		return nil, fmt.Errorf("cannot get the request body again: %w", err)
+		return nil, fmt.Errorf("%w: %w", errBodyAgain, err)
 	}
 	return next, nil
 }

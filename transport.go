@@ -33,7 +33,11 @@ type Transport struct {
 	gate   *gate // nil when the cooldown gate is off
 	// retryBudgets holds the retry balance of each host that retried.
 	retryBudgets *keyed[retryBalance]
-	breakers     *breakers // nil without WithBreaker
+	// trace hears every call (WithTrace, WithLogger); nil when nothing
+	// does. counters are what Stats reports.
+	trace    *Trace
+	counters counters
+	breakers *breakers // nil without WithBreaker
 	// paced is set when a scope paces its keys (a Rate, or Adaptive): that
 	// pace, not the gate, answers a hint of a second or less.
 	paced bool
@@ -68,7 +72,29 @@ func New(base http.RoundTripper, opts ...Option) *Transport {
 			opt(t)
 		}
 	}
+	if b := t.breakers; b != nil {
+		b.notify = breakerListeners(b.policy.OnStateChange, t.trace)
+	}
 	return t
+}
+
+// breakerListeners returns what tells onChange and trace of a breaker's
+// change, or nil when neither listens.
+func breakerListeners(onChange func(string, BreakerState, BreakerState), trace *Trace) func(string, BreakerState, BreakerState) {
+	var hook func(BreakerChange)
+	if trace != nil {
+		hook = trace.BreakerStateChanged
+	}
+	switch {
+	case hook == nil:
+		return onChange
+	case onChange == nil:
+		return func(key string, from, to BreakerState) { hook(BreakerChange{Key: key, From: from, To: to}) }
+	}
+	return func(key string, from, to BreakerState) {
+		onChange(key, from, to)
+		hook(BreakerChange{Key: key, From: from, To: to})
+	}
 }
 
 // WithRetry sets the retry policy; zero fields take their defaults. A
@@ -125,7 +151,10 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if c.shared == nil {
 		c.waitLeft = c.policy.TotalWaitCap
 	}
-	return c.run()
+	t.counters.requests.Add(1)
+	resp, err := c.run()
+	c.end(resp, err)
+	return resp, err
 }
 
 // call is the state of one RoundTrip. It lives on RoundTrip's stack, so a
@@ -149,7 +178,9 @@ type call struct {
 
 	attempts       int
 	networkRetries int
-	retryTaken     bool // a retry taken from the retry budget and not yet sent
+	retryTaken     bool          // a retry taken from the retry budget and not yet sent
+	waited         time.Duration // waits so far, summed
+	gaveUp         GiveUpReason  // why the call gave up, once it has
 	// The wait budget: shared through the context, or else the policy's
 	// TotalWaitCap, of which waitLeft remains. paidUntil and paidCharge
 	// are the last wait reserved from a shared budget, for giving it back.
@@ -175,6 +206,7 @@ type call struct {
 // so that what must hold before a wait starts is checked in one place.
 func (c *call) run() (*http.Response, error) {
 	if err := c.prepareBody(); err != nil {
+		c.gaveUp = GiveUpBody
 		return nil, err
 	}
 	c.depositRetryShare()
@@ -182,6 +214,7 @@ func (c *call) run() (*http.Response, error) {
 	for {
 		if err := c.admit(); err != nil {
 			closeRequestBody(c.out)
+			c.giveUp(err)
 			return c.lastOr(err)
 		}
 		resp, err := c.send()
@@ -189,17 +222,29 @@ func (c *call) run() (*http.Response, error) {
 		if err == nil {
 			class = c.policy.classify(resp)
 			c.stats.recordResponse(resp.StatusCode, class)
+			if class == RateLimited {
+				c.t.counters.recordRateLimited(c.req.URL.Host)
+			}
 		}
+		c.traceResponse(resp, err, class)
 		c.feedBack(resp, err, class)
 
 		var delay time.Duration
 		if err != nil {
 			if final := c.refuseNetworkRetry(err); final != nil {
+				c.giveUp(final)
 				return c.lastOr(final)
 			}
 			delay = c.policy.Backoff(c.attempts - 1)
 		} else {
 			if class == Final || c.attempts >= c.policy.MaxAttempts || !c.replayable {
+				switch {
+				case class == Final:
+				case c.attempts >= c.policy.MaxAttempts:
+					c.gaveUp = GiveUpAttempts
+				default:
+					c.gaveUp = GiveUpBody
+				}
 				return c.deliver(resp), nil
 			}
 			delay = c.responseDelay(resp)
@@ -207,21 +252,58 @@ func (c *call) run() (*http.Response, error) {
 
 		next, refused := c.planRetry(delay)
 		if refused != nil {
+			c.giveUp(refused)
 			if resp != nil {
 				return c.deliver(resp), nil // the last response is the answer, untouched
 			}
 			return c.lastOr(fmt.Errorf("ratewise: giving up after %d attempts, %w: %w", c.attempts, refused, err))
 		}
+		c.t.counters.recordRetry(resp)
 		c.traceRetry(delay, resp)
 		if resp != nil {
 			c.keepLast(resp)
 		}
 		if err := c.wait(delay, WaitBackoff); err != nil {
 			closeRequestBody(next)
+			c.giveUp(err)
 			return nil, err
 		}
 		c.out = next
 	}
+}
+
+// giveUp notes why the call gives up: err, read as a GiveUpReason.
+func (c *call) giveUp(err error) {
+	var open *CircuitOpenError
+	var limited *LimitError
+	switch {
+	case c.ctx.Err() != nil:
+		c.gaveUp = GiveUpCanceled
+	case errors.As(err, &open):
+		c.gaveUp = GiveUpBreakerOpen
+	case errors.As(err, &limited):
+		c.gaveUp = GiveUpLimit
+	case errors.Is(err, ErrRetryBudgetExhausted):
+		c.gaveUp = GiveUpRetryBudget
+	case errors.Is(err, ErrBudgetExhausted), errors.Is(err, context.DeadlineExceeded):
+		c.gaveUp = GiveUpWaitBudget
+	case errors.Is(err, errBodyAgain):
+		c.gaveUp = GiveUpBody
+	default:
+		c.gaveUp = GiveUpNetwork
+	}
+}
+
+// end counts and reports the call's end.
+func (c *call) end(resp *http.Response, err error) {
+	if err != nil {
+		if c.gaveUp == "" {
+			c.giveUp(err)
+		}
+		c.t.counters.recordError(redactError(err, c.req))
+	}
+	c.t.counters.recordEnd(c.gaveUp)
+	c.traceEnd(resp, err)
 }
 
 // admit takes the attempt through the breaker, the cooldown gate and every
@@ -294,6 +376,8 @@ func (c *call) admitScopes() error {
 func (c *call) send() (*http.Response, error) {
 	c.retryTaken = false // spent
 	c.attempts++
+	c.t.counters.attempts.Add(1)
+	c.traceAttempt()
 	c.stats.recordAttempt()
 	c.ticket.sent()
 	resp, err := c.t.base.RoundTrip(c.out)

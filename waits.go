@@ -57,18 +57,19 @@ func (c *call) waitOr(d time.Duration, kind WaitKind, ready <-chan struct{}) err
 	defer timer.Stop()
 	select {
 	case <-timer.C:
-		c.stats.recordWait(d)
+		c.waitEnded(kind, d, d, nil)
 		return nil
 	case <-ready:
 		waited := time.Since(start)
-		c.stats.recordWait(waited)
+		c.waitEnded(kind, d, waited, nil)
 		c.giveBack(d - waited)
 		return nil
 	case <-c.ctx.Done():
 		waited := time.Since(start)
-		c.stats.recordWait(waited)
+		err := c.ctx.Err()
+		c.waitEnded(kind, d, waited, err)
 		c.giveBack(d - waited)
-		return c.ctx.Err()
+		return err
 	}
 }
 
@@ -117,7 +118,7 @@ func (c *call) waitUntil(ready <-chan struct{}, until time.Time, kind WaitKind, 
 		}
 	}
 	now := time.Now()
-	c.stats.recordWait(now.Sub(start))
+	c.waitEnded(kind, expected, now.Sub(start), err)
 	c.spend(start, now)
 	return err
 }

@@ -12,14 +12,14 @@ import (
 // place in the key's line, then, at the head, room in the slow start or
 // its place in the pace. It returns the number the request is sent
 // under.
-func (s *scope) admitAdaptive(c *call, key string, st *scopeState, deadline time.Time) (uint64, error) {
+func (s *scope) admitAdaptive(c *call, key string, st *scopeState, deadline time.Time, l *Limit) (uint64, error) {
 	a := st.adapt
 	now := time.Now()
 	expected, known := a.join(now)
 	defer a.leave()
 	if expected > 0 || !known {
 		st.mu.Lock()
-		err := s.mayWait(st, key, expected, now, deadline)
+		err := s.mayWait(st, key, expected, now, deadline, l)
 		if err == nil {
 			st.waiting++
 		}
@@ -56,7 +56,7 @@ func (s *scope) admitAdaptive(c *call, key string, st *scopeState, deadline time
 			}
 		default:
 			if !deadline.IsZero() && now.Add(delay).After(deadline) {
-				return 0, &LimitError{Scope: s.Name, Key: key, Reason: "max-wait", RetryIn: delay}
+				return 0, &LimitError{Scope: s.name, Key: key, Reason: "max-wait", RetryIn: delay}
 			}
 			// An answer may come first and say the request may go sooner.
 			if err := c.waitAdmissionOr(delay, WaitPacing, ready); err != nil {
@@ -70,7 +70,7 @@ func (s *scope) admitAdaptive(c *call, key string, st *scopeState, deadline time
 // *LimitError when MaxWait ran out, else err.
 func (s *scope) waitError(err error, key string, deadline time.Time, c *call) error {
 	if !deadline.IsZero() && !time.Now().Before(deadline) && c.ctx.Err() == nil {
-		return &LimitError{Scope: s.Name, Key: key, Reason: "max-wait"}
+		return &LimitError{Scope: s.name, Key: key, Reason: "max-wait"}
 	}
 	return err
 }

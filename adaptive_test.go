@@ -397,7 +397,7 @@ func TestAdaptiveBreakerCloseResumesGently(t *testing.T) {
 		// A refusal with a long hint pauses the key: the pace resumes at half.
 		resp := &http.Response{StatusCode: 429, Header: http.Header{"Retry-After": {"5"}}, Body: http.NoBody}
 		req := mustRequest(t, http.MethodGet, nil)
-		c := call{t: tr, policy: &tr.retry, req: req, out: req, ctx: context.Background()}
+		c := call{t: tr, policy: tr.retry.Load(), req: req, out: req, ctx: context.Background()}
 		if err := c.admitScopes(); err != nil {
 			t.Fatal(err)
 		}

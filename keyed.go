@@ -140,5 +140,17 @@ func (k *keyed[S]) sweep(now time.Time) {
 	}
 }
 
+// each calls f with every key's state, one shard's lock held at a time.
+func (k *keyed[S]) each(f func(*S)) {
+	for i := range k.shards {
+		sh := &k.shards[i]
+		sh.mu.Lock()
+		for _, e := range sh.m {
+			f(&e.state)
+		}
+		sh.mu.Unlock()
+	}
+}
+
 // len returns the number of keys held.
 func (k *keyed[S]) len() int { return int(k.size.Load()) }

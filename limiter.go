@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"reflect"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -175,7 +176,7 @@ func WithLimit(l Limit) Option {
 			return
 		}
 		t.scopes = append(t.scopes, newScope(l))
-		t.paced = t.paced || l.Adaptive || l.Rate != 0 && l.Rate != rate.Inf || l.MinSpacing > 0
+		t.updatePaced()
 	}
 }
 
@@ -206,16 +207,26 @@ func (e *LimitError) Error() string {
 // Is reports whether target is ErrLimited.
 func (e *LimitError) Is(target error) bool { return target == ErrLimited }
 
-// scope is a Limit at work: its per-key state.
+// scope is a Limit at work: its per-key state. Its name, key and kind are
+// fixed; the rest of the Limit can be replaced (SetLimit), so every
+// admission reads it once, through limit.
 type scope struct {
-	Limit
-	global bool // Key is Global: one state, whatever the request
-	states *keyed[scopeState]
+	name     string
+	key      KeyFunc
+	adaptive bool
+	global   bool // key is Global: one state, whatever the request
+	cfg      atomic.Pointer[Limit]
+	gen      atomic.Uint64 // SetLimits so far; each state catches up on its next admission
+	states   *keyed[scopeState]
 }
+
+// limit is the Limit in force, defaults filled in.
+func (s *scope) limit() *Limit { return s.cfg.Load() }
 
 // scopeState is one key's state in a scope.
 type scopeState struct {
 	mu        sync.Mutex
+	gen       atomic.Uint64  // the scope's gen the state is set up for; written under mu
 	bucket    *rate.Limiter  // nil without a Rate, or when Adaptive
 	adapt     *adaptiveState // set when Adaptive
 	nextStart time.Time      // with MinSpacing: the earliest next start; guarded by mu
@@ -238,22 +249,65 @@ func newScope(l Limit) *scope {
 	if l.Burst == 0 {
 		l.Burst = DefaultBurst
 	}
-	s := &scope{Limit: l, global: reflect.ValueOf(l.Key).Pointer() == reflect.ValueOf(Global).Pointer()}
+	s := &scope{name: l.Name, key: l.Key, adaptive: l.Adaptive,
+		global: reflect.ValueOf(l.Key).Pointer() == reflect.ValueOf(Global).Pointer()}
+	s.cfg.Store(&l)
 	s.states = newKeyed(l.IdleTimeout, s.initState, s.forgettable)
 	return s
 }
 
 func (s *scope) initState(st *scopeState) {
-	if s.Adaptive {
-		ceiling := math.Inf(1)
-		if s.Rate != 0 && s.Rate != rate.Inf {
-			ceiling = float64(s.Rate)
-		}
-		st.adapt = newAdaptiveState(float64(s.StartRate), ceiling)
+	// The generation before the limit: SetLimit stores the limit before
+	// it counts the change, so a state never misses one.
+	st.gen.Store(s.gen.Load())
+	l := s.limit()
+	if l.Adaptive {
+		st.adapt = newAdaptiveState(float64(l.StartRate), adaptiveCeiling(l))
 		return
 	}
-	if s.Rate != 0 && s.Rate != rate.Inf { // an unlimited bucket needs no state
-		st.bucket = rate.NewLimiter(s.Rate, s.Burst)
+	if finiteRate(l.Rate) { // an unlimited bucket needs no state
+		st.bucket = rate.NewLimiter(l.Rate, l.Burst)
+	}
+}
+
+// finiteRate reports whether r is a rate to pace by.
+func finiteRate(r rate.Limit) bool { return r != 0 && r != rate.Inf }
+
+// adaptiveCeiling is the Rate an adaptive scope never passes, or +Inf.
+func adaptiveCeiling(l *Limit) float64 {
+	if finiteRate(l.Rate) {
+		return float64(l.Rate)
+	}
+	return math.Inf(1)
+}
+
+// catchUp sets st up for the Limit in force, when SetLimit changed it
+// since; with st.mu held. A bucket keeps the tokens it has.
+func (s *scope) catchUp(st *scopeState, l *Limit, now time.Time) {
+	gen := s.gen.Load()
+	if st.gen.Load() == gen {
+		return
+	}
+	st.gen.Store(gen)
+	if st.adapt != nil {
+		st.adapt.mu.Lock()
+		st.adapt.ceiling = adaptiveCeiling(l)
+		st.adapt.mu.Unlock()
+		return
+	}
+	switch {
+	case !finiteRate(l.Rate):
+		st.bucket = nil
+	case st.bucket == nil:
+		st.bucket = rate.NewLimiter(l.Rate, l.Burst)
+	default:
+		st.bucket.SetLimitAt(now, l.Rate)
+		st.bucket.SetBurstAt(now, l.Burst)
+	}
+	// Slots a raised cap frees go to the requests waiting for them.
+	for len(st.queue) > 0 && (l.MaxConcurrent == 0 || st.inFlight < l.MaxConcurrent) {
+		st.inFlight++
+		s.grantLocked(st)
 	}
 }
 
@@ -271,5 +325,5 @@ func (s *scope) forgettable(st *scopeState, now time.Time) bool {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	return st.inFlight == 0 && len(st.queue) == 0 && !st.nextStart.After(now) &&
-		(st.bucket == nil || st.bucket.TokensAt(now) >= float64(s.Burst))
+		(st.bucket == nil || st.bucket.TokensAt(now) >= float64(st.bucket.Burst()))
 }

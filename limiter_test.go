@@ -575,7 +575,7 @@ func TestSlotAccountingUnderChaos(t *testing.T) {
 				for key, e := range s.states.shards[i].m {
 					if e.refs.Load() != 0 || e.state.inFlight != 0 || e.state.waiting != 0 || len(e.state.queue) != 0 {
 						t.Errorf("scope %s, key %q: %d holds, %d in flight, %d waiting, %d queued; want none",
-							s.Name, key, e.refs.Load(), e.state.inFlight, e.state.waiting, len(e.state.queue))
+							s.name, key, e.refs.Load(), e.state.inFlight, e.state.waiting, len(e.state.queue))
 					}
 				}
 			}

@@ -14,30 +14,36 @@ import (
 // then its turn by the bucket, the spacing or the adaptive pace. It returns
 // the request's number in an adaptive scope's key. A request that must not
 // wait, or not that long, gets a *LimitError instead.
-func (s *scope) admit(c *call, key string, st *scopeState) (uint64, error) {
+func (s *scope) admit(c *call, key string, st *scopeState) (seq uint64, slotted bool, err error) {
+	l := s.limit()
+	if st.gen.Load() != s.gen.Load() {
+		st.mu.Lock()
+		s.catchUp(st, l, time.Now())
+		st.mu.Unlock()
+	}
 	var deadline time.Time // when MaxWait runs out
-	if s.MaxWait > 0 {
-		deadline = time.Now().Add(s.MaxWait)
+	if l.MaxWait > 0 {
+		deadline = time.Now().Add(l.MaxWait)
 	}
 	// The slot first, then the turn: a turn taken before a long wait for a
 	// slot would be spent late, in a burst with others.
-	if s.MaxConcurrent > 0 {
-		if err := s.acquireSlot(c, key, st, deadline); err != nil {
-			return 0, err
+	if l.MaxConcurrent > 0 {
+		if err := s.acquireSlot(c, key, st, deadline, l); err != nil {
+			return 0, false, err
 		}
+		slotted = true
 	}
-	var seq uint64
-	var err error
 	switch {
 	case st.adapt != nil:
-		seq, err = s.admitAdaptive(c, key, st, deadline)
-	case st.bucket != nil || s.MinSpacing > 0:
-		err = s.pace(c, key, st, deadline)
+		seq, err = s.admitAdaptive(c, key, st, deadline, l)
+	case st.bucket != nil || l.MinSpacing > 0:
+		err = s.pace(c, key, st, deadline, l)
 	}
-	if err != nil && s.MaxConcurrent > 0 {
+	if err != nil && slotted {
 		s.releaseSlot(st)
+		slotted = false
 	}
-	return seq, err
+	return seq, slotted, err
 }
 
 // turn is a place taken in a key's pace, which can be given back when the
@@ -50,18 +56,18 @@ type turn struct {
 }
 
 // pace waits for the request's turn.
-func (s *scope) pace(c *call, key string, st *scopeState, deadline time.Time) error {
+func (s *scope) pace(c *call, key string, st *scopeState, deadline time.Time, l *Limit) error {
 	for {
 		st.mu.Lock()
 		// Read under the lock, so the bucket sees its times in order: an
 		// earlier time after a later one would make it count tokens twice.
 		now := time.Now()
-		delay, t := s.takeTurn(st, now, c.priority)
+		delay, t := s.takeTurn(st, now, c.priority, l)
 		if delay <= 0 {
 			st.mu.Unlock()
 			return nil
 		}
-		if err := s.mayWait(st, key, delay, now, deadline); err != nil {
+		if err := s.mayWait(st, key, delay, now, deadline, l); err != nil {
 			s.giveBackTurn(st, t, now)
 			st.mu.Unlock()
 			return err
@@ -84,21 +90,21 @@ func (s *scope) pace(c *call, key string, st *scopeState, deadline time.Time) er
 
 // takeTurn takes the request's place in the pace, with st.mu held, and
 // returns how long until it comes.
-func (s *scope) takeTurn(st *scopeState, now time.Time, p Priority) (time.Duration, turn) {
+func (s *scope) takeTurn(st *scopeState, now time.Time, p Priority, l *Limit) (time.Duration, turn) {
 	if st.bucket == nil {
 		start := now
 		if st.nextStart.After(now) {
 			start = st.nextStart
 		}
-		t := turn{before: st.nextStart, spacedTo: start.Add(s.spacingGap())}
+		t := turn{before: st.nextStart, spacedTo: start.Add(spacingGap(l))}
 		st.nextStart = t.spacedTo
 		return start.Sub(now), t
 	}
-	if p < PriorityNormal && s.Reserve > 0 {
+	if p < PriorityNormal && l.Reserve > 0 {
 		// Low priority leaves Reserve tokens: wait until one more is there.
-		need := float64(s.Reserve+1) - st.bucket.TokensAt(now)
+		need := float64(l.Reserve+1) - st.bucket.TokensAt(now)
 		if need > 0 {
-			return time.Duration(need / float64(s.Rate) * float64(time.Second)), turn{again: true}
+			return time.Duration(need / float64(st.bucket.Limit()) * float64(time.Second)), turn{again: true}
 		}
 	}
 	if st.bucket.AllowN(now, 1) {
@@ -122,41 +128,41 @@ func (s *scope) giveBackTurn(st *scopeState, t turn, now time.Time) {
 
 // spacingGap draws the gap after a request start: MinSpacing ±
 // SpacingJitter.
-func (s *scope) spacingGap() time.Duration {
-	gap := float64(s.MinSpacing)
-	if s.SpacingJitter > 0 {
-		gap *= 1 + s.SpacingJitter*(2*rand.Float64()-1)
+func spacingGap(l *Limit) time.Duration {
+	gap := float64(l.MinSpacing)
+	if l.SpacingJitter > 0 {
+		gap *= 1 + l.SpacingJitter*(2*rand.Float64()-1)
 	}
 	return time.Duration(gap)
 }
 
 // mayWait decides, with st.mu held, whether a request may queue for delay
 // (0 when unknown, as for a concurrency slot).
-func (s *scope) mayWait(st *scopeState, key string, delay time.Duration, now, deadline time.Time) error {
+func (s *scope) mayWait(st *scopeState, key string, delay time.Duration, now, deadline time.Time, l *Limit) error {
 	var reason string
 	switch {
-	case s.FailFast:
+	case l.FailFast:
 		reason = "fail-fast"
 	case !deadline.IsZero() && (delay > 0 && now.Add(delay).After(deadline) || !now.Before(deadline)):
 		reason = "max-wait"
-	case s.MaxQueue > 0 && st.waiting >= s.MaxQueue:
+	case l.MaxQueue > 0 && st.waiting >= l.MaxQueue:
 		reason = "max-queue"
 	default:
 		return nil
 	}
-	return &LimitError{Scope: s.Name, Key: key, Reason: reason, RetryIn: delay}
+	return &LimitError{Scope: s.name, Key: key, Reason: reason, RetryIn: delay}
 }
 
 // acquireSlot takes one of the key's MaxConcurrent slots, queueing by
 // priority when all are taken.
-func (s *scope) acquireSlot(c *call, key string, st *scopeState, deadline time.Time) error {
+func (s *scope) acquireSlot(c *call, key string, st *scopeState, deadline time.Time, l *Limit) error {
 	st.mu.Lock()
-	if st.inFlight < s.MaxConcurrent && len(st.queue) == 0 {
+	if st.inFlight < l.MaxConcurrent && len(st.queue) == 0 {
 		st.inFlight++
 		st.mu.Unlock()
 		return nil
 	}
-	if err := s.mayWait(st, key, 0, time.Now(), deadline); err != nil {
+	if err := s.mayWait(st, key, 0, time.Now(), deadline, l); err != nil {
 		st.mu.Unlock()
 		return err
 	}
@@ -195,10 +201,16 @@ func (s *scope) releaseSlot(st *scopeState) {
 }
 
 func (s *scope) handOverLocked(st *scopeState) {
-	if len(st.queue) == 0 {
+	// A cap lowered by SetLimit takes back slots as they free.
+	if cap := s.limit().MaxConcurrent; len(st.queue) == 0 || cap > 0 && st.inFlight > cap {
 		st.inFlight--
 		return
 	}
+	s.grantLocked(st)
+}
+
+// grantLocked gives a slot to the first waiter, with st.mu held.
+func (s *scope) grantLocked(st *scopeState) {
 	w := st.queue[0]
 	st.queue = slices.Delete(st.queue, 0, 1)
 	w.granted = true

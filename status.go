@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"math"
 	"time"
-
-	"golang.org/x/time/rate"
 )
 
 // LimitStatus is a snapshot of what holds a key back: its cooldown, each
@@ -119,9 +117,10 @@ func (s *scope) status(key string, now time.Time) ScopeStatus {
 	if s.global {
 		key = ""
 	}
-	out := ScopeStatus{Name: s.Name, Key: key, Adaptive: s.Adaptive}
-	if s.Rate != 0 && s.Rate != rate.Inf && !s.Adaptive {
-		out.Rate, out.Burst, out.Tokens = float64(s.Rate), s.Burst, float64(s.Burst)
+	l := s.limit()
+	out := ScopeStatus{Name: s.name, Key: key, Adaptive: s.adaptive}
+	if finiteRate(l.Rate) && !s.adaptive {
+		out.Rate, out.Burst, out.Tokens = float64(l.Rate), l.Burst, float64(l.Burst)
 	}
 	e := s.states.acquire(key, false)
 	if e == nil {

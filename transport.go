@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"sync/atomic"
 	"time"
 )
 
@@ -28,7 +29,7 @@ import (
 // not usable.
 type Transport struct {
 	base   http.RoundTripper
-	retry  RetryPolicy // with defaults filled in
+	retry  atomic.Pointer[RetryPolicy] // with defaults filled in; SetRetryPolicy replaces it
 	scopes []*scope
 	gate   *gate // nil when the cooldown gate is off
 	// retryBudgets holds the retry balance of each host that retried.
@@ -40,7 +41,7 @@ type Transport struct {
 	breakers *breakers // nil without WithBreaker
 	// paced is set when a scope paces its keys (a Rate, or Adaptive): that
 	// pace, not the gate, answers a hint of a second or less.
-	paced bool
+	paced atomic.Bool
 	// err is the first invalid option; every RoundTrip returns it so that
 	// a bad configuration is loud rather than silently replaced.
 	err error
@@ -65,8 +66,10 @@ func New(base http.RoundTripper, opts ...Option) *Transport {
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	t := &Transport{base: base, retry: DefaultRetryPolicy(), gate: newGate(CooldownPolicy{}),
+	t := &Transport{base: base, gate: newGate(CooldownPolicy{}),
 		retryBudgets: newKeyed(DefaultIdleTimeout, nil, forgettableBalance)}
+	defaults := DefaultRetryPolicy()
+	t.retry.Store(&defaults)
 	for _, opt := range opts {
 		if opt != nil {
 			opt(t)
@@ -106,7 +109,8 @@ func WithRetry(p RetryPolicy) Option {
 			return
 		}
 		p.RateLimitPhrases = slices.Clone(p.RateLimitPhrases)
-		t.retry = p.WithDefaults()
+		p = p.WithDefaults()
+		t.retry.Store(&p)
 	}
 }
 
@@ -136,14 +140,14 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		closeRequestBody(req)
 		return nil, errNoURL
 	}
-	c := call{t: t, policy: &t.retry, req: req, out: req, ctx: req.Context()}
+	c := call{t: t, policy: t.retry.Load(), req: req, out: req, ctx: req.Context()}
 	if o := optionsFrom(c.ctx); o != nil {
 		if o.retryErr != nil {
 			closeRequestBody(req)
 			return nil, o.retryErr
 		}
 		if o.retry != nil {
-			c.policy = o.retry
+			c.policy, c.ownPolicy = o.retry, true
 		}
 		c.stats, c.shared, c.priority = o.stats, o.budget, o.priority
 		c.trace, c.endpoint = o.trace, o.endpoint
@@ -160,15 +164,18 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 // call is the state of one RoundTrip. It lives on RoundTrip's stack, so a
 // request that is not retried allocates nothing for it.
 type call struct {
-	t        *Transport
-	policy   *RetryPolicy
-	req      *http.Request // the caller's request, never modified
-	out      *http.Request // what the next attempt sends
-	ctx      context.Context
-	stats    *CallStats
-	priority Priority
-	trace    *Trace
-	endpoint string
+	t      *Transport
+	policy *RetryPolicy
+	// ownPolicy is set when the context gave the policy; otherwise each
+	// attempt takes the transport's, which SetRetryPolicy may replace.
+	ownPolicy bool
+	req       *http.Request // the caller's request, never modified
+	out       *http.Request // what the next attempt sends
+	ctx       context.Context
+	stats     *CallStats
+	priority  Priority
+	trace     *Trace
+	endpoint  string
 
 	// How the body is sent again: req.GetBody, or bodyData when buffered;
 	// replayable is false for a body that can be sent once only.
@@ -212,6 +219,9 @@ func (c *call) run() (*http.Response, error) {
 	c.depositRetryShare()
 	defer c.returnUnsentRetry()
 	for {
+		if !c.ownPolicy {
+			c.policy = c.t.retry.Load()
+		}
 		if err := c.admit(); err != nil {
 			closeRequestBody(c.out)
 			c.giveUp(err)
@@ -350,9 +360,9 @@ func (c *call) admit() error {
 // admitScopes takes the attempt through every limit scope in turn.
 func (c *call) admitScopes() error {
 	for _, s := range c.t.scopes {
-		key := s.Key(c.req)
+		key := s.key(c.req)
 		e := s.states.acquire(key, true)
-		seq, err := s.admit(c, key, &e.state)
+		seq, slotted, err := s.admit(c, key, &e.state)
 		if err != nil {
 			s.states.release(e)
 			c.held.release()
@@ -363,7 +373,7 @@ func (c *call) admitScopes() error {
 			e.refs.Add(1) // one hold for the ticket, until the answer
 			c.adaptive.add(adaptiveTicket{scope: s, entry: e, seq: seq})
 		}
-		if s.MaxConcurrent > 0 {
+		if slotted {
 			c.held.add(heldSlot{scope: s, entry: e})
 		} else {
 			s.states.release(e)
@@ -405,7 +415,7 @@ func (c *call) feedBack(resp *http.Response, err error, class Class) {
 	var pausedUntil time.Time
 	if err == nil && class != Final && c.t.gate != nil && !c.policy.IgnoreRetryAfter {
 		now := time.Now()
-		if hint, ok := WaitHint(resp, now); ok && hint > 0 && (hint > time.Second || !c.t.paced) {
+		if hint, ok := WaitHint(resp, now); ok && hint > 0 && (hint > time.Second || !c.t.paced.Load()) {
 			pausedUntil = now.Add(hint)
 			c.t.gate.pause(c.t.gate.Key(c.req), pausedUntil)
 		}

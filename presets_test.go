@@ -1,0 +1,106 @@
+package ratewise
+
+import (
+	"context"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+func TestPresetTable(t *testing.T) {
+	for _, tt := range []struct {
+		preset                   Preset
+		name                     string
+		attempts                 int
+		initial, maxDelay, total time.Duration
+		budget, floor            float64
+		startRate                float64
+		inFlight, failures       int
+		cooldown                 time.Duration
+	}{
+		{Conservative(), "conservative", 3, 2 * time.Second, time.Minute, 5 * time.Minute, 0.1, 2, 1, 4, 3, 2 * time.Minute},
+		{Moderate(), "moderate", 5, time.Second, 30 * time.Second, 2 * time.Minute, 0.2, 10, 0, 0, 5, time.Minute},
+		{Aggressive(), "aggressive", 8, 250 * time.Millisecond, 10 * time.Second, time.Minute, 0.5, 20, 0, 0, 10, 15 * time.Second},
+	} {
+		p := tt.preset
+		r := p.Retry.WithDefaults()
+		b := p.Breaker.WithDefaults()
+		l := p.Limits[0]
+		if p.Name != tt.name || r.MaxAttempts != tt.attempts || r.InitialDelay != tt.initial || r.MaxDelay != tt.maxDelay ||
+			r.TotalWaitCap != tt.total || r.RetryBudget != tt.budget || r.RetryBudgetFloor != tt.floor ||
+			!l.Adaptive || float64(l.StartRate) != tt.startRate || l.MaxConcurrent != tt.inFlight ||
+			b.ConsecutiveFailures != tt.failures || b.Cooldown != tt.cooldown {
+			t.Errorf("%s = %+v, limit %+v, breaker %+v; want the documented table", tt.name, r, l, b)
+		}
+		if err := r.Validate(); err != nil {
+			t.Errorf("%s retry: %v", tt.name, err)
+		}
+		if err := l.Validate(); err != nil {
+			t.Errorf("%s limit: %v", tt.name, err)
+		}
+		if err := b.Validate(); err != nil {
+			t.Errorf("%s breaker: %v", tt.name, err)
+		}
+		tr := New(nil, WithPreset(p))
+		if tr.err != nil || tr.breakers == nil || len(tr.scopes) != 1 || tr.RetryPolicy().MaxAttempts != tt.attempts {
+			t.Errorf("New(WithPreset(%s)): err %v, %d scopes, breaker %v", tt.name, tr.err, len(tr.scopes), tr.breakers != nil)
+		}
+	}
+}
+
+func TestPresetThenOptionsOverride(t *testing.T) {
+	tr := New(nil, WithPreset(Conservative()), WithRetry(RetryPolicy{MaxAttempts: 9}))
+	if got := tr.RetryPolicy().MaxAttempts; got != 9 {
+		t.Errorf("MaxAttempts = %d, want the later WithRetry's 9", got)
+	}
+}
+
+// Every published limit lets no more than its number through in any window.
+func TestAPILimitsHoldTheirWindows(t *testing.T) {
+	for _, tt := range []struct {
+		limit  Limit
+		n      int
+		window time.Duration
+	}{
+		{TMDBLimit(), 40, 10 * time.Second},
+		{MusicBrainzLimit(), 1, time.Second},
+		{FanartLimit(false), 10, time.Second},
+		{FanartLimit(true), 20, time.Second},
+		{TheAudioDBLimit(), 30, time.Minute},
+	} {
+		t.Run(tt.limit.Name, func(t *testing.T) {
+			if err := tt.limit.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			synctest.Test(t, func(t *testing.T) {
+				s := newScript(answer(200))
+				rec := &recording{base: s.mock()}
+				tr := New(rec, WithLimit(tt.limit))
+				for range 3 * tt.n {
+					if _, err := callOnce(t, tr, context.Background()); err != nil {
+						t.Fatal(err)
+					}
+				}
+				for i := range rec.times {
+					in := 0
+					for _, at := range rec.times[i:] {
+						if at.Sub(rec.times[i]) < tt.window {
+							in++
+						}
+					}
+					if in > tt.n {
+						t.Fatalf("%d requests within %v from request %d, want at most %d", in, tt.window, i, tt.n)
+					}
+				}
+				// And it is not much slower than the limit: its sustained rate
+				// is at least 7/8 of it, so 3n calls take at most 3.5 windows.
+				if last := rec.times[len(rec.times)-1].Sub(rec.times[0]); last > 7*tt.window/2 {
+					t.Errorf("3×%d calls took %v, want at most 3.5×%v", tt.n, last, tt.window)
+				}
+			})
+		})
+	}
+	if l := GitHubLimit(); !l.Adaptive || l.MaxConcurrent != 100 || l.Validate() != nil {
+		t.Errorf("GitHubLimit = %+v", l)
+	}
+}

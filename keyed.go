@@ -152,5 +152,19 @@ func (k *keyed[S]) each(f func(*S)) {
 	}
 }
 
+// keys returns the keys held, in no order.
+func (k *keyed[S]) keys() []string {
+	out := make([]string, 0, k.len())
+	for i := range k.shards {
+		sh := &k.shards[i]
+		sh.mu.Lock()
+		for key := range sh.m {
+			out = append(out, key)
+		}
+		sh.mu.Unlock()
+	}
+	return out
+}
+
 // len returns the number of keys held.
 func (k *keyed[S]) len() int { return int(k.size.Load()) }

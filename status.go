@@ -43,6 +43,8 @@ type ScopeStatus struct {
 
 // BreakerStatus is a key's breaker state.
 type BreakerStatus struct {
+	// Key is the breaker's key (a host, by default).
+	Key   string       `json:"key,omitempty"`
 	State BreakerState `json:"state"`
 	// ResetIn is the time left before an open breaker lets a probe through.
 	ResetIn time.Duration `json:"-"`
@@ -153,10 +155,26 @@ func (s *scope) status(key string, now time.Time) ScopeStatus {
 	return out
 }
 
+// BreakerStatuses reports the breaker of every key the transport holds
+// one for, in no order; nil without WithBreaker. Idle closed breakers are
+// evicted in time, so the list stays bounded.
+func (t *Transport) BreakerStatuses() []BreakerStatus {
+	if t.breakers == nil {
+		return nil
+	}
+	now := time.Now()
+	keys := t.breakers.states.keys()
+	out := make([]BreakerStatus, 0, len(keys))
+	for _, key := range keys {
+		out = append(out, t.breakers.status(key, now))
+	}
+	return out
+}
+
 func (b *breakers) status(key string, now time.Time) BreakerStatus {
 	e := b.states.acquire(key, false)
 	if e == nil {
-		return BreakerStatus{State: BreakerClosed}
+		return BreakerStatus{Key: key, State: BreakerClosed}
 	}
 	defer b.states.release(e)
 	st := &e.state
@@ -164,14 +182,14 @@ func (b *breakers) status(key string, now time.Time) BreakerStatus {
 	cb := st.cb
 	st.mu.Unlock()
 	if cb == nil {
-		return BreakerStatus{State: BreakerClosed}
+		return BreakerStatus{Key: key, State: BreakerClosed}
 	}
 	state := fromGobreaker(cb.State()) // gobreaker's lock, then ours: never both
 	counts := cb.Counts()
 	b.report(key, st) // State may have moved it to half-open
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	out := BreakerStatus{State: state, Level: b.levelAt(st, now), Requests: counts.Requests,
+	out := BreakerStatus{Key: key, State: state, Level: b.levelAt(st, now), Requests: counts.Requests,
 		Failures: counts.TotalFailures, ConsecutiveFailures: counts.ConsecutiveFailures}
 	if resetIn := st.openUntil.Sub(now); resetIn > 0 {
 		out.State, out.ResetIn = BreakerOpen, resetIn

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -106,4 +107,28 @@ func TestLimitErrorMessage(t *testing.T) {
 	if !errors.Is(err, ErrLimited) {
 		t.Error("LimitError does not match ErrLimited")
 	}
+}
+
+func TestBreakerStatuses(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newScript(answer(503))
+		tr := New(s.mock(), WithRetry(RetryPolicy{MaxAttempts: 1}), WithBreaker(BreakerPolicy{ConsecutiveFailures: 1}))
+		if got := New(nil).BreakerStatuses(); got != nil {
+			t.Errorf("without breakers: %v, want nil", got)
+		}
+		for _, host := range []string{"a.example.com", "b.example.com"} {
+			req, _ := http.NewRequest(http.MethodGet, "https://"+host+"/", nil)
+			resp, err := tr.RoundTrip(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			readAll(t, resp)
+		}
+		got := tr.BreakerStatuses()
+		slices.SortFunc(got, func(a, b BreakerStatus) int { return strings.Compare(a.Key, b.Key) })
+		if len(got) != 2 || got[0].Key != "a.example.com" || got[1].Key != "b.example.com" ||
+			got[0].State != BreakerOpen || got[0].ResetIn != DefaultBreakerCooldown {
+			t.Errorf("BreakerStatuses = %+v, want both hosts open for the cooldown", got)
+		}
+	})
 }

@@ -1,0 +1,32 @@
+package prometheus_test
+
+import (
+	"fmt"
+	"net/http"
+
+	"github.com/jarcoal/httpmock"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/ratewise/ratewise"
+	rwprom "github.com/ratewise/ratewise/prometheus"
+)
+
+func ExampleNewCollector() {
+	mock := httpmock.NewMockTransport()
+	mock.RegisterNoResponder(httpmock.NewStringResponder(200, "ok"))
+	tr := ratewise.New(mock)
+
+	reg := prometheus.NewRegistry()
+	collector := rwprom.NewCollector(tr)
+	reg.MustRegister(collector)
+
+	resp, err := (&http.Client{Transport: tr}).Get("https://api.example.com/items")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	resp.Body.Close()
+	fmt.Println(testutil.CollectAndCount(collector, "ratewise_requests_total"), "series of requests")
+	// Output: 1 series of requests
+}

@@ -65,13 +65,13 @@ func (t *Transport) SetLimit(l Limit) error {
 		errs = append(errs, errors.New("its Key"))
 	}
 	if l.Adaptive != old.Adaptive {
-		errs = append(errs, fmt.Errorf("Adaptive (%v to %v)", old.Adaptive, l.Adaptive))
+		errs = append(errs, fmt.Errorf("its Adaptive (%v to %v)", old.Adaptive, l.Adaptive))
 	}
 	if l.IdleTimeout != old.IdleTimeout {
-		errs = append(errs, fmt.Errorf("IdleTimeout (%v to %v)", old.IdleTimeout, l.IdleTimeout))
+		errs = append(errs, fmt.Errorf("its IdleTimeout (%v to %v)", old.IdleTimeout, l.IdleTimeout))
 	}
 	if len(errs) > 0 {
-		return fmt.Errorf("ratewise: SetLimit(%q) cannot change %w", l.Name, errors.Join(errs...))
+		return fmt.Errorf("ratewise: SetLimit(%q) cannot change the scope's identity: %w", l.Name, errors.Join(errs...))
 	}
 	s.cfg.Store(&l)
 	s.gen.Add(1)

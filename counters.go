@@ -29,8 +29,10 @@ func WaitBuckets() []time.Duration { return slices.Clone(waitBuckets[:]) }
 
 // counters are a transport's counts.
 type counters struct {
-	requests, attempts, retries, rateLimitHits, succeeded atomic.Int64
-	aborts                                                [len(giveUpReasons)]atomic.Int64
+	// Calls are counted once, as they end, in succeeded or aborts: every
+	// add here is shared by all cores.
+	attempts, succeeded, retries, rateLimitHits atomic.Int64
+	aborts                                      [len(giveUpReasons)]atomic.Int64
 	// retriesByStatus counts retries by the status that caused them;
 	// index 0 is a network error.
 	retriesByStatus [600]atomic.Int64
@@ -103,8 +105,9 @@ func (c *counters) recordError(text string) { c.lastError.Store(&text) }
 // marshals to JSON with durations in seconds, the answer of a
 // get_throttle_stats tool.
 type Stats struct {
-	// Requests counts calls (RoundTrip); Attempts the requests sent to the
-	// base RoundTripper, and Retries those that were retries.
+	// Requests counts calls (RoundTrip) that have ended; Attempts the
+	// requests sent to the base RoundTripper, and Retries those that were
+	// retries.
 	Requests int64 `json:"requests"`
 	Attempts int64 `json:"attempts"`
 	Retries  int64 `json:"retries"`
@@ -166,14 +169,16 @@ func (w WaitStats) MarshalJSON() ([]byte, error) {
 // Counting costs a few atomic adds per call; Stats itself builds maps, so
 // call it when asked, not per request.
 func (t *Transport) Stats() Stats {
-	c := &t.counters
+	c := t.counters
 	s := Stats{
-		Requests: c.requests.Load(), Attempts: c.attempts.Load(), Retries: c.retries.Load(),
+		Attempts: c.attempts.Load(), Retries: c.retries.Load(),
 		RateLimitHits: c.rateLimitHits.Load(), Succeeded: c.succeeded.Load(),
 		Aborts: make(map[GiveUpReason]int64, len(giveUpReasons)),
 	}
+	s.Requests = s.Succeeded
 	for i, r := range giveUpReasons {
 		s.Aborts[r] = c.aborts[i].Load()
+		s.Requests += s.Aborts[r]
 	}
 	if e := c.lastError.Load(); e != nil {
 		s.LastError = *e

@@ -36,8 +36,10 @@ type Transport struct {
 	retryBudgets *keyed[retryBalance]
 	// trace hears every call (WithTrace, WithLogger); nil when nothing
 	// does. counters are what Stats reports.
-	trace    *Trace
-	counters counters
+	trace *Trace
+	// counters live apart from the fields every call reads, so that the
+	// adds of one core do not evict those fields from the others' caches.
+	counters *counters
 	breakers *breakers // nil without WithBreaker
 	// paced is set when a scope paces its keys (a Rate, or Adaptive): that
 	// pace, not the gate, answers a hint of a second or less.
@@ -66,7 +68,7 @@ func New(base http.RoundTripper, opts ...Option) *Transport {
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	t := &Transport{base: base, gate: newGate(CooldownPolicy{}),
+	t := &Transport{base: base, gate: newGate(CooldownPolicy{}), counters: new(counters),
 		retryBudgets: newKeyed(DefaultIdleTimeout, nil, forgettableBalance)}
 	defaults := DefaultRetryPolicy()
 	t.retry.Store(&defaults)
@@ -155,7 +157,6 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if c.shared == nil {
 		c.waitLeft = c.policy.TotalWaitCap
 	}
-	t.counters.requests.Add(1)
 	resp, err := c.run()
 	c.end(resp, err)
 	return resp, err

@@ -29,6 +29,7 @@ type Client struct {
 	subdomain string // "acme", or "" for a base on another host
 	apiKey    string
 	http      *http.Client
+	rw        *ratewise.Transport // the ratewise transport http calls through
 }
 
 // Option configures a Client in NewClient.
@@ -94,32 +95,40 @@ func NewClient(account, apiKey string, opts ...Option) (*Client, error) {
 	if cfg.http != nil {
 		hc = *cfg.http
 	}
-	if hasRatewise(hc.Transport) {
+	rw := findRatewise(hc.Transport)
+	if rw != nil {
 		if cfg.plan != "" {
 			return nil, errors.New("kanbanize: WithPlan cannot add limits to the ratewise transport of WithHTTPClient: give it the PlanLimits scopes itself")
 		}
 	} else {
-		hc.Transport = newTransport(hc.Transport, limits)
+		rw = newTransport(hc.Transport, limits)
+		hc.Transport = rw
 	}
 	hc.CheckRedirect = sameHostRedirects(hc.CheckRedirect)
-	return &Client{base: base, subdomain: accountSubdomain(base), apiKey: apiKey, http: &hc}, nil
+	return &Client{base: base, subdomain: accountSubdomain(base), apiKey: apiKey, http: &hc, rw: rw}, nil
 }
 
-// hasRatewise reports whether rt is a ratewise transport, or wraps one
-// that it returns from an Unwrap method. Wrapping another ratewise layer
-// around one would multiply every retry.
-func hasRatewise(rt http.RoundTripper) bool {
+// Transport returns the ratewise transport the client calls through: the
+// one it built, or the one WithHTTPClient brought. Ask it what it is doing
+// (Stats, LimitStatus, BreakerStatuses) or turn it down at run time
+// (SetRetryPolicy, SetLimit).
+func (c *Client) Transport() *ratewise.Transport { return c.rw }
+
+// findRatewise returns rt when it is a ratewise transport, or the one it
+// wraps and returns from an Unwrap method; nil when there is none.
+// Wrapping another ratewise layer around one would multiply every retry.
+func findRatewise(rt http.RoundTripper) *ratewise.Transport {
 	for range 16 { // a chain that long is a loop
 		switch t := rt.(type) {
 		case *ratewise.Transport:
-			return true
+			return t
 		case interface{ Unwrap() http.RoundTripper }:
 			rt = t.Unwrap()
 		default:
-			return false
+			return nil
 		}
 	}
-	return false
+	return nil
 }
 
 // newTransport is the ratewise transport a client builds: the retry policy

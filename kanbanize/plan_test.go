@@ -88,7 +88,10 @@ func TestNewClientErrors(t *testing.T) {
 	if _, err := kanbanize.NewClient("acme", "k", kanbanize.WithHTTPClient(rw), kanbanize.WithPlan(kanbanize.PlanLarge)); err == nil {
 		t.Error("WithPlan over a ratewise transport of the caller's gave no error")
 	}
-	if _, err := kanbanize.NewClient("acme", "k", kanbanize.WithHTTPClient(rw)); err != nil {
-		t.Errorf("a ratewise transport of the caller's: %v", err)
+	if c, err := kanbanize.NewClient("acme", "k", kanbanize.WithHTTPClient(rw)); err != nil || c.Transport() != rw.Transport {
+		t.Errorf("a ratewise transport of the caller's: %v, Transport() %v", err, c.Transport())
+	}
+	if c, err := kanbanize.NewClient("acme", "k"); err != nil || c.Transport() == nil {
+		t.Errorf("the client's own transport: %v, %v", c.Transport(), err)
 	}
 }

@@ -96,16 +96,23 @@ func TestNoSecondRatewiseLayer(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		fake := kanbanizetest.New(kanbanizetest.Config{APIKey: secretKey,
 			Scripts: scripts(kanbanizetest.EndpointCard, repeat(kanbanizetest.Fault429, 10)...)})
-		hc := &http.Client{Transport: wrapper{ratewise.New(fake.Transport())}}
+		rw := ratewise.New(fake.Transport())
+		hc := &http.Client{Transport: wrapper{rw}}
 		c, err := kanbanize.NewClient("acme", secretKey, kanbanize.WithHTTPClient(hc))
 		if err != nil {
 			t.Fatal(err)
+		}
+		if c.Transport() != rw {
+			t.Error("Transport() is not the caller's ratewise transport under the wrapper")
 		}
 		opts := quick
 		opts.MaxAttempts = 2
 		_, _ = c.ReadCardWithRetry(context.Background(), "101", opts)
 		if n := fake.Stats().Requests; n != 2 {
 			t.Errorf("%d requests for 2 attempts: a second ratewise layer multiplied them", n)
+		}
+		if st := rw.Stats(); st.Attempts != 2 || st.RateLimitHits != 2 {
+			t.Errorf("the transport's Stats = %+v, want the 2 attempts, both refused", st)
 		}
 	})
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/ratewise/ratewise"
 	"github.com/ratewise/ratewise/kanbanize"
 )
 
@@ -19,6 +20,8 @@ const (
 		"fails at the first error, a rate limit included (it still waits out a pause the API asked for, up to two minutes)."
 	readCardWithRetryDescription = "Fetches a card and its comments and subtasks using exponential full-jitter backoff " +
 		"that honours Retry-After. Returns an envelope with attempts, wait time and partial errors."
+	throttleStatsDescription = "Reports what the server's rate-limit-aware client has done since it started: requests, " +
+		"attempts, retries, 429s, waits by kind, calls given up by reason, the last error, and each API key's circuit breaker."
 )
 
 // readCardArgs are read_card's arguments.
@@ -87,7 +90,24 @@ func newServer(client *kanbanize.Client, defaults kanbanize.RetryOptions, log *s
 	s := mcp.NewServer(&mcp.Implementation{Name: "kanbanize-mcp", Version: "1.0.0"}, nil)
 	mcp.AddTool(s, &mcp.Tool{Name: "read_card", Description: readCardDescription}, t.readCard)
 	mcp.AddTool(s, &mcp.Tool{Name: "read_card_with_retry", Description: readCardWithRetryDescription, InputSchema: schema}, t.readCardWithRetry)
+	mcp.AddTool(s, &mcp.Tool{Name: "get_throttle_stats", Description: throttleStatsDescription}, t.throttleStats)
 	return s, nil
+}
+
+// throttleStats is get_throttle_stats's answer: what the server's one
+// ratewise transport has done, and what holds it back now.
+type throttleStats struct {
+	Stats    ratewise.Stats           `json:"stats"`
+	Breakers []ratewise.BreakerStatus `json:"breakers"`
+}
+
+func (t *tools) throttleStats(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+	rw := t.client.Transport()
+	breakers := rw.BreakerStatuses()
+	if breakers == nil {
+		breakers = []ratewise.BreakerStatus{}
+	}
+	return nil, throttleStats{Stats: rw.Stats(), Breakers: breakers}, nil
 }
 
 // filled returns o with its defaults spelled out, for the schema to show.

@@ -133,8 +133,8 @@ func TestToolsList(t *testing.T) {
 	for _, tool := range res.Tools {
 		tools[tool.Name] = tool
 	}
-	if len(tools) != 2 || tools["read_card"] == nil || tools["read_card_with_retry"] == nil {
-		t.Fatalf("tools = %v, want read_card and read_card_with_retry", tools)
+	if len(tools) != 3 || tools["read_card"] == nil || tools["read_card_with_retry"] == nil || tools["get_throttle_stats"] == nil {
+		t.Fatalf("tools = %v, want read_card, read_card_with_retry and get_throttle_stats", tools)
 	}
 	if got := tools["read_card_with_retry"].Description; got != readCardWithRetryDescription {
 		t.Errorf("description = %q", got)
@@ -203,6 +203,29 @@ func TestProgressNotifications(t *testing.T) {
 	p := s.progress[0]
 	if p.ProgressToken != "token-1" || !strings.HasPrefix(p.Message, "waiting ") || !strings.Contains(p.Message, "for comments (attempt 2/10)") {
 		t.Errorf("progress = %+v, want token-1 and a message like \"waiting 0.0s for comments (attempt 2/10)\"", p)
+	}
+}
+
+func TestThrottleStats(t *testing.T) {
+	s := connect(t, kanbanizetest.Config{RetryAfter: kanbanizetest.RetryAfterNone,
+		Scripts: map[kanbanizetest.Endpoint][]kanbanizetest.Fault{kanbanizetest.EndpointComments: {kanbanizetest.Fault429}}})
+	if res := s.call(t, "read_card_with_retry", map[string]any{"card_id": "102", "initial_delay_ms": 1}, nil); res.IsError {
+		t.Fatalf("tool error: %s", text(res))
+	}
+	res := s.call(t, "get_throttle_stats", nil, nil)
+	if res.IsError {
+		t.Fatalf("tool error: %s", text(res))
+	}
+	var got map[string]any
+	raw := text(res)
+	if err := json.Unmarshal([]byte(raw), &got); err != nil {
+		t.Fatalf("%v: %s", err, raw)
+	}
+	// The card, the subtasks, and the comments twice: one 429, one retry.
+	for _, want := range []string{`"requests":3`, `"attempts":4`, `"retries":1`, `"rate_limit_hits":1`, `"succeeded":3`, `"breakers":[`} {
+		if !strings.Contains(raw, want) {
+			t.Errorf("get_throttle_stats = %s, lacks %s", raw, want)
+		}
 	}
 }
 

@@ -73,7 +73,7 @@ func TestBinaryOverStdio(t *testing.T) {
 		t.Fatalf("connecting to the server: %v\n%s", err, logs.String())
 	}
 	tools, err := cs.ListTools(ctx, nil)
-	if err != nil || len(tools.Tools) != 2 {
+	if err != nil || len(tools.Tools) != 3 {
 		t.Fatalf("tools/list = %v, %v", tools, err)
 	}
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "read_card_with_retry", Arguments: map[string]any{"card_id": "104"}})

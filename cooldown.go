@@ -86,7 +86,7 @@ func (g *gate) pause(key string, until time.Time) {
 
 // pausedFor returns how long key's pause has left.
 func (g *gate) pausedFor(key string, now time.Time) time.Duration {
-	e := g.states.acquire(key, false)
+	e := g.states.peek(key)
 	if e == nil {
 		return 0
 	}

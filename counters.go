@@ -205,16 +205,19 @@ func (t *Transport) Stats() Stats {
 	c.mu.Unlock()
 	for kind := range c.waits {
 		w := &c.waits[kind]
+		// The buckets before the count: a wait is counted before it is put
+		// in its bucket, so no bucket can show more than the count.
+		buckets := make([]int64, len(waitBuckets))
+		var cumulative int64
+		for i := range w.buckets {
+			cumulative += w.buckets[i].Load()
+			buckets[i] = cumulative
+		}
 		n := w.count.Load()
 		if n == 0 {
 			continue
 		}
-		ws := WaitStats{Count: n, Total: time.Duration(w.nanos.Load()), Buckets: make([]int64, len(waitBuckets))}
-		var cumulative int64
-		for i := range w.buckets {
-			cumulative += w.buckets[i].Load()
-			ws.Buckets[i] = cumulative
-		}
+		ws := WaitStats{Count: n, Total: time.Duration(w.nanos.Load()), Buckets: buckets}
 		if s.WaitsByKind == nil {
 			s.WaitsByKind = make(map[string]WaitStats)
 		}

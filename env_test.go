@@ -180,3 +180,34 @@ func TestLimitFromEnvBadValues(t *testing.T) {
 		t.Errorf("lenient = %+v, fallbacks %+v", l, fallbacks)
 	}
 }
+
+func TestEnvLenientIsAlwaysValid(t *testing.T) {
+	values := []string{"", "0", "1", "1ms", "2s", "45s", "3m", "1h", "-1s", "abc", "9999999999999999"}
+	for _, initial := range values {
+		for _, maxDelay := range values {
+			for _, total := range values {
+				t.Setenv("T_RETRY_INITIAL_DELAY", initial)
+				t.Setenv("T_RETRY_MAX_DELAY", maxDelay)
+				t.Setenv("T_RETRY_TOTAL_CAP", total)
+				if err := PolicyFromEnvLenient("T", nil).Validate(); err != nil {
+					t.Fatalf("initial %q, max %q, total %q: %v", initial, maxDelay, total, err)
+				}
+				if p, err := PolicyFromEnv("T"); err == nil && p.Validate() != nil {
+					t.Fatalf("strict: no error, but %v", p.Validate())
+				}
+			}
+		}
+	}
+	for _, r := range []string{"", "1", "30/m", "1e-320", "0", "x"} {
+		for _, spacing := range []string{"", "0", "1s", "-1"} {
+			for _, burst := range []string{"", "0", "5", "-1"} {
+				t.Setenv("L_RATE", r)
+				t.Setenv("L_MIN_DELAY", spacing)
+				t.Setenv("L_BURST", burst)
+				if err := LimitFromEnvLenient("L", nil).Validate(); err != nil {
+					t.Fatalf("rate %q, spacing %q, burst %q: %v", r, spacing, burst, err)
+				}
+			}
+		}
+	}
+}

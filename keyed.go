@@ -108,7 +108,24 @@ func (k *keyed[S]) acquire(key string, create bool) *keyedEntry[S] {
 	return e
 }
 
-// release ends a hold taken by acquire.
+// peek is acquire(key, false) for a look that is not a use: it does not
+// count as the key's activity, so that watching a key (a status, a
+// scrape) does not keep its state from being evicted.
+func (k *keyed[S]) peek(key string) *keyedEntry[S] {
+	if k.size.Load() == 0 {
+		return nil
+	}
+	sh := k.shard(key)
+	sh.mu.Lock()
+	e := sh.m[key]
+	if e != nil {
+		e.refs.Add(1)
+	}
+	sh.mu.Unlock()
+	return e
+}
+
+// release ends a hold taken by acquire or peek.
 func (k *keyed[S]) release(e *keyedEntry[S]) {
 	e.refs.Add(-1)
 }

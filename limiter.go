@@ -282,12 +282,16 @@ func adaptiveCeiling(l *Limit) float64 {
 }
 
 // catchUp sets st up for the Limit in force, when SetLimit changed it
-// since; with st.mu held. A bucket keeps the tokens it has.
-func (s *scope) catchUp(st *scopeState, l *Limit, now time.Time) {
+// since; with st.mu held. A bucket keeps the tokens it has. The
+// generation is read before the limit: SetLimit stores the limit before
+// it counts the change, so a state marked up to date never holds an older
+// limit than its mark.
+func (s *scope) catchUp(st *scopeState, now time.Time) {
 	gen := s.gen.Load()
 	if st.gen.Load() == gen {
 		return
 	}
+	l := s.limit()
 	st.gen.Store(gen)
 	if st.adapt != nil {
 		st.adapt.mu.Lock()

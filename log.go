@@ -15,9 +15,11 @@ import (
 //	event=rate_giveup   reason attempts total_wait_ms status error key endpoint (Warn)
 //	event=breaker_state from to key                                  (Warn on open, else Info)
 //
-// key is the request's host and endpoint the label of WithEndpoint. No URL,
-// header or body is logged, and errors go through [Redact], so API keys,
-// Authorization and tokens in query parameters never appear. An event
+// key is the request's host (for breaker_state, the breaker's key as its
+// KeyFunc returns it: ByHeader hashes the header's value) and endpoint the
+// label of WithEndpoint. No URL, header or body is logged, and errors go
+// through [Redact], so API keys, Authorization and tokens in query
+// parameters never appear. An event
 // whose level l does not enable is not built. Without WithLogger the
 // library logs nothing.
 func WithLogger(l *slog.Logger) Option {

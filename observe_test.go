@@ -420,3 +420,103 @@ func TestRedact(t *testing.T) {
 		t.Errorf("Redact without a request = %q", got)
 	}
 }
+
+// A network timeout matches context.DeadlineExceeded, as net's errors do;
+// it is still a network error, not the wait budget.
+func TestNetworkTimeoutGivesUpAsNetwork(t *testing.T) {
+	s := newScript(step{err: fmt.Errorf("dial tcp 10.0.0.1:443: i/o timeout: %w", context.DeadlineExceeded)})
+	var got GiveUpReason
+	tr := New(s.mock(), WithTrace(&Trace{CallGaveUp: func(e CallEndInfo) { got = e.GaveUp }}))
+	if _, err := tr.RoundTrip(mustRequest(t, http.MethodPost, strings.NewReader("x"))); err == nil {
+		t.Fatal("no error")
+	}
+	if got != GiveUpNetwork || tr.Stats().Aborts[GiveUpNetwork] != 1 {
+		t.Errorf("gave up %q, aborts %v; want network", got, tr.Stats().Aborts)
+	}
+}
+
+func TestCallsThatCannotStartEndCountedAndTraced(t *testing.T) {
+	rec := &recorder{}
+	tr := New(newScript(answer(200)).mock(), WithTrace(rec.trace("")))
+	if _, err := tr.RoundTrip(&http.Request{Method: http.MethodGet, Header: http.Header{}}); err == nil {
+		t.Fatal("a request without a URL: no error")
+	}
+	bad := WithRetryPolicy(context.Background(), RetryPolicy{MaxAttempts: -1})
+	if _, err := tr.RoundTrip(mustRequest(t, http.MethodGet, nil).WithContext(bad)); err == nil {
+		t.Fatal("an invalid call policy: no error")
+	}
+	broken := New(nil, WithLimit(Limit{Rate: -1}), WithTrace(rec.trace("broken: ")))
+	if _, err := broken.RoundTrip(mustRequest(t, http.MethodGet, nil)); err == nil {
+		t.Fatal("an invalid transport: no error")
+	}
+	if st := tr.Stats(); st.Requests != 2 || st.Aborts[GiveUpInvalid] != 2 {
+		t.Errorf("Stats = %d requests, aborts %v; want both counted as invalid", st.Requests, st.Aborts)
+	}
+	var ends int
+	for _, e := range rec.lines() {
+		if strings.Contains(e, `gave up "invalid"`) {
+			ends++
+		}
+	}
+	if ends != 3 {
+		t.Errorf("%d CallEnded with invalid, want 3:\n%s", ends, strings.Join(rec.lines(), "\n"))
+	}
+}
+
+// A snapshot never shows a bucket above the count, whatever is being
+// recorded meanwhile: it would be an invalid histogram.
+func TestStatsHistogramIsConsistentUnderLoad(t *testing.T) {
+	tr := New(nil)
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				tr.counters.recordWait(WaitBackoff, time.Millisecond)
+			}
+		}
+	}()
+	for range 20000 {
+		if w, ok := tr.Stats().WaitsByKind["backoff"]; ok && w.Buckets[len(w.Buckets)-1] > w.Count {
+			t.Fatalf("bucket %d above count %d", w.Buckets[len(w.Buckets)-1], w.Count)
+		}
+	}
+	close(stop)
+	<-done
+}
+
+// Watching keys (a status, a scrape) is not a use of them: their state
+// is still evicted when the keys go idle.
+func TestWatchingDoesNotKeepIdleStateAlive(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tr := New(newScript(answer(200)).mock(), WithBreaker(BreakerPolicy{}), WithLimit(Limit{Rate: 10}))
+		get := func(host string) {
+			req, _ := http.NewRequest(http.MethodGet, "https://"+host+"/x", nil)
+			resp, err := tr.RoundTrip(req)
+			if err == nil {
+				readAll(t, resp)
+			}
+		}
+		for i := range 50 {
+			get(fmt.Sprintf("h%d.test", i))
+		}
+		for i := range 240 { // an hour, scraped every 15s
+			time.Sleep(15 * time.Second)
+			tr.BreakerStatuses()
+			tr.LimitStatus("h1.test")
+			if i%4 == 0 {
+				get(fmt.Sprintf("fresh%d.test", i)) // traffic elsewhere, so sweeps run
+			}
+		}
+		if n := len(tr.BreakerStatuses()); n > 15 {
+			t.Errorf("%d breakers held after an idle hour of scrapes, want the idle ones evicted", n)
+		}
+		if n := tr.scopes[0].states.len(); n > 15 {
+			t.Errorf("%d limit states held, want the idle ones evicted", n)
+		}
+	})
+}

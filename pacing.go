@@ -15,12 +15,12 @@ import (
 // the request's number in an adaptive scope's key. A request that must not
 // wait, or not that long, gets a *LimitError instead.
 func (s *scope) admit(c *call, key string, st *scopeState) (seq uint64, slotted bool, err error) {
-	l := s.limit()
 	if st.gen.Load() != s.gen.Load() {
 		st.mu.Lock()
-		s.catchUp(st, l, time.Now())
+		s.catchUp(st, time.Now())
 		st.mu.Unlock()
 	}
+	l := s.limit()
 	var deadline time.Time // when MaxWait runs out
 	if l.MaxWait > 0 {
 		deadline = time.Now().Add(l.MaxWait)
@@ -33,10 +33,9 @@ func (s *scope) admit(c *call, key string, st *scopeState) (seq uint64, slotted 
 		}
 		slotted = true
 	}
-	switch {
-	case st.adapt != nil:
+	if st.adapt != nil { // fixed for the state's life
 		seq, err = s.admitAdaptive(c, key, st, deadline, l)
-	case st.bucket != nil || l.MinSpacing > 0:
+	} else {
 		err = s.pace(c, key, st, deadline, l)
 	}
 	if err != nil && slotted {
@@ -55,10 +54,15 @@ type turn struct {
 	again       bool              // no place was taken: wait, then try again
 }
 
-// pace waits for the request's turn.
+// pace waits for the request's turn; at once when the key has no bucket
+// and no spacing.
 func (s *scope) pace(c *call, key string, st *scopeState, deadline time.Time, l *Limit) error {
 	for {
 		st.mu.Lock()
+		if st.bucket == nil && l.MinSpacing <= 0 { // SetLimit may change the bucket: read it locked
+			st.mu.Unlock()
+			return nil
+		}
 		// Read under the lock, so the bucket sees its times in order: an
 		// earlier time after a later one would make it count tokens twice.
 		now := time.Now()

@@ -48,6 +48,8 @@ func (t *Transport) SetLimit(l Limit) error {
 	if err := l.Validate(); err != nil {
 		return err
 	}
+	t.reloadMu.Lock() // one SetLimit at a time: each sees the others' paced
+	defer t.reloadMu.Unlock()
 	i := slices.IndexFunc(t.scopes, func(s *scope) bool { return s.name == l.Name })
 	if i < 0 {
 		return fmt.Errorf("ratewise: no limit scope is named %q", l.Name)
@@ -81,7 +83,7 @@ func (t *Transport) SetLimit(l Limit) error {
 	if l.MaxConcurrent != old.MaxConcurrent {
 		s.states.each(func(st *scopeState) {
 			st.mu.Lock()
-			s.catchUp(st, &l, time.Now())
+			s.catchUp(st, time.Now())
 			st.mu.Unlock()
 		})
 	}

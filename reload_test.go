@@ -4,9 +4,12 @@ import (
 	"context"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"golang.org/x/time/rate"
 )
 
 func TestSetRetryPolicyReachesCallsInFlight(t *testing.T) {
@@ -198,6 +201,66 @@ func TestSetLimitChangesAnAdaptiveCeiling(t *testing.T) {
 		}
 		if got := maxInAnySecond(rec.times); got > 5 {
 			t.Errorf("%d requests in a second under a ceiling lowered to 5", got)
+		}
+	})
+}
+
+func TestSetLimitUnderTrafficHasNoRace(t *testing.T) {
+	tr := New(roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		return &http.Response{StatusCode: 200, Body: http.NoBody, Request: r}, nil
+	}), WithLimit(Limit{Name: "a", Rate: 1e6, Burst: 100, MaxConcurrent: 50}))
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				resp, err := tr.RoundTrip(mustRequest(t, http.MethodGet, nil))
+				if err == nil {
+					_ = resp.Body.Close()
+				}
+			}
+		})
+	}
+	// Flip between a bucket and none, and the cap between two sizes.
+	for i := range 500 {
+		r := rate.Limit(0)
+		if i%2 == 0 {
+			r = 1e6
+		}
+		if err := tr.SetLimit(Limit{Name: "a", Rate: r, Burst: 100, MaxConcurrent: 50 + i%2}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(stop)
+	wg.Wait()
+}
+
+// A SetLimit that lands while an admission is between reading the limit
+// and catching its key up is not lost: catchUp reads the limit itself,
+// after the generation.
+func TestSetLimitBetweenAdmissionsIsNotLost(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tr := New(newScript(answer(200)).mock(), WithLimit(Limit{Name: "a", Rate: 100, Burst: 10}))
+		if _, err := callOnce(t, tr, context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		s := tr.scopes[0]
+		e := s.states.acquire(host, false)
+		defer s.states.release(e)
+		if err := tr.SetLimit(Limit{Name: "a", Rate: 1, Burst: 10}); err != nil {
+			t.Fatal(err)
+		}
+		e.state.mu.Lock()
+		s.catchUp(&e.state, time.Now())
+		got := e.state.bucket.Limit()
+		e.state.mu.Unlock()
+		if got != 1 {
+			t.Errorf("bucket rate %v after SetLimit(Rate 1), want 1", float64(got))
 		}
 	})
 }

@@ -59,12 +59,12 @@ func (c *call) planRetry(delay time.Duration) (*http.Request, error) {
 		return nil, ErrRetryBudgetExhausted
 	}
 	if err := c.reserve(delay); err != nil {
-		c.returnRetry()
+		c.returnUnsentRetry()
 		return nil, err
 	}
 	next, err := c.nextRequest()
 	if err != nil {
-		c.returnRetry()
+		c.returnUnsentRetry()
 		c.giveBack(delay)
 		return nil, fmt.Errorf("%w: %w", errBodyAgain, err)
 	}

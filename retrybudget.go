@@ -100,9 +100,8 @@ func (c *call) takeRetry() bool {
 // returnRetry gives back a retry taken for nothing.
 func (c *call) returnRetry() {
 	c.retryTaken = false
-	if c.policy.RetryBudget < 0 {
-		return
-	}
+	// Not the policy's say: a SetRetryPolicy since may have turned the
+	// budget off, and the retry was still taken from the balance.
 	if e := c.t.retryBudgets.acquire(c.req.URL.Host, false); e != nil {
 		b := &e.state
 		b.mu.Lock()

@@ -124,7 +124,7 @@ func (s *scope) status(key string, now time.Time) ScopeStatus {
 	if finiteRate(l.Rate) && !s.adaptive {
 		out.Rate, out.Burst, out.Tokens = float64(l.Rate), l.Burst, float64(l.Burst)
 	}
-	e := s.states.acquire(key, false)
+	e := s.states.peek(key)
 	if e == nil {
 		return out
 	}
@@ -172,7 +172,7 @@ func (t *Transport) BreakerStatuses() []BreakerStatus {
 }
 
 func (b *breakers) status(key string, now time.Time) BreakerStatus {
-	e := b.states.acquire(key, false)
+	e := b.states.peek(key)
 	if e == nil {
 		return BreakerStatus{Key: key, State: BreakerClosed}
 	}

@@ -33,8 +33,9 @@ type Trace struct {
 	WaitEnded   func(WaitEndInfo)
 	// BreakerStateChanged is called when a key's breaker changes state. It
 	// is a transport's event, not a call's: only the trace given to
-	// WithTrace sees it, in the goroutine of the request that caused the
-	// change or of a probe's timer.
+	// WithTrace sees it, in the goroutine that found the change: a request
+	// that caused it, a probe's timer, or a status read (LimitStatus,
+	// BreakerStatuses) that saw an open breaker go half-open.
 	BreakerStateChanged func(BreakerChange)
 	// CallGaveUp is called when a call ends without the answer it was
 	// retrying for: attempts, budget or time ran out, or it was refused.
@@ -171,11 +172,14 @@ const (
 	GiveUpNetwork GiveUpReason = "network"
 	// GiveUpBody: the request body cannot be sent again.
 	GiveUpBody GiveUpReason = "body"
+	// GiveUpInvalid: the call could not start: the transport's options or
+	// the context's retry policy are invalid, or the request has no URL.
+	GiveUpInvalid GiveUpReason = "invalid"
 )
 
 // giveUpReasons are the reasons, in the order Stats counts them.
 var giveUpReasons = [...]GiveUpReason{GiveUpAttempts, GiveUpWaitBudget, GiveUpRetryBudget,
-	GiveUpBreakerOpen, GiveUpLimit, GiveUpCanceled, GiveUpNetwork, GiveUpBody}
+	GiveUpBreakerOpen, GiveUpLimit, GiveUpCanceled, GiveUpNetwork, GiveUpBody, GiveUpInvalid}
 
 // CallEndInfo describes a call as it ends.
 type CallEndInfo struct {
@@ -266,16 +270,17 @@ func fire[T any](c *call, hook func(*Trace) func(T), v T) {
 func (c *call) traceAttempt() {
 	if c.traced() {
 		fire(c, func(t *Trace) func(AttemptInfo) { return t.AttemptStarted }, AttemptInfo{Attempt: c.attempts,
-			MaxAttempts: c.policy.MaxAttempts, Method: c.req.Method, Key: c.req.URL.Host, Endpoint: c.endpoint})
+			MaxAttempts: c.policy.MaxAttempts, Method: c.req.Method, Key: c.host(), Endpoint: c.endpoint})
 	}
 }
 
 // traceResponse reports how an attempt ended.
 func (c *call) traceResponse(resp *http.Response, err error, class Class) {
-	if !c.traced() {
+	// Only when a hook listens: reading the hint parses headers.
+	if (c.t.trace == nil || c.t.trace.ResponseClassified == nil) && (c.trace == nil || c.trace.ResponseClassified == nil) {
 		return
 	}
-	info := ResponseInfo{Attempt: c.attempts, Class: class, Err: err, Key: c.req.URL.Host, Endpoint: c.endpoint}
+	info := ResponseInfo{Attempt: c.attempts, Class: class, Err: err, Key: c.host(), Endpoint: c.endpoint}
 	if resp != nil {
 		info.StatusCode = resp.StatusCode
 		info.Hint, _ = WaitHint(resp, time.Now())
@@ -287,7 +292,7 @@ func (c *call) traceResponse(resp *http.Response, err error, class Class) {
 func (c *call) traceWait(kind WaitKind, d time.Duration) {
 	if c.traced() {
 		fire(c, func(t *Trace) func(WaitInfo) { return t.WaitStarted },
-			WaitInfo{Kind: kind, Delay: d, Attempt: c.attempts + 1, Key: c.req.URL.Host, Endpoint: c.endpoint})
+			WaitInfo{Kind: kind, Delay: d, Attempt: c.attempts + 1, Key: c.host(), Endpoint: c.endpoint})
 	}
 }
 
@@ -299,7 +304,7 @@ func (c *call) waitEnded(kind WaitKind, planned, waited time.Duration, err error
 	c.t.counters.recordWait(kind, waited)
 	if c.traced() {
 		fire(c, func(t *Trace) func(WaitEndInfo) { return t.WaitEnded }, WaitEndInfo{Kind: kind, Planned: planned,
-			Waited: waited, Attempt: c.attempts + 1, Err: err, Key: c.req.URL.Host, Endpoint: c.endpoint})
+			Waited: waited, Attempt: c.attempts + 1, Err: err, Key: c.host(), Endpoint: c.endpoint})
 	}
 }
 
@@ -313,7 +318,7 @@ func (c *call) traceRetry(delay time.Duration, resp *http.Response) {
 		reason = strconv.Itoa(resp.StatusCode)
 	}
 	fire(c, func(t *Trace) func(RetryInfo) { return t.RetryScheduled }, RetryInfo{Attempt: c.attempts,
-		MaxAttempts: c.policy.MaxAttempts, Delay: delay, Reason: reason, Key: c.req.URL.Host, Endpoint: c.endpoint})
+		MaxAttempts: c.policy.MaxAttempts, Delay: delay, Reason: reason, Key: c.host(), Endpoint: c.endpoint})
 }
 
 // traceEnd reports the call's end.
@@ -322,7 +327,7 @@ func (c *call) traceEnd(resp *http.Response, err error) {
 		return
 	}
 	info := CallEndInfo{Attempts: c.attempts, Waited: c.waited, Err: err, GaveUp: c.gaveUp,
-		Key: c.req.URL.Host, Endpoint: c.endpoint, req: c.req}
+		Key: c.host(), Endpoint: c.endpoint, req: c.req}
 	if resp != nil {
 		info.StatusCode = resp.StatusCode
 	}

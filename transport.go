@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -43,7 +44,8 @@ type Transport struct {
 	breakers *breakers // nil without WithBreaker
 	// paced is set when a scope paces its keys (a Rate, or Adaptive): that
 	// pace, not the gate, answers a hint of a second or less.
-	paced atomic.Bool
+	paced    atomic.Bool
+	reloadMu sync.Mutex // serializes SetLimit
 	// err is the first invalid option; every RoundTrip returns it so that
 	// a bad configuration is loud rather than silently replaced.
 	err error
@@ -134,25 +136,30 @@ func (t *Transport) CloseIdleConnections() {
 // with its error. RoundTrip does not modify req; retries send shallow
 // copies carrying a fresh body.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if t.err != nil {
-		closeRequestBody(req)
-		return nil, t.err
-	}
-	if req.URL == nil {
-		closeRequestBody(req)
-		return nil, errNoURL
-	}
 	c := call{t: t, policy: t.retry.Load(), req: req, out: req, ctx: req.Context()}
-	if o := optionsFrom(c.ctx); o != nil {
-		if o.retryErr != nil {
-			closeRequestBody(req)
-			return nil, o.retryErr
-		}
+	o := optionsFrom(c.ctx)
+	if o != nil {
 		if o.retry != nil {
 			c.policy, c.ownPolicy = o.retry, true
 		}
 		c.stats, c.shared, c.priority = o.stats, o.budget, o.priority
 		c.trace, c.endpoint = o.trace, o.endpoint
+	}
+	// A call that cannot start still ends, counted and traced.
+	var invalid error
+	switch {
+	case t.err != nil:
+		invalid = t.err
+	case req.URL == nil:
+		invalid = errNoURL
+	case o != nil && o.retryErr != nil:
+		invalid = o.retryErr
+	}
+	if invalid != nil {
+		closeRequestBody(req)
+		c.gaveUp = GiveUpInvalid
+		c.end(nil, invalid)
+		return nil, invalid
 	}
 	if c.shared == nil {
 		c.waitLeft = c.policy.TotalWaitCap
@@ -160,6 +167,14 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := c.run()
 	c.end(resp, err)
 	return resp, err
+}
+
+// host is the request's host, the key of its traces; "" without a URL.
+func (c *call) host() string {
+	if c.req.URL == nil {
+		return ""
+	}
+	return c.req.URL.Host
 }
 
 // call is the state of one RoundTrip. It lives on RoundTrip's stack, so a
@@ -264,6 +279,11 @@ func (c *call) run() (*http.Response, error) {
 		next, refused := c.planRetry(delay)
 		if refused != nil {
 			c.giveUp(refused)
+			if resp != nil && c.ctx.Err() != nil {
+				drainAndClose(resp.Body) // a cancelled call ends with its error
+				c.held.release()
+				return nil, c.ctx.Err()
+			}
 			if resp != nil {
 				return c.deliver(resp), nil // the last response is the answer, untouched
 			}
@@ -287,6 +307,7 @@ func (c *call) run() (*http.Response, error) {
 func (c *call) giveUp(err error) {
 	var open *CircuitOpenError
 	var limited *LimitError
+	var pastDeadline pastDeadlineError
 	switch {
 	case c.ctx.Err() != nil:
 		c.gaveUp = GiveUpCanceled
@@ -296,7 +317,7 @@ func (c *call) giveUp(err error) {
 		c.gaveUp = GiveUpLimit
 	case errors.Is(err, ErrRetryBudgetExhausted):
 		c.gaveUp = GiveUpRetryBudget
-	case errors.Is(err, ErrBudgetExhausted), errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, ErrBudgetExhausted), errors.As(err, &pastDeadline):
 		c.gaveUp = GiveUpWaitBudget
 	case errors.Is(err, errBodyAgain):
 		c.gaveUp = GiveUpBody

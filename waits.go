@@ -11,6 +11,18 @@ import (
 // the call's wait budget and its context's deadline, ended at once by its
 // context, and counted in its stats.
 
+// pastDeadlineError is a wait refused because it would last until the
+// context's deadline. It matches context.DeadlineExceeded, the deadline's
+// own error, but tells itself apart from a network timeout, which matches
+// it too.
+type pastDeadlineError struct{ wait time.Duration }
+
+func (e pastDeadlineError) Error() string {
+	return fmt.Sprintf("a wait of %v would reach the context deadline: %v", e.wait, context.DeadlineExceeded)
+}
+
+func (e pastDeadlineError) Is(target error) bool { return target == context.DeadlineExceeded }
+
 // reserve takes a wait of d from the call's budget. It refuses, taking
 // nothing, a wait that does not fit in the budget left (ErrBudgetExhausted)
 // or that would last until the context's deadline, leaving no time to send
@@ -18,7 +30,7 @@ import (
 func (c *call) reserve(d time.Duration) error {
 	d = max(d, 0)
 	if deadline, ok := c.ctx.Deadline(); ok && time.Until(deadline) <= d {
-		return fmt.Errorf("a wait of %v would reach the context deadline: %w", d, context.DeadlineExceeded)
+		return pastDeadlineError{d}
 	}
 	if c.shared != nil {
 		now := time.Now()

@@ -131,24 +131,35 @@ func (c *Collector) Collect(ch chan<- prom.Metric) {
 // worst state and the longest cooldown among them.
 func (c *Collector) collectBreakers(ch chan<- prom.Metric) {
 	statuses := c.tr.BreakerStatuses()
+	// A key that is "other" itself goes with the rest, last: it cannot be
+	// named beside the fold.
+	named := func(b ratewise.BreakerStatus) int {
+		if b.Key == "other" {
+			return 1
+		}
+		return 0
+	}
 	slices.SortFunc(statuses, func(a, b ratewise.BreakerStatus) int {
-		return cmp.Or(cmp.Compare(stateValue(b.State), stateValue(a.State)), cmp.Compare(a.Key, b.Key))
+		return cmp.Or(cmp.Compare(named(a), named(b)), cmp.Compare(stateValue(b.State), stateValue(a.State)), cmp.Compare(a.Key, b.Key))
 	})
 	send := func(key string, state ratewise.BreakerState, cooldown float64) {
 		ch <- prom.MustNewConstMetric(c.breakerState, prom.GaugeValue, stateValue(state), key)
 		ch <- prom.MustNewConstMetric(c.breakerCooldown, prom.GaugeValue, cooldown, key)
 	}
 	for i, b := range statuses {
-		if i < c.maxKeys {
+		if i < c.maxKeys && named(b) == 0 {
 			send(b.Key, b.State, b.ResetIn.Seconds())
 			continue
 		}
-		// The rest are sorted worst first: the first of them is the worst.
+		var worst ratewise.BreakerState
 		var longest float64
 		for _, o := range statuses[i:] {
+			if stateValue(o.State) > stateValue(worst) {
+				worst = o.State
+			}
 			longest = max(longest, o.ResetIn.Seconds())
 		}
-		send("other", b.State, longest)
+		send("other", worst, longest)
 		return
 	}
 }

@@ -64,6 +64,7 @@ ratewise_aborts_total{reason="attempts"} 0
 ratewise_aborts_total{reason="body"} 0
 ratewise_aborts_total{reason="breaker_open"} 0
 ratewise_aborts_total{reason="canceled"} 0
+ratewise_aborts_total{reason="invalid"} 0
 ratewise_aborts_total{reason="limit"} 0
 ratewise_aborts_total{reason="network"} 0
 ratewise_aborts_total{reason="retry_budget"} 0
@@ -172,4 +173,31 @@ func TestCollectorRegisters(t *testing.T) {
 	if _, err := reg.Gather(); err != nil {
 		t.Error(err)
 	}
+}
+
+// A host named "other" is folded with the keys past the cap, not sent
+// twice under one label set.
+func TestCollectorBreakerNamedOther(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := scripted(t, map[string][]int{"other": {503}, "p.test": {200}})
+		tr := ratewise.New(base, ratewise.WithRetry(ratewise.RetryPolicy{MaxAttempts: 1}),
+			ratewise.WithBreaker(ratewise.BreakerPolicy{ConsecutiveFailures: 1}))
+		get(t, tr, "other")
+		get(t, tr, "p.test")
+		reg := prom.NewPedanticRegistry()
+		c := NewCollector(tr, WithMaxKeys(1))
+		reg.MustRegister(c)
+		if _, err := reg.Gather(); err != nil {
+			t.Fatalf("Gather: %v", err)
+		}
+		want := `
+# HELP ratewise_breaker_state Circuit breaker state: 0 closed, 1 half-open, 2 open.
+# TYPE ratewise_breaker_state gauge
+ratewise_breaker_state{key="other"} 2
+ratewise_breaker_state{key="p.test"} 0
+`
+		if err := testutil.CollectAndCompare(c, strings.NewReader(want), "ratewise_breaker_state"); err != nil {
+			t.Error(err)
+		}
+	})
 }

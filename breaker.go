@@ -114,6 +114,17 @@ type BreakerPolicy struct {
 	// IdleTimeout is how long a closed breaker outlives its key's last
 	// request; zero means DefaultIdleTimeout.
 	IdleTimeout time.Duration
+	// Store, when set, shares the breaker's trips with every transport
+	// given the same store (ratewise/redis, or a MemoryStore): failures
+	// are counted across them against ConsecutiveFailures and
+	// WindowFailures, a trip opens the breaker in all of them (and, in
+	// Redis, outlives a restart), and one of them at a time sends the
+	// probe when the cooldown is over. Each transport keeps its own
+	// breaker as well. Each request asks the store first; a failure or a
+	// success after failures is told to it. When the store fails, the
+	// local breaker decides alone, unless the store fails closed: then
+	// the request fails with a *CircuitOpenError and is not sent.
+	Store BreakerStore
 }
 
 // WithDefaults returns p with each zero field set to its default.
@@ -209,13 +220,22 @@ type CircuitOpenError struct {
 	State    string        // "open" or "half-open"
 	ResetIn  time.Duration // until the breaker lets a probe through; 0 when half-open
 	Failures int           // the failures that tripped it
+	// Err, when set, is why the breaker is taken for open: its shared
+	// store failed, and fails closed (it matches ErrStoreUnavailable).
+	Err error
 }
 
 // Error describes the breaker and when it resets.
 func (e *CircuitOpenError) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("ratewise: circuit breaker for %s taken for open: %v", e.Key, e.Err)
+	}
 	return fmt.Sprintf("ratewise: circuit breaker for %s is %s after %d failures; resets in %v",
 		e.Key, e.State, e.Failures, e.ResetIn)
 }
+
+// Unwrap returns Err.
+func (e *CircuitOpenError) Unwrap() error { return e.Err }
 
 // Is reports whether target is ErrCircuitOpen.
 func (e *CircuitOpenError) Is(target error) bool { return target == ErrCircuitOpen }

@@ -32,6 +32,7 @@ var (
 // breakers is BreakerPolicy at work: one breaker per key.
 type breakers struct {
 	policy BreakerPolicy
+	rules  BreakerRules // what the policy's Store needs of it
 	states *keyed[breakerState]
 	// notify is told of every change: the policy's OnStateChange, the
 	// transport's trace and counters. Set once the transport is built;
@@ -50,13 +51,14 @@ type breakerState struct {
 	clean atomic.Bool
 	gen   atomic.Uint64
 
-	mu         sync.Mutex
-	state      BreakerState // as gobreaker last reported it; guarded by mu
-	level      int          // escalation level, 0 is Cooldown; guarded by mu
-	levelSince time.Time    // last trip or failed probe; guarded by mu
-	openUntil  time.Time    // the current cooldown's end, zero when not open; guarded by mu
-	tripFails  int          // failures that led to the last trip; guarded by mu
-	probes     int          // probes in flight; guarded by mu
+	mu          sync.Mutex
+	state       BreakerState // as gobreaker last reported it; guarded by mu
+	level       int          // escalation level, 0 is Cooldown; guarded by mu
+	levelSince  time.Time    // last trip or failed probe; guarded by mu
+	openUntil   time.Time    // the current cooldown's end, zero when not open; guarded by mu
+	sharedUntil time.Time    // the last openUntil told to the policy's Store; guarded by mu
+	tripFails   int          // failures that led to the last trip; guarded by mu
+	probes      int          // probes in flight; guarded by mu
 	// failures counts the failures reported, pendingFailures those not yet
 	// through gobreaker, to tell when its counts are clean; guarded by mu.
 	failures        uint64
@@ -68,7 +70,7 @@ type breakerState struct {
 type stateChange struct{ from, to BreakerState }
 
 func newBreakers(p BreakerPolicy) *breakers {
-	b := &breakers{policy: p}
+	b := &breakers{policy: p, rules: p.Rules()}
 	b.states = newKeyed(p.IdleTimeout, nil, b.forgettable)
 	return b
 }
@@ -211,6 +213,52 @@ func (b *breakers) report(key string, st *breakerState) {
 // it waits for the reset when that fits the call's budget, else returns a
 // *CircuitOpenError. The ticket takes the attempt's outcome.
 func (b *breakers) admit(c *call, key string, e *keyedEntry[breakerState]) (breakerTicket, error) {
+	shared, err := b.admitShared(c, key)
+	if err != nil {
+		return breakerTicket{}, err
+	}
+	t, err := b.admitLocal(c, key, e)
+	t.sharedProbe, t.sharedFails = shared.Probe, shared.Failures
+	return t, err
+}
+
+// admitShared lets an attempt through the breaker the store shares, when
+// there is one: an open one waits or refuses as a local one does; a
+// half-open one lets its one probe through. A store that fails leaves the
+// local breaker alone to decide, unless it fails closed.
+func (b *breakers) admitShared(c *call, key string) (SharedBreaker, error) {
+	if b.policy.Store == nil {
+		return SharedBreaker{}, nil
+	}
+	for {
+		sb, err := b.policy.Store.BreakerAdmit(c.ctx, key, &b.rules)
+		switch {
+		case err != nil && c.ctx.Err() != nil:
+			return sb, c.ctx.Err()
+		case err != nil && storeFailedClosed(err):
+			return sb, &CircuitOpenError{Key: key, State: BreakerOpen.String(), Err: err}
+		case err != nil:
+			return SharedBreaker{}, nil
+		case sb.State == BreakerHalfOpen && !sb.Probe:
+			return sb, &CircuitOpenError{Key: key, State: BreakerHalfOpen.String(), Failures: sb.Failures}
+		case sb.State != BreakerOpen:
+			return sb, nil
+		}
+		resetIn := time.Until(sb.Until)
+		if resetIn <= 0 {
+			continue // over while we asked: ask again, for the probe
+		}
+		if err := c.waitAdmission(resetIn, WaitBreaker); err != nil {
+			if c.ctx.Err() != nil {
+				return sb, err
+			}
+			return sb, &CircuitOpenError{Key: key, State: BreakerOpen.String(), ResetIn: resetIn}
+		}
+	}
+}
+
+// admitLocal lets an attempt through this transport's breaker for key.
+func (b *breakers) admitLocal(c *call, key string, e *keyedEntry[breakerState]) (breakerTicket, error) {
 	st := &e.state
 	for {
 		gen := st.gen.Load()
@@ -271,6 +319,10 @@ type breakerTicket struct {
 	probe *probeGuard // set for a half-open probe
 	fast  bool        // admitted without gobreaker, in generation gen
 	gen   uint64
+	// With a store: whether the attempt is the shared breaker's probe,
+	// and the failures it had counted when the attempt was admitted.
+	sharedProbe bool
+	sharedFails int
 }
 
 // sent starts a probe's timeout: a probe that hangs past ProbeTimeout
@@ -298,16 +350,52 @@ func (t breakerTicket) outcome(c *call, resp *http.Response, err error, class Cl
 	case err != nil || class == RateLimited || resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500:
 		result = errBreakerFailure
 	}
+	t.outcomeShared(c, result)
 	switch {
 	case t.probe != nil:
 		t.probe.finish(result) // releases the entry
+		t.publishTrip(c)
 		return
 	case t.fast:
 		t.lateReport(result)
 	default:
 		t.report(result)
 	}
+	t.publishTrip(c)
 	t.b.states.release(t.entry)
+}
+
+// outcomeShared tells the store the outcome: every failure, and a success
+// when it clears failures or closes the breaker. A store that fails is
+// left behind: the local breaker has counted the outcome.
+func (t breakerTicket) outcomeShared(c *call, result error) {
+	store := t.b.policy.Store
+	switch {
+	case store == nil || result == errBreakerExcluded:
+	case result == errBreakerFailure:
+		_, _ = store.BreakerFailed(c.ctx, t.key, t.sharedProbe, &t.b.rules)
+	case t.sharedProbe || t.sharedFails > 0:
+		_ = store.BreakerSucceeded(c.ctx, t.key, t.sharedProbe, &t.b.rules)
+	}
+}
+
+// publishTrip tells the store of a trip of the local breaker it has not
+// heard of yet, so that every transport sharing it opens too.
+func (t breakerTicket) publishTrip(c *call) {
+	store := t.b.policy.Store
+	if store == nil {
+		return
+	}
+	st := &t.entry.state
+	st.mu.Lock()
+	until, level, published := st.openUntil, st.level, st.sharedUntil
+	if until.After(published) {
+		st.sharedUntil = until
+	}
+	st.mu.Unlock()
+	if until.After(published) && until.After(time.Now()) {
+		_ = store.BreakerTripped(c.ctx, t.key, until, level, &t.b.rules)
+	}
 }
 
 // lateReport tells gobreaker the outcome of a fast attempt, when it must

@@ -1,6 +1,7 @@
 package ratewise
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -30,6 +31,13 @@ type CooldownPolicy struct {
 	// IdleTimeout is how long a key's state outlives its pause; zero means
 	// DefaultIdleTimeout.
 	IdleTimeout time.Duration
+	// Store, when set, shares the pauses with every transport given the
+	// same store (ratewise/redis, or a MemoryStore): a refusal one process
+	// sees pauses the key in all of them. Each request then asks the store
+	// whether its key is paused. When the store fails, the gate goes on
+	// with the pauses this transport knows, unless the store fails closed:
+	// then the request fails with a *LimitError and is not sent.
+	Store CooldownStore
 }
 
 // WithCooldown configures the cooldown gate, which is on by default.
@@ -72,8 +80,17 @@ func newGate(p CooldownPolicy) *gate {
 }
 
 // pause holds key's requests until until, unless a later pause holds them
-// already: the later of two hints wins.
-func (g *gate) pause(key string, until time.Time) {
+// already: the later of two hints wins. With a store, every transport
+// sharing it holds them; a store that fails leaves the pause local.
+func (g *gate) pause(ctx context.Context, key string, until time.Time) {
+	g.pauseLocal(key, until)
+	if g.Store != nil {
+		_ = g.Store.Pause(ctx, key, until)
+	}
+}
+
+// pauseLocal is pause in this transport only.
+func (g *gate) pauseLocal(key string, until time.Time) {
 	e := g.states.acquire(key, true)
 	defer g.states.release(e)
 	for {
@@ -106,7 +123,19 @@ func (g *gate) paused(key string) bool {
 }
 
 // admit waits out key's pause, if any, and a random part of the spread.
+// With a store, a pause another transport set counts too.
 func (g *gate) admit(c *call, key string) error {
+	if g.Store != nil {
+		until, err := g.Store.PausedUntil(c.ctx, key)
+		switch {
+		case err != nil && c.ctx.Err() != nil:
+			return c.ctx.Err()
+		case err != nil && storeFailedClosed(err):
+			return &LimitError{Scope: "cooldown", Key: key, Reason: "store-unavailable", Err: err}
+		case err == nil && until.After(time.Now()):
+			g.pauseLocal(key, until) // and wait it out below
+		}
+	}
 	e := g.states.acquire(key, false)
 	if e == nil {
 		return nil // never paused, or long ago

@@ -57,12 +57,12 @@ func TestCooldownLaterHintWins(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := newGate(CooldownPolicy{})
 		now := time.Now()
-		g.pause("k", now.Add(5*time.Second))
-		g.pause("k", now.Add(2*time.Second))
+		g.pauseLocal("k", now.Add(5*time.Second))
+		g.pauseLocal("k", now.Add(2*time.Second))
 		if got := g.pausedFor("k", now); got != 5*time.Second {
 			t.Errorf("after hints of 5s then 2s: paused for %v, want 5s", got)
 		}
-		g.pause("k", now.Add(9*time.Second))
+		g.pauseLocal("k", now.Add(9*time.Second))
 		if got := g.pausedFor("k", now); got != 9*time.Second {
 			t.Errorf("after a hint of 9s: paused for %v, want 9s", got)
 		}
@@ -205,11 +205,11 @@ func TestCooldownHoldsRequestsQueuedInAScope(t *testing.T) {
 func TestCooldownStateKeptWhilePaused(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := newGate(CooldownPolicy{IdleTimeout: time.Minute})
-		g.pause("paused", time.Now().Add(time.Hour))
-		g.pause("brief", time.Now().Add(time.Second))
+		g.pauseLocal("paused", time.Now().Add(time.Hour))
+		g.pauseLocal("brief", time.Now().Add(time.Second))
 		for i := range 4 {
 			time.Sleep(time.Minute)
-			g.pause(fmt.Sprintf("other-%d", i), time.Now()) // new keys bring sweeps
+			g.pauseLocal(fmt.Sprintf("other-%d", i), time.Now()) // new keys bring sweeps
 		}
 		if got := g.pausedFor("paused", time.Now()); got != 56*time.Minute {
 			t.Errorf("a 1h pause after 4m: %v left, want 56m: it must not be evicted", got)

@@ -113,6 +113,14 @@ type Limit struct {
 	// StartRate is the pace of a key an adaptive scope has not learned
 	// yet; zero means unpaced, with a slow start.
 	StartRate rate.Limit
+	// Store, when set, keeps the scope's token buckets where several
+	// transports share them (ratewise/redis, or a MemoryStore), so that a
+	// fleet of processes holds one limit together rather than each its
+	// own. It needs a finite Rate, and takes no MinSpacing, Reserve or
+	// Adaptive. A request that finds no token waits for the time the store
+	// says one comes, within its budget. When the store fails, the
+	// scope's own bucket stands in, unless the store fails closed.
+	Store BucketStore
 }
 
 // Validate reports every field of l that is out of range, in one error.
@@ -135,6 +143,10 @@ func (l Limit) Validate() error {
 	}
 	if l.StartRate < 0 || math.IsNaN(float64(l.StartRate)) || l.StartRate != 0 && !l.Adaptive {
 		bad("StartRate (%v) needs Adaptive and must not be negative", float64(l.StartRate))
+	}
+	if l.Store != nil && (!finiteRate(l.Rate) || l.MinSpacing != 0 || l.Reserve != 0 || l.Adaptive) {
+		bad("has a Store: it needs a finite Rate (%v), and takes no MinSpacing (%v), Reserve (%d) or Adaptive (%v)",
+			float64(l.Rate), l.MinSpacing, l.Reserve, l.Adaptive)
 	}
 	if l.Rate != 0 && l.MinSpacing != 0 {
 		bad("has both Rate (%v) and MinSpacing (%v): give each its own WithLimit", float64(l.Rate), l.MinSpacing)
@@ -185,12 +197,19 @@ func WithLimit(l Limit) Option {
 type LimitError struct {
 	Scope string // the Limit's Name
 	Key   string // the request's key in that scope
-	// Reason is "fail-fast", "max-wait" or "max-queue".
+	// Reason is "fail-fast", "max-wait", "max-queue" or, when a shared
+	// store fails closed, "store-unavailable".
 	Reason string
 	// RetryIn is when a slot should free up, as far as the scope knows; 0
 	// when it cannot tell (a concurrency slot).
 	RetryIn time.Duration
+	// Err, for Reason "store-unavailable", is the failure of the shared
+	// store, which fails closed (it matches ErrStoreUnavailable).
+	Err error
 }
+
+// Unwrap returns Err.
+func (e *LimitError) Unwrap() error { return e.Err }
 
 // ErrLimited matches every *LimitError with errors.Is.
 var ErrLimited = errors.New("ratewise: client-side limit reached")
@@ -200,6 +219,9 @@ func (e *LimitError) Error() string {
 	msg := fmt.Sprintf("ratewise: %s refused the request (%s)", e.Scope, e.Reason)
 	if e.RetryIn > 0 {
 		msg += fmt.Sprintf("; a slot frees up in %v", e.RetryIn)
+	}
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
 	}
 	return msg
 }

@@ -57,6 +57,13 @@ type turn struct {
 // pace waits for the request's turn; at once when the key has no bucket
 // and no spacing.
 func (s *scope) pace(c *call, key string, st *scopeState, deadline time.Time, l *Limit) error {
+	if l.Store != nil {
+		done, err := s.paceShared(c, key, st, deadline, l)
+		if done {
+			return err
+		}
+		// The store failed: the scope's own bucket stands in.
+	}
 	for {
 		st.mu.Lock()
 		if st.bucket == nil && l.MinSpacing <= 0 { // SetLimit may change the bucket: read it locked
@@ -88,6 +95,46 @@ func (s *scope) pace(c *call, key string, st *scopeState, deadline time.Time, l 
 		st.mu.Unlock()
 		if err != nil || !t.again {
 			return err
+		}
+	}
+}
+
+// paceShared waits for a token of the store's bucket for key. It reports
+// done false when the store failed and the scope's own bucket must stand
+// in; a store that fails closed refuses the request.
+func (s *scope) paceShared(c *call, key string, st *scopeState, deadline time.Time, l *Limit) (done bool, err error) {
+	storeKey := s.name
+	if !s.global {
+		storeKey += ":" + key
+	}
+	for {
+		wait, err := l.Store.Take(c.ctx, storeKey, l.Rate, l.Burst)
+		switch {
+		case err != nil && c.ctx.Err() != nil:
+			return true, c.ctx.Err()
+		case err != nil && storeFailedClosed(err):
+			return true, &LimitError{Scope: s.name, Key: key, Reason: "store-unavailable", Err: err}
+		case err != nil:
+			return false, nil
+		case wait <= 0:
+			return true, nil
+		}
+		now := time.Now()
+		st.mu.Lock()
+		err = s.mayWait(st, key, wait, now, deadline, l)
+		if err == nil {
+			st.waiting++
+		}
+		st.mu.Unlock()
+		if err != nil {
+			return true, err
+		}
+		err = c.waitAdmission(wait, WaitPacing)
+		st.mu.Lock()
+		st.waiting--
+		st.mu.Unlock()
+		if err != nil {
+			return true, err
 		}
 	}
 }

@@ -439,7 +439,7 @@ func (c *call) feedBack(resp *http.Response, err error, class Class) {
 		now := time.Now()
 		if hint, ok := WaitHint(resp, now); ok && hint > 0 && (hint > time.Second || !c.t.paced.Load()) {
 			pausedUntil = now.Add(hint)
-			c.t.gate.pause(c.t.gate.Key(c.req), pausedUntil)
+			c.t.gate.pause(c.ctx, c.t.gate.Key(c.req), pausedUntil)
 		}
 	}
 	if c.adaptive.n > 0 {

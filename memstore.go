@@ -1,0 +1,223 @@
+package ratewise
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// MemoryStore keeps shared state in this process's memory. It is a
+// BucketStore, a CooldownStore and a BreakerStore at once: give it to the
+// transports of one process that must share limits and trips (several
+// clients of one API key), and read it as the reference of what a store
+// does. The ratewise/redis module does the same for several processes.
+//
+// It is safe for concurrent use; state that has nothing left to say (a
+// full bucket, a pause over, a breaker closed without failures) is dropped
+// as new keys come. The zero value is not usable: call NewMemoryStore.
+type MemoryStore struct {
+	mu       sync.Mutex
+	buckets  map[string]*rate.Limiter
+	pauses   map[string]time.Time
+	breakers map[string]*memBreaker
+	size     int // entries at the last prune
+}
+
+// memBreaker is a breaker's shared state.
+type memBreaker struct {
+	failures   int
+	recent     []time.Time // failures within the window, for WindowFailures
+	open       bool        // tripped and not closed since: open, then half-open
+	until      time.Time   // when open, the end of the cooldown
+	level      int
+	since      time.Time     // the last trip, for the level's decay
+	decay      time.Duration // the rules' Decay at that trip
+	probeUntil time.Time     // half-open: the probe granted holds until then
+}
+
+// NewMemoryStore returns an empty store.
+func NewMemoryStore() *MemoryStore {
+	return &MemoryStore{buckets: map[string]*rate.Limiter{}, pauses: map[string]time.Time{}, breakers: map[string]*memBreaker{}}
+}
+
+// Take implements BucketStore.
+func (m *MemoryStore) Take(_ context.Context, key string, r rate.Limit, burst int) (time.Duration, error) {
+	now := time.Now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	lim := m.buckets[key]
+	if lim == nil {
+		lim = rate.NewLimiter(r, burst)
+		m.buckets[key] = lim
+		m.prune(now)
+	} else if lim.Limit() != r || lim.Burst() != burst {
+		lim.SetLimitAt(now, r)
+		lim.SetBurstAt(now, burst)
+	}
+	if lim.AllowN(now, 1) {
+		return 0, nil
+	}
+	res := lim.ReserveN(now, 1)
+	defer res.CancelAt(now)
+	return max(res.DelayFrom(now), time.Nanosecond), nil
+}
+
+// Pause implements CooldownStore.
+func (m *MemoryStore) Pause(_ context.Context, key string, until time.Time) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if until.After(m.pauses[key]) {
+		m.pauses[key] = until
+		m.prune(time.Now())
+	}
+	return nil
+}
+
+// PausedUntil implements CooldownStore.
+func (m *MemoryStore) PausedUntil(_ context.Context, key string) (time.Time, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.pauses[key], nil
+}
+
+// BreakerAdmit implements BreakerStore.
+func (m *MemoryStore) BreakerAdmit(_ context.Context, key string, rules *BreakerRules) (SharedBreaker, error) {
+	now := time.Now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	b := m.breakers[key]
+	if b == nil {
+		return SharedBreaker{State: BreakerClosed}, nil
+	}
+	switch {
+	case !b.open:
+		return SharedBreaker{State: BreakerClosed, Level: b.levelAt(now, rules), Failures: b.failures}, nil
+	case now.Before(b.until):
+		return SharedBreaker{State: BreakerOpen, Until: b.until, Level: b.level}, nil
+	case now.Before(b.probeUntil):
+		return SharedBreaker{State: BreakerHalfOpen, Level: b.level}, nil // another request probes
+	}
+	b.probeUntil = now.Add(rules.ProbeTimeout)
+	return SharedBreaker{State: BreakerHalfOpen, Level: b.level, Probe: true}, nil
+}
+
+// BreakerFailed implements BreakerStore.
+func (m *MemoryStore) BreakerFailed(_ context.Context, key string, probe bool, rules *BreakerRules) (SharedBreaker, error) {
+	now := time.Now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	b := m.breakers[key]
+	if b == nil {
+		b = &memBreaker{}
+		m.breakers[key] = b
+		m.prune(now)
+	}
+	switch {
+	case b.open && now.Before(b.until):
+		// Open already: a request sent before the trip counts nothing.
+	case b.open && probe:
+		b.trip(now, min(b.level+1, len(rules.Cooldowns)-1), rules) // a failed probe: the next cooldown
+	case !b.open:
+		b.failures++
+		if rules.WindowFailures > 0 {
+			b.recent = append(b.recent, now)
+			for len(b.recent) > 0 && now.Sub(b.recent[0]) >= rules.Window {
+				b.recent = b.recent[1:]
+			}
+		}
+		if b.failures >= rules.ConsecutiveFailures || rules.WindowFailures > 0 && len(b.recent) >= rules.WindowFailures {
+			b.trip(now, b.levelAt(now, rules), rules)
+		}
+	}
+	return b.state(now), nil
+}
+
+// BreakerSucceeded implements BreakerStore.
+func (m *MemoryStore) BreakerSucceeded(_ context.Context, key string, probe bool, _ *BreakerRules) error {
+	now := time.Now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	b := m.breakers[key]
+	if b == nil {
+		return nil
+	}
+	b.failures = 0
+	if probe && b.open && !now.Before(b.until) {
+		b.open, b.probeUntil = false, time.Time{} // the level stays, to decay
+	}
+	return nil
+}
+
+// BreakerTripped implements BreakerStore.
+func (m *MemoryStore) BreakerTripped(_ context.Context, key string, until time.Time, level int, rules *BreakerRules) error {
+	now := time.Now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	b := m.breakers[key]
+	if b == nil {
+		b = &memBreaker{}
+		m.breakers[key] = b
+		m.prune(now)
+	}
+	if b.open && !b.until.Before(until) {
+		return nil
+	}
+	b.trip(now, max(min(level, len(rules.Cooldowns)-1), b.levelAt(now, rules)), rules)
+	b.until = until
+	return nil
+}
+
+func (b *memBreaker) trip(now time.Time, level int, rules *BreakerRules) {
+	b.open, b.level, b.since, b.decay = true, level, now, rules.Decay
+	b.until = now.Add(rules.Cooldowns[level])
+	b.failures, b.recent, b.probeUntil = 0, nil, time.Time{}
+}
+
+// levelAt is the escalation level after the Decays since the last trip.
+func (b *memBreaker) levelAt(now time.Time, rules *BreakerRules) int {
+	decay := b.decay
+	if rules != nil {
+		decay = rules.Decay
+	}
+	if b.level == 0 || decay <= 0 {
+		return b.level
+	}
+	return max(b.level-int(now.Sub(b.since)/decay), 0)
+}
+
+func (b *memBreaker) state(now time.Time) SharedBreaker {
+	switch {
+	case !b.open:
+		return SharedBreaker{State: BreakerClosed, Level: b.level, Failures: b.failures}
+	case now.Before(b.until):
+		return SharedBreaker{State: BreakerOpen, Until: b.until, Level: b.level}
+	}
+	return SharedBreaker{State: BreakerHalfOpen, Level: b.level}
+}
+
+// prune drops, once the store has doubled since it last did, what has
+// nothing left to say; with m.mu held.
+func (m *MemoryStore) prune(now time.Time) {
+	size := len(m.buckets) + len(m.pauses) + len(m.breakers)
+	if size < 2*max(m.size, 64) {
+		return
+	}
+	for k, lim := range m.buckets {
+		if lim.TokensAt(now) >= float64(lim.Burst()) {
+			delete(m.buckets, k)
+		}
+	}
+	for k, until := range m.pauses {
+		if !now.Before(until) {
+			delete(m.pauses, k)
+		}
+	}
+	for k, b := range m.breakers {
+		if !b.open && b.failures == 0 && b.levelAt(now, nil) == 0 {
+			delete(m.breakers, k)
+		}
+	}
+	m.size = len(m.buckets) + len(m.pauses) + len(m.breakers)
+}

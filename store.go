@@ -1,0 +1,113 @@
+package ratewise
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// This file is the seam through which several processes share what the
+// transport keeps per key: a limit's token bucket, the cooldown gate's
+// pause, a breaker's trips. A store is given to a Limit, a CooldownPolicy
+// or a BreakerPolicy; without one, each transport keeps its own state in
+// memory, as it always has. The ratewise/redis module keeps it in Redis.
+//
+// A store's calls are made in the request's goroutine with a context
+// bounded by the call's; they must not block long (a Redis call takes a
+// short timeout of its own). When a store fails, the transport uses its
+// own in-memory state for that request, unless the store's error wraps
+// ErrStoreUnavailable: then the store is taken to say "fail closed", and
+// the request fails without being sent.
+
+// ErrStoreUnavailable marks a store error that must fail the request
+// rather than fall back to the transport's own state: a store whose
+// policy is to fail closed wraps it. A request refused so gets an error
+// that matches it: a *LimitError, or a *CircuitOpenError.
+var ErrStoreUnavailable = errors.New("ratewise: shared store unavailable")
+
+// BucketStore keeps the token buckets of a Limit, shared by every
+// transport given the same store.
+type BucketStore interface {
+	// Take takes a token from key's bucket of rate r and size burst, and
+	// returns 0; or, when there is none, takes nothing and returns how long
+	// until one is there.
+	Take(ctx context.Context, key string, r rate.Limit, burst int) (wait time.Duration, err error)
+}
+
+// CooldownStore keeps the cooldown gate's pauses, shared by every
+// transport given the same store.
+type CooldownStore interface {
+	// Pause pauses key until until; the later of two pauses wins. The
+	// pause forgets itself once over.
+	Pause(ctx context.Context, key string, until time.Time) error
+	// PausedUntil returns when key's pause ends; the zero time, or a past
+	// one, when it is not paused.
+	PausedUntil(ctx context.Context, key string) (time.Time, error)
+}
+
+// BreakerStore keeps the trips of breakers, shared by every transport
+// given the same store: failures counted across them, an open (its end and
+// escalation level) seen by all, and one probe at a time when its cooldown
+// is over. Each transport keeps its own breaker as well.
+type BreakerStore interface {
+	// BreakerAdmit reads key's shared breaker for a request about to be
+	// sent. Half-open, it grants the probe to one request at a time, for
+	// rules.ProbeTimeout at most.
+	BreakerAdmit(ctx context.Context, key string, rules *BreakerRules) (SharedBreaker, error)
+	// BreakerFailed records a failure of key's request: the breaker trips
+	// when the failures counted reach the rules, or at once when the
+	// request was the probe of a half-open breaker.
+	BreakerFailed(ctx context.Context, key string, probe bool, rules *BreakerRules) (SharedBreaker, error)
+	// BreakerSucceeded records a success: it clears the failures counted,
+	// and a probe's success closes the breaker.
+	BreakerSucceeded(ctx context.Context, key string, probe bool, rules *BreakerRules) error
+	// BreakerTripped records that a transport's own breaker for key
+	// opened until until at level: the shared breaker opens too, the
+	// later end and the higher level winning.
+	BreakerTripped(ctx context.Context, key string, until time.Time, level int, rules *BreakerRules) error
+}
+
+// SharedBreaker is a breaker's state as a BreakerStore keeps it.
+type SharedBreaker struct {
+	State BreakerState
+	// Until is when an open breaker lets a probe through.
+	Until time.Time
+	// Level is the escalation level of the cooldown, as in BreakerStatus.
+	Level int
+	// Probe is set when the request admitted is the half-open breaker's
+	// probe.
+	Probe bool
+	// Failures counts the failures since the last success.
+	Failures int
+}
+
+// BreakerRules are what a BreakerStore needs of a BreakerPolicy: when to
+// trip, for how long, how the cooldown escalates and decays, and how long
+// a probe may take.
+type BreakerRules struct {
+	ConsecutiveFailures int
+	// WindowFailures within Window also trip, when set.
+	WindowFailures int
+	Window         time.Duration
+	// Cooldowns are the cooldown of each level: the policy's Cooldown,
+	// then its Escalation.
+	Cooldowns    []time.Duration
+	Decay        time.Duration
+	ProbeTimeout time.Duration
+}
+
+// Rules returns the BreakerRules of p, defaults filled in.
+func (p BreakerPolicy) Rules() BreakerRules {
+	d := p.WithDefaults()
+	window := d.Window
+	failures := d.ConsecutiveFailures
+	r := BreakerRules{ConsecutiveFailures: failures, WindowFailures: d.WindowFailures, Window: window,
+		Decay: d.Decay, ProbeTimeout: d.ProbeTimeout}
+	r.Cooldowns = append([]time.Duration{d.Cooldown}, d.Escalation...)
+	return r
+}
+
+// storeFailedClosed reports whether a store's err asks to fail closed.
+func storeFailedClosed(err error) bool { return errors.Is(err, ErrStoreUnavailable) }

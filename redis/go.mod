@@ -1,0 +1,22 @@
+module github.com/ratewise/ratewise/redis
+
+go 1.25.0
+
+require (
+	github.com/go-redis/redis_rate/v10 v10.0.1
+	github.com/ratewise/ratewise v0.0.0-00010101000000-000000000000
+	github.com/redis/go-redis/v9 v9.22.0
+	golang.org/x/time v0.15.0
+)
+
+require (
+	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/hashicorp/go-cleanhttp v0.5.2 // indirect
+	github.com/hashicorp/go-retryablehttp v0.7.8 // indirect
+	github.com/sony/gobreaker/v2 v2.4.0 // indirect
+	go.uber.org/atomic v1.11.0 // indirect
+	golang.org/x/sys v0.30.0 // indirect
+)
+
+// The stores are built and tested against the library in this repository.
+replace github.com/ratewise/ratewise => ../

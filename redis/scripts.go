@@ -1,0 +1,127 @@
+package redis
+
+import goredis "github.com/redis/go-redis/v9"
+
+// The scripts below run atomically in Redis: each operation of the store
+// is one of them, one round trip, with no lock held between calls. Times
+// are Unix milliseconds from the caller's clock.
+
+// pauseScript: KEYS[1] the pause; ARGV[1] its end. The later end wins, and
+// the key expires at it.
+var pauseScript = goredis.NewScript(`
+local cur = tonumber(redis.call('GET', KEYS[1]) or '0')
+local untilms = tonumber(ARGV[1])
+if untilms > cur then
+  redis.call('SET', KEYS[1], untilms, 'PXAT', untilms)
+end
+return 1
+`)
+
+// The breaker's keys: KEYS[1] a hash (open, until, level, since, probe),
+// KEYS[2] the consecutive failures, KEYS[3] the failures in the window.
+// Every script answers {state, until, level, probe, failures}, state 0
+// closed, 1 half-open, 2 open.
+
+// breakerAdmitScript: ARGV now, probe timeout. Half-open, the first to
+// ask is the probe until the timeout.
+var breakerAdmitScript = goredis.NewScript(`
+local h = redis.call('HMGET', KEYS[1], 'open', 'until', 'level', 'probe')
+local now = tonumber(ARGV[1])
+local level = tonumber(h[3] or '0')
+if h[1] ~= '1' then
+  return {0, 0, level, 0, tonumber(redis.call('GET', KEYS[2]) or '0')}
+end
+local untilms = tonumber(h[2])
+if now < untilms then
+  return {2, untilms, level, 0, 0}
+end
+if now < tonumber(h[4] or '0') then
+  return {1, untilms, level, 0, 0}
+end
+redis.call('HSET', KEYS[1], 'probe', now + tonumber(ARGV[2]))
+return {1, untilms, level, 1, 0}
+`)
+
+// tripLua opens the breaker at lvl for its cooldown: cooldowns are ARGV
+// from index first on. The hash outlives the open by the decay of its
+// level, so that an escalation is remembered and then forgotten.
+const tripLua = `
+local function trip(now, lvl, first, decay, probeTimeout)
+  local untilms = now + tonumber(ARGV[first + lvl])
+  redis.call('HSET', KEYS[1], 'open', 1, 'until', untilms, 'level', lvl, 'since', now, 'probe', 0)
+  redis.call('PEXPIREAT', KEYS[1], untilms + probeTimeout + decay * (lvl + 1))
+  redis.call('DEL', KEYS[2], KEYS[3])
+  return {2, untilms, lvl, 0, 0}
+end
+local function decayed(h, now, decay)
+  local level = tonumber(h[3] or '0')
+  if level > 0 and decay > 0 then
+    level = math.max(level - math.floor((now - tonumber(h[4] or now)) / decay), 0)
+  end
+  return level
+end
+`
+
+// breakerFailedScript: ARGV now, probe (0/1), consecutive limit, window
+// limit (0: none), window ms, failures ttl ms, decay ms, probe timeout ms,
+// then the cooldowns of each level.
+var breakerFailedScript = goredis.NewScript(tripLua + `
+local now = tonumber(ARGV[1])
+local decay, probeTimeout = tonumber(ARGV[7]), tonumber(ARGV[8])
+local levels = #ARGV - 8
+local h = redis.call('HMGET', KEYS[1], 'open', 'until', 'level', 'since')
+if h[1] == '1' then
+  local untilms = tonumber(h[2])
+  if now < untilms then
+    return {2, untilms, tonumber(h[3]), 0, 0}
+  end
+  if ARGV[2] == '1' then
+    return trip(now, math.min(decayed(h, now, decay) + 1, levels - 1), 9, decay, probeTimeout)
+  end
+  return {1, untilms, tonumber(h[3]), 0, 0}
+end
+local c = redis.call('INCR', KEYS[2])
+redis.call('PEXPIRE', KEYS[2], tonumber(ARGV[6]))
+local w = 0
+local windowLimit = tonumber(ARGV[4])
+if windowLimit > 0 then
+  w = redis.call('INCR', KEYS[3])
+  if w == 1 then
+    redis.call('PEXPIRE', KEYS[3], tonumber(ARGV[5]))
+  end
+end
+if c >= tonumber(ARGV[3]) or (windowLimit > 0 and w >= windowLimit) then
+  return trip(now, math.min(decayed(h, now, decay), levels - 1), 9, decay, probeTimeout)
+end
+return {0, 0, decayed(h, now, decay), 0, c}
+`)
+
+// breakerSucceededScript: ARGV now, probe (0/1). The failures are
+// cleared; a probe's success closes the breaker, its level kept to decay.
+var breakerSucceededScript = goredis.NewScript(`
+redis.call('DEL', KEYS[2])
+if ARGV[2] == '1' then
+  local h = redis.call('HMGET', KEYS[1], 'open', 'until')
+  if h[1] == '1' and tonumber(ARGV[1]) >= tonumber(h[2]) then
+    redis.call('HSET', KEYS[1], 'open', 0, 'probe', 0)
+  end
+end
+return 1
+`)
+
+// breakerTrippedScript: ARGV now, until, level, decay ms, probe timeout ms.
+// A transport's own breaker opened: the shared one opens too, the later
+// end and the higher level winning.
+var breakerTrippedScript = goredis.NewScript(tripLua + `
+local now, untilms, level = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local decay, probeTimeout = tonumber(ARGV[4]), tonumber(ARGV[5])
+local h = redis.call('HMGET', KEYS[1], 'open', 'until', 'level', 'since')
+if h[1] == '1' and tonumber(h[2]) >= untilms then
+  return {2, tonumber(h[2]), tonumber(h[3]), 0, 0}
+end
+level = math.max(level, decayed(h, now, decay))
+redis.call('HSET', KEYS[1], 'open', 1, 'until', untilms, 'level', level, 'since', now, 'probe', 0)
+redis.call('PEXPIREAT', KEYS[1], untilms + probeTimeout + decay * (level + 1))
+redis.call('DEL', KEYS[2], KEYS[3])
+return {2, untilms, level, 0, 0}
+`)

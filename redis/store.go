@@ -1,0 +1,267 @@
+// Package redis keeps what ratewise transports share in Redis, so that a
+// fleet of processes calling one API holds one limit together, pauses
+// together when the API asks, and trips one breaker. It is its own module,
+// so that the core library does not depend on a Redis client:
+//
+//	import rwredis "github.com/ratewise/ratewise/redis"
+//
+//	store := rwredis.New(redis.NewClient(&redis.Options{Addr: "redis:6379"}), rwredis.Options{})
+//	tr := ratewise.New(http.DefaultTransport,
+//		ratewise.WithLimit(ratewise.Limit{Name: "api", Rate: 20, Burst: 5, Store: store}),
+//		ratewise.WithCooldown(ratewise.CooldownPolicy{Store: store}),
+//		ratewise.WithBreaker(ratewise.BreakerPolicy{Store: store}))
+//
+// A Store is a ratewise.BucketStore (a GCRA token bucket on
+// github.com/go-redis/redis_rate, atomic in Redis), a ratewise.CooldownStore
+// (the later of two pauses wins) and a ratewise.BreakerStore (failures
+// counted across the fleet, trips with their end and escalation level, one
+// probe at a time). Every operation is one round trip running one script:
+// there is no lock, and no call waits on another. Every key it writes
+// expires by itself.
+//
+// When Redis does not answer within Options.Timeout, the store says so
+// to the transport, which goes on with its own in-memory state
+// (FallbackLocal, the default) or refuses the request (FailClosed). The
+// store logs one line when an outage starts and one when it ends, counts
+// outages, and while Redis is down asks it again only every
+// Options.Recheck, so that requests do not each wait out a timeout.
+//
+// Times are the clocks of the processes: keep them in sync (NTP) across a
+// fleet.
+package redis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-redis/redis_rate/v10"
+	goredis "github.com/redis/go-redis/v9"
+	"golang.org/x/time/rate"
+
+	"github.com/ratewise/ratewise"
+)
+
+// Failure says what a Store's users do while Redis is unavailable.
+type Failure int
+
+const (
+	// FallbackLocal keeps each transport working on its own in-memory
+	// state: limits hold per process, not for the fleet, until Redis is
+	// back. It is the zero value.
+	FallbackLocal Failure = iota
+	// FailClosed treats a limit as exhausted and a breaker as open: no
+	// request is sent while the store cannot be asked. The choice of a team
+	// that must never go over an API's limit.
+	FailClosed
+)
+
+// Defaults of Options.
+const (
+	DefaultPrefix  = "ratewise:"
+	DefaultTimeout = 200 * time.Millisecond
+	DefaultRecheck = time.Second
+	// DefaultFailuresTTL is how long a breaker's count of consecutive
+	// failures lasts without a new failure.
+	DefaultFailuresTTL = 10 * time.Minute
+)
+
+// Options configure a Store; the zero value is ready to use.
+type Options struct {
+	// Prefix starts every key the store writes; zero means DefaultPrefix.
+	// Give fleets that must not share state different prefixes.
+	Prefix string
+	// Timeout bounds each Redis call; zero means DefaultTimeout.
+	Timeout time.Duration
+	// OnFailure is what happens while Redis is unavailable.
+	OnFailure Failure
+	// Recheck is how long, during an outage, the store waits before it
+	// asks Redis again; zero means DefaultRecheck.
+	Recheck time.Duration
+	// FailuresTTL is how long a breaker's consecutive failures are kept
+	// after the last one; zero means DefaultFailuresTTL.
+	FailuresTTL time.Duration
+	// Logger, when set, hears of each outage's start and end.
+	Logger *slog.Logger
+}
+
+// Store keeps ratewise's shared state in Redis. It is safe for concurrent
+// use. Use one Store per failure policy; stores with the same Prefix share
+// their state.
+type Store struct {
+	rdb     goredis.UniversalClient
+	limiter *redis_rate.Limiter
+	opts    Options
+
+	errors, outages atomic.Int64
+	mu              sync.Mutex
+	down            bool      // guarded by mu
+	downSince       time.Time // guarded by mu
+	recheckAt       time.Time // guarded by mu: during an outage, when Redis may be asked again
+}
+
+var (
+	_ ratewise.BucketStore   = (*Store)(nil)
+	_ ratewise.CooldownStore = (*Store)(nil)
+	_ ratewise.BreakerStore  = (*Store)(nil)
+)
+
+// New returns a Store on rdb: a *redis.Client, a *redis.ClusterClient (its
+// keys use hash tags, so each script's keys share a slot) or a Ring.
+func New(rdb goredis.UniversalClient, opts Options) *Store {
+	if opts.Prefix == "" {
+		opts.Prefix = DefaultPrefix
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultTimeout
+	}
+	if opts.Recheck <= 0 {
+		opts.Recheck = DefaultRecheck
+	}
+	if opts.FailuresTTL <= 0 {
+		opts.FailuresTTL = DefaultFailuresTTL
+	}
+	return &Store{rdb: rdb, limiter: redis_rate.NewLimiter(rdb), opts: opts}
+}
+
+// Outages returns the outages the store has seen: each begins with a
+// failed call after a good one.
+func (s *Store) Outages() int64 { return s.outages.Load() }
+
+// Errors returns the calls that failed, Redis's own errors and timeouts
+// (not those of a caller's context that ended).
+func (s *Store) Errors() int64 { return s.errors.Load() }
+
+// Available reports whether the last call to Redis succeeded.
+func (s *Store) Available() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return !s.down
+}
+
+// errSkipped is the error of a call not made because Redis is down.
+var errSkipped = errors.New("redis is unavailable; not asked again yet")
+
+// do runs f against Redis with the store's timeout, keeping count of
+// outages; its error says what the transport must do.
+func (s *Store) do(ctx context.Context, f func(context.Context) error) error {
+	if err := s.skip(); err != nil {
+		return s.fail(err)
+	}
+	callCtx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
+	err := f(callCtx)
+	cancel()
+	switch {
+	case err == nil || errors.Is(err, goredis.Nil):
+		s.noteUp()
+		return nil
+	case ctx.Err() != nil:
+		return ctx.Err() // the caller's own context ended: Redis is not to blame
+	}
+	s.noteDown(err)
+	return s.fail(err)
+}
+
+// skip returns errSkipped while an outage's recheck time has not come.
+func (s *Store) skip() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := time.Now()
+	if s.down && now.Before(s.recheckAt) {
+		return errSkipped
+	}
+	if s.down {
+		s.recheckAt = now.Add(s.opts.Recheck) // this call asks; the others wait for it
+	}
+	return nil
+}
+
+func (s *Store) noteUp() {
+	s.mu.Lock()
+	wasDown, since := s.down, s.downSince
+	s.down = false
+	s.mu.Unlock()
+	if wasDown && s.opts.Logger != nil {
+		s.opts.Logger.Info("redis available again", "event", "store_up", "outage_ms", time.Since(since).Milliseconds())
+	}
+}
+
+func (s *Store) noteDown(err error) {
+	s.errors.Add(1)
+	s.mu.Lock()
+	wasDown := s.down
+	if !wasDown {
+		s.down, s.downSince = true, time.Now()
+		s.recheckAt = s.downSince.Add(s.opts.Recheck)
+	}
+	s.mu.Unlock()
+	if !wasDown {
+		s.outages.Add(1)
+		if s.opts.Logger != nil {
+			s.opts.Logger.Warn("redis unavailable", "event", "store_down", "on_failure", s.opts.OnFailure.String(), "error", err)
+		}
+	}
+}
+
+// fail wraps err as the policy says: ErrStoreUnavailable to fail closed.
+func (s *Store) fail(err error) error {
+	if s.opts.OnFailure == FailClosed {
+		return fmt.Errorf("%w: redis: %w", ratewise.ErrStoreUnavailable, err)
+	}
+	return fmt.Errorf("ratewise/redis: %w", err)
+}
+
+// String returns "fallback-local" or "fail-closed".
+func (f Failure) String() string {
+	if f == FailClosed {
+		return "fail-closed"
+	}
+	return "fallback-local"
+}
+
+// key returns the Redis key of kind for key, its name in braces so that a
+// cluster keeps the keys of one name in one slot.
+func (s *Store) key(kind, key string) string { return s.opts.Prefix + kind + ":{" + key + "}" }
+
+// Take implements ratewise.BucketStore with GCRA: one token every 1/r, up
+// to burst at once.
+func (s *Store) Take(ctx context.Context, key string, r rate.Limit, burst int) (time.Duration, error) {
+	limit := redis_rate.Limit{Rate: 1, Burst: max(burst, 1), Period: time.Duration(float64(time.Second) / float64(r))}
+	var wait time.Duration
+	err := s.do(ctx, func(ctx context.Context) error {
+		res, err := s.limiter.Allow(ctx, s.key("bucket", key), limit)
+		if err != nil {
+			return err
+		}
+		if res.Allowed == 0 {
+			wait = max(res.RetryAfter, time.Nanosecond)
+		}
+		return nil
+	})
+	return wait, err
+}
+
+// Pause implements ratewise.CooldownStore: the later pause wins, and the
+// key expires when its pause ends.
+func (s *Store) Pause(ctx context.Context, key string, until time.Time) error {
+	return s.do(ctx, func(ctx context.Context) error {
+		return pauseScript.Run(ctx, s.rdb, []string{s.key("pause", key)}, until.UnixMilli()).Err()
+	})
+}
+
+// PausedUntil implements ratewise.CooldownStore.
+func (s *Store) PausedUntil(ctx context.Context, key string) (time.Time, error) {
+	var until time.Time
+	err := s.do(ctx, func(ctx context.Context) error {
+		ms, err := s.rdb.Get(ctx, s.key("pause", key)).Int64()
+		if err == nil {
+			until = time.UnixMilli(ms)
+		}
+		return err
+	})
+	return until, err
+}

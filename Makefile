@@ -7,14 +7,24 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME    ?= 30s
 BENCHTIME   ?= 1s
 
-.PHONY: test lint fuzz bench bench-fast
+.PHONY: test lint fuzz bench bench-fast redis-server
 
-## test: go test -race over every module (fuzz targets run on their seed corpora)
-test:
+## test: go test -race over every module (fuzz targets run on their seed corpora);
+## the redis module's tests run a real redis-server, installed here when missing
+test: redis-server
 	@set -e; for m in $(MODULES); do \
 		echo "== go test -race $$m"; \
 		(cd $$m && $(GO) test -race -count=1 ./...); \
 	done
+
+## redis-server: install Debian's redis-server when it is not on PATH
+redis-server:
+	@command -v redis-server >/dev/null 2>&1 || { \
+		echo "== installing redis-server"; \
+		sudo=""; [ "$$(id -u)" = 0 ] || sudo=sudo; \
+		export DEBIAN_FRONTEND=noninteractive; \
+		$$sudo apt-get update -qq && $$sudo apt-get install -y -qq --no-install-recommends redis-server; \
+	}
 
 ## lint: gofmt, go vet and staticcheck over every module
 lint:

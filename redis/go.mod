@@ -6,6 +6,7 @@ require (
 	github.com/go-redis/redis_rate/v10 v10.0.1
 	github.com/ratewise/ratewise v0.0.0-00010101000000-000000000000
 	github.com/redis/go-redis/v9 v9.22.0
+	go.uber.org/goleak v1.3.0
 	golang.org/x/time v0.15.0
 )
 

@@ -72,7 +72,8 @@ const (
 
 // Options configure a Store; the zero value is ready to use.
 type Options struct {
-	// Prefix starts every key the store writes; zero means DefaultPrefix.
+	// Prefix starts every key the store writes (a bucket's key, written by
+	// redis_rate, has its "rate:" before it); zero means DefaultPrefix.
 	// Give fleets that must not share state different prefixes.
 	Prefix string
 	// Timeout bounds each Redis call; zero means DefaultTimeout.

@@ -86,10 +86,7 @@ func (s *Server) Stop() {
 }
 
 // Client returns a client of the server.
-func (s *Server) Client() *goredis.Client {
-	return goredis.NewClient(&goredis.Options{Addr: s.Addr, DialTimeout: 200 * time.Millisecond,
-		ReadTimeout: 200 * time.Millisecond, WriteTimeout: 200 * time.Millisecond, MaxRetries: -1})
-}
+func (s *Server) Client() *goredis.Client { return ClientOf(s.Addr) }
 
 func freePort(t testing.TB) int {
 	t.Helper()
@@ -103,3 +100,10 @@ func freePort(t testing.TB) int {
 
 // String returns the server's address.
 func (s *Server) String() string { return fmt.Sprintf("redis-server on %s", s.Addr) }
+
+// ClientOf returns a client of the server at addr, with the test's short
+// timeouts: for a process that did not start the server.
+func ClientOf(addr string) *goredis.Client {
+	return goredis.NewClient(&goredis.Options{Addr: addr, DialTimeout: 200 * time.Millisecond,
+		ReadTimeout: 200 * time.Millisecond, WriteTimeout: 200 * time.Millisecond, MaxRetries: -1})
+}

@@ -1,0 +1,205 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ratewise/ratewise"
+	"github.com/ratewise/ratewise/redis/internal/redistest"
+)
+
+// okServer answers 200 after delay, and counts requests and how many were
+// in flight at once.
+type okServer struct {
+	*httptest.Server
+	requests, inFlight, most atomic.Int64
+}
+
+func startOK(t *testing.T, delay time.Duration) *okServer {
+	s := &okServer{}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.requests.Add(1)
+		n := s.inFlight.Add(1)
+		for {
+			m := s.most.Load()
+			if n <= m || s.most.CompareAndSwap(m, n) {
+				break
+			}
+		}
+		time.Sleep(delay)
+		s.inFlight.Add(-1)
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+func get(tr http.RoundTripper, url string) error {
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	resp, err := tr.RoundTrip(req)
+	if err != nil {
+		return err
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return resp.Body.Close()
+}
+
+func TestRedisStoppedMidRun(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		policy Failure
+	}{{"fallback local", FallbackLocal}, {"fail closed", FailClosed}} {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := redistest.Start(t)
+			client := srv.Client()
+			defer client.Close()
+			store := New(client, Options{OnFailure: tt.policy, Recheck: 100 * time.Millisecond})
+			api := startOK(t, 0)
+			tr := ratewise.New(http.DefaultTransport,
+				ratewise.WithLimit(ratewise.Limit{Name: "api", Rate: 200, Burst: 10, Store: store}),
+				ratewise.WithCooldown(ratewise.CooldownPolicy{Store: store}),
+				ratewise.WithBreaker(ratewise.BreakerPolicy{Store: store}))
+			defer tr.CloseIdleConnections()
+			for range 10 {
+				if err := get(tr, api.URL); err != nil {
+					t.Fatal(err)
+				}
+			}
+			srv.Stop()
+			sentBefore := api.requests.Load()
+			var failed int
+			for range 10 {
+				start := time.Now()
+				err := get(tr, api.URL)
+				if took := time.Since(start); took > time.Second {
+					t.Errorf("a call took %v with Redis down", took)
+				}
+				switch {
+				case err == nil:
+				case tt.policy == FailClosed && errors.Is(err, ratewise.ErrStoreUnavailable):
+					failed++
+				default:
+					t.Errorf("with Redis down: %v", err)
+				}
+			}
+			sentDuring := api.requests.Load() - sentBefore
+			if tt.policy == FallbackLocal && (failed != 0 || sentDuring != 10) {
+				t.Errorf("fallback: %d failed, %d sent; want all 10 to complete on local state", failed, sentDuring)
+			}
+			if tt.policy == FailClosed && (failed != 10 || sentDuring != 0) {
+				t.Errorf("fail closed: %d failed, %d sent; want all 10 refused, none sent", failed, sentDuring)
+			}
+			if store.Outages() != 1 {
+				t.Errorf("outages = %d, want 1", store.Outages())
+			}
+			srv.Start()
+			time.Sleep(150 * time.Millisecond) // past Recheck
+			for range 5 {
+				if err := get(tr, api.URL); err != nil {
+					t.Errorf("after Redis came back: %v", err)
+				}
+			}
+			if !store.Available() {
+				t.Error("the store did not go back to Redis")
+			}
+			if n := client.Exists(context.Background(), "rate:ratewise:bucket:{api:"+api.Listener.Addr().String()+"}").Val(); n == 0 {
+				keys := client.Keys(context.Background(), "*").Val()
+				t.Errorf("no bucket in Redis after it came back; keys %v", keys)
+			}
+		})
+	}
+}
+
+func TestSharedBreakerDoesNotSerializeCalls(t *testing.T) {
+	srv := redistest.Start(t)
+	client := srv.Client()
+	defer client.Close()
+	store := New(client, Options{})
+	api := startOK(t, 100*time.Millisecond)
+	tr := ratewise.New(http.DefaultTransport, ratewise.WithBreaker(ratewise.BreakerPolicy{Store: store}))
+	defer tr.CloseIdleConnections()
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range 50 {
+		wg.Go(func() {
+			if err := get(tr, api.URL); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	took := time.Since(start)
+	if most := api.most.Load(); most < 45 {
+		t.Errorf("at most %d calls in flight at once, want nearly all 50: the shared breaker serializes them", most)
+	}
+	// 50 one at a time would take 5s.
+	if took > 2*time.Second {
+		t.Errorf("50 concurrent calls of 100ms took %v", took)
+	}
+	t.Logf("50 calls of 100ms through a shared breaker: %v, %d at once", took.Round(time.Millisecond), api.most.Load())
+}
+
+// BenchmarkRedisAdmission measures one request's admission through a
+// limit kept in Redis on loopback: a Take, the round trip it costs.
+func BenchmarkRedisAdmission(b *testing.B) {
+	srv := redistest.Start(b)
+	client := srv.Client()
+	defer client.Close()
+	store := New(client, Options{})
+	ctx := context.Background()
+	durations := make([]time.Duration, 0, b.N)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		start := time.Now()
+		// A bucket per request: every take is granted, as an admission
+		// under the limit is.
+		if _, err := store.Take(ctx, "bench", 1e9, 1<<30); err != nil {
+			b.Fatal(err)
+		}
+		durations = append(durations, time.Since(start))
+		i++
+	}
+	sort.Slice(durations, func(i, j int) bool { return durations[i] < durations[j] })
+	if n := len(durations); n > 0 {
+		b.ReportMetric(float64(durations[n/2].Microseconds()), "p50-µs")
+		b.ReportMetric(float64(durations[n*99/100].Microseconds()), "p99-µs")
+	}
+}
+
+// BenchmarkRedisTransport is a whole call through a transport whose limit,
+// cooldown and breaker are kept in Redis, against a loopback server.
+func BenchmarkRedisTransport(b *testing.B) {
+	srv := redistest.Start(b)
+	client := srv.Client()
+	defer client.Close()
+	store := New(client, Options{})
+	api := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	defer api.Close()
+	for _, bc := range []struct {
+		name string
+		tr   *ratewise.Transport
+	}{
+		{"local", ratewise.New(http.DefaultTransport, ratewise.WithLimit(ratewise.Limit{Rate: 1e9, Burst: 1 << 30}),
+			ratewise.WithBreaker(ratewise.BreakerPolicy{}))},
+		{"redis", ratewise.New(http.DefaultTransport, ratewise.WithLimit(ratewise.Limit{Rate: 1e9, Burst: 1 << 30, Store: store}),
+			ratewise.WithCooldown(ratewise.CooldownPolicy{Store: store}), ratewise.WithBreaker(ratewise.BreakerPolicy{Store: store}))},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := get(bc.tr, api.URL); err != nil {
+					b.Fatal(err)
+				}
+			}
+			bc.tr.CloseIdleConnections()
+		})
+	}
+}

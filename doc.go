@@ -6,7 +6,9 @@
 // to the limits you know ([Limit]) or learns them from the server
 // ([Limit.Adaptive]), pauses a host while the server asks, stops sending to
 // a server that keeps failing ([WithBreaker]), and keeps retries within a
-// share of a host's traffic ([RetryPolicy.RetryBudget]).
+// share of a host's traffic ([RetryPolicy.RetryBudget]). A store
+// ([BucketStore], [CooldownStore], [BreakerStore]; the ratewise/redis
+// module, or a [MemoryStore]) shares that state between transports.
 //
 // A response always comes back with a nil error, whatever its status, as
 // the RoundTripper contract asks; [CheckResponse] turns a final 429 into a

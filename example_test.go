@@ -240,3 +240,26 @@ func ExampleTransport_LimitStatus() {
 	fmt.Printf("%s: %d of %d tokens left, %.1f/s, paused %v\n", scope.Name, int(scope.Tokens), scope.Burst, scope.Rate, st.PausedFor)
 	// Output: plan: 27 of 30 tokens left, 0.5/s, paused 0s
 }
+
+// Two transports of one process given the same MemoryStore hold one limit
+// together: here, one request a second between them.
+func ExampleMemoryStore() {
+	mock := httpmock.NewMockTransport()
+	mock.RegisterNoResponder(httpmock.NewStringResponder(200, "ok"))
+	store := ratewise.NewMemoryStore()
+	limit := ratewise.Limit{Name: "api", Rate: 1, Burst: 1, Store: store, FailFast: true}
+	a := &http.Client{Transport: ratewise.New(mock, ratewise.WithLimit(limit))}
+	b := &http.Client{Transport: ratewise.New(mock, ratewise.WithLimit(limit))}
+
+	resp, err := a.Get("https://api.example.com/items")
+	if err == nil {
+		resp.Body.Close()
+		fmt.Println("a:", resp.StatusCode)
+	}
+	_, err = b.Get("https://api.example.com/items")
+	var le *ratewise.LimitError
+	fmt.Println("b refused by the shared limit:", errors.As(err, &le))
+	// Output:
+	// a: 200
+	// b refused by the shared limit: true
+}

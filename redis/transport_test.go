@@ -113,6 +113,7 @@ func TestRedisStoppedMidRun(t *testing.T) {
 				keys := client.Keys(context.Background(), "*").Val()
 				t.Errorf("no bucket in Redis after it came back; keys %v", keys)
 			}
+			assertAllExpire(t, client, "*")
 		})
 	}
 }

@@ -1,0 +1,49 @@
+package redis_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/ratewise/ratewise"
+	rwredis "github.com/ratewise/ratewise/redis"
+)
+
+// Three replicas of a service given the same store hold one limit of 20
+// requests a second together, pause together when the API asks, and trip
+// one breaker.
+func ExampleNew() {
+	client := goredis.NewClient(&goredis.Options{Addr: "127.0.0.1:6379"})
+	defer client.Close()
+	store := rwredis.New(client, rwredis.Options{Prefix: "myservice:"})
+
+	httpClient := &http.Client{Transport: ratewise.New(http.DefaultTransport,
+		ratewise.WithLimit(ratewise.Limit{Name: "api", Rate: 20, Burst: 5, Store: store}),
+		ratewise.WithCooldown(ratewise.CooldownPolicy{Store: store}),
+		ratewise.WithBreaker(ratewise.BreakerPolicy{Store: store}),
+	)}
+	_ = httpClient // make calls as usual
+}
+
+// While Redis does not answer, a FallbackLocal store lets each transport go
+// on with its own state, and counts the outage; a FailClosed one makes the
+// transport refuse the request.
+func ExampleOptions_onFailure() {
+	// Nothing listens on port 1: every call fails at once.
+	client := goredis.NewClient(&goredis.Options{Addr: "127.0.0.1:1", MaxRetries: -1})
+	defer client.Close()
+	fallback := rwredis.New(client, rwredis.Options{})
+	closed := rwredis.New(client, rwredis.Options{OnFailure: rwredis.FailClosed})
+
+	_, err := fallback.Take(context.Background(), "api", 20, 5)
+	fmt.Println("fallback fails closed:", errors.Is(err, ratewise.ErrStoreUnavailable), "outages:", fallback.Outages())
+	_, err = closed.Take(context.Background(), "api", 20, 5)
+	fmt.Println("fail-closed fails closed:", errors.Is(err, ratewise.ErrStoreUnavailable))
+
+	// Output:
+	// fallback fails closed: false outages: 1
+	// fail-closed fails closed: true
+}

@@ -1,11 +1,11 @@
 package ratewisetest
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"math"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"slices"
 	"strconv"
@@ -88,6 +88,15 @@ func (a *api) arrivalTimes() []time.Time {
 // fault. A request abandoned during the latency aborts the handler.
 func (a *api) serve(w http.ResponseWriter, r *http.Request, sleep func(context.Context, time.Duration) bool) {
 	a.received.Add(1)
+	if a.cfg.OnRequest != nil {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			// The client went away mid-body: nothing arrived whole.
+			panic(http.ErrAbortHandler)
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		a.cfg.OnRequest(r, body)
+	}
 	a.mu.Lock()
 	a.arrivals = append(a.arrivals, time.Now())
 	jitter := a.drawJitter()
@@ -99,7 +108,7 @@ func (a *api) serve(w http.ResponseWriter, r *http.Request, sleep func(context.C
 		panic(http.ErrAbortHandler)
 	}
 	if a.cfg.Rate == 0 {
-		a.admit(w, r)
+		a.admit(w, r, sleep)
 		return
 	}
 
@@ -110,7 +119,7 @@ func (a *api) serve(w http.ResponseWriter, r *http.Request, sleep func(context.C
 	v, now := a.take(key)
 	a.setHeaders(w.Header(), v)
 	if v.admitted {
-		a.admit(w, r)
+		a.admit(w, r, sleep)
 		return
 	}
 	a.limited.Add(1)
@@ -125,7 +134,7 @@ func (a *api) serve(w http.ResponseWriter, r *http.Request, sleep func(context.C
 
 // admit answers a request that passed the bucket, with a fault or the
 // handler.
-func (a *api) admit(w http.ResponseWriter, r *http.Request) {
+func (a *api) admit(w http.ResponseWriter, r *http.Request, sleep func(context.Context, time.Duration) bool) {
 	f, ok := a.drawFault()
 	if !ok {
 		a.admitted.Add(1)
@@ -133,21 +142,7 @@ func (a *api) admit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a.faulted.Add(1)
-	switch f {
-	case Fault503:
-		w.WriteHeader(http.StatusServiceUnavailable)
-	case FaultReset:
-		conn, _, err := http.NewResponseController(w).Hijack()
-		if err != nil {
-			// Cannot hijack (HTTP/2): aborting is the closest to a reset.
-			panic(http.ErrAbortHandler)
-		}
-		if tc, ok := conn.(*net.TCPConn); ok {
-			// Linger 0 makes Close send RST instead of FIN.
-			_ = tc.SetLinger(0)
-		}
-		_ = conn.Close()
-	}
+	a.answerFault(w, r, f, sleep)
 }
 
 // drawJitter returns the extra latency of one request. a.mu must be held.

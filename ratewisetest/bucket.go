@@ -2,6 +2,7 @@ package ratewisetest
 
 import (
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -18,7 +19,9 @@ import (
 //
 // A request cancelled during the latency gets its context's error, and a
 // FaultReset a connection reset (syscall.ECONNRESET), as a client over
-// the network would.
+// the network would. A FaultResetAfterHeaders body ends in a connection
+// reset and a FaultTruncatedBody one in io.ErrUnexpectedEOF; the pauses
+// of a FaultSlowBody are spent before RoundTrip returns.
 type Bucket struct {
 	api *api
 }
@@ -34,7 +37,7 @@ func (b *Bucket) RoundTrip(req *http.Request) (resp *http.Response, err error) {
 	if req.Body != nil {
 		defer req.Body.Close()
 	}
-	rec := httptest.NewRecorder()
+	rec := &recorder{ResponseRecorder: httptest.NewRecorder()}
 	defer func() {
 		if p := recover(); p != nil {
 			if p != http.ErrAbortHandler {
@@ -56,8 +59,25 @@ func (b *Bucket) RoundTrip(req *http.Request) (resp *http.Response, err error) {
 	b.api.serve(rec, in, func(ctx context.Context, d time.Duration) bool { return sleep(ctx, d, nil) })
 	resp = rec.Result()
 	resp.Request = req
+	if rec.bodyErr != nil {
+		resp.Body = io.NopCloser(io.MultiReader(resp.Body, errReader{rec.bodyErr}))
+	}
 	return resp, nil
 }
+
+// recorder records an answer in process; a body fault makes the body it
+// hands back end in an error, as a broken connection would.
+type recorder struct {
+	*httptest.ResponseRecorder
+	bodyErr error
+}
+
+func (r *recorder) breakBody(err error) { r.bodyErr = err }
+
+// errReader fails every read with err.
+type errReader struct{ err error }
+
+func (e errReader) Read([]byte) (int, error) { return 0, e.err }
 
 // Stats returns a snapshot of the counters.
 func (b *Bucket) Stats() Stats { return b.api.stats() }

@@ -41,6 +41,18 @@ type Config struct {
 	// Faults are the faults drawn from, uniformly. Empty with FaultRate > 0
 	// means all of them.
 	Faults []Fault
+	// FaultRetryAfter is the wait Fault429 asks for, written as
+	// RetryAfter says. Zero means one second.
+	FaultRetryAfter time.Duration
+	// SlowBodyDelay is the pause between the pieces of a FaultSlowBody
+	// answer. Zero means 20ms.
+	SlowBodyDelay time.Duration
+	// OnRequest, when set, is called with every request as it arrives,
+	// before the latency, the bucket and any fault, and with its body read
+	// in full; the handler can still read the body. Tests use it to check
+	// what reached the server on every attempt. It is called from the
+	// server's goroutines, concurrently.
+	OnRequest func(r *http.Request, body []byte)
 	// Seed seeds the random draws (faults and jitter) so that a run can be
 	// repeated. Zero means a fixed default seed, so runs repeat by default.
 	Seed uint64
@@ -93,10 +105,32 @@ const (
 	// a reused connection, so the server can receive more requests than the
 	// client sent.
 	FaultReset
+	// Fault429 answers 429 with a Retry-After of Config.FaultRetryAfter,
+	// in the form Config.RetryAfter says, as an API does when another of
+	// its limits (not this server's bucket) refuses.
+	Fault429
+	// Fault429NoHint answers 429 with no Retry-After nor any rate-limit
+	// header: the client must back off on its own.
+	Fault429NoHint
+	// FaultResetAfterHeaders sends 200 headers and half of a body of
+	// FaultBodySize bytes, then resets the connection: the client gets a
+	// response whose body read fails.
+	FaultResetAfterHeaders
+	// FaultTruncatedBody sends 200 with a Content-Length of FaultBodySize
+	// and half of the body, then closes the connection: the body read ends
+	// in io.ErrUnexpectedEOF.
+	FaultTruncatedBody
+	// FaultSlowBody sends 200 and a body of FaultBodySize bytes in four
+	// pieces, Config.SlowBodyDelay apart.
+	FaultSlowBody
 )
 
+// FaultBodySize is the length of the 200 body the body faults send or
+// announce.
+const FaultBodySize = 1024
+
 // allFaults is what an empty Config.Faults means.
-var allFaults = []Fault{Fault503, FaultReset}
+var allFaults = []Fault{Fault503, FaultReset, Fault429, Fault429NoHint, FaultResetAfterHeaders, FaultTruncatedBody, FaultSlowBody}
 
 // String returns the constant's name, such as "Fault503".
 func (f Fault) String() string {
@@ -105,12 +139,22 @@ func (f Fault) String() string {
 		return "Fault503"
 	case FaultReset:
 		return "FaultReset"
+	case Fault429:
+		return "Fault429"
+	case Fault429NoHint:
+		return "Fault429NoHint"
+	case FaultResetAfterHeaders:
+		return "FaultResetAfterHeaders"
+	case FaultTruncatedBody:
+		return "FaultTruncatedBody"
+	case FaultSlowBody:
+		return "FaultSlowBody"
 	}
 	return fmt.Sprintf("Fault(%d)", int(f))
 }
 
 func (f Fault) valid() bool {
-	return f == Fault503 || f == FaultReset
+	return f >= Fault503 && f <= FaultSlowBody
 }
 
 // Validate reports every invalid field of c in one error, or nil when c can
@@ -138,8 +182,14 @@ func (c Config) Validate() error {
 	}
 	for i, f := range c.Faults {
 		if !f.valid() {
-			bad = append(bad, fmt.Sprintf("Faults[%d] is %v; use Fault503 or FaultReset", i, f))
+			bad = append(bad, fmt.Sprintf("Faults[%d] is %v; use one of the Fault constants", i, f))
 		}
+	}
+	if c.FaultRetryAfter < 0 {
+		bad = append(bad, fmt.Sprintf("FaultRetryAfter is %v; use 0 for the default of 1s or more", c.FaultRetryAfter))
+	}
+	if c.SlowBodyDelay < 0 {
+		bad = append(bad, fmt.Sprintf("SlowBodyDelay is %v; use 0 for the default of 20ms or more", c.SlowBodyDelay))
 	}
 	if len(bad) == 0 {
 		return nil

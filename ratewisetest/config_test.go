@@ -26,10 +26,12 @@ func TestConfigValidate(t *testing.T) {
 		{name: "unknown fault", give: Config{Faults: []Fault{Fault503, 9}}, want: []string{"Faults[1] is Fault(9)"}},
 		{name: "negative latency", give: Config{Latency: -time.Second}, want: []string{"Latency is -1s"}},
 		{name: "negative jitter", give: Config{LatencyJitter: -time.Millisecond}, want: []string{"LatencyJitter is -1ms"}},
+		{name: "negative fault hint", give: Config{FaultRetryAfter: -time.Second}, want: []string{"FaultRetryAfter is -1s"}},
+		{name: "negative slow body delay", give: Config{SlowBodyDelay: -time.Millisecond}, want: []string{"SlowBodyDelay is -1ms"}},
 		{
 			name: "every bad field at once",
-			give: Config{Rate: -2, Burst: -1, FaultRate: 2, RetryAfter: -1, Faults: []Fault{5}},
-			want: []string{"Rate is -2", "Burst is -1", "FaultRate is 2", "RetryAfter is RetryAfterMode(-1)", "Faults[0] is Fault(5)"},
+			give: Config{Rate: -2, Burst: -1, FaultRate: 2, RetryAfter: -1, Faults: []Fault{50}},
+			want: []string{"Rate is -2", "Burst is -1", "FaultRate is 2", "RetryAfter is RetryAfterMode(-1)", "Faults[0] is Fault(50)"},
 		},
 	}
 	for _, tt := range tests {
@@ -83,6 +85,11 @@ func TestStrings(t *testing.T) {
 		{give: RetryAfterMode(42), want: "RetryAfterMode(42)"},
 		{give: Fault503, want: "Fault503"},
 		{give: FaultReset, want: "FaultReset"},
+		{give: Fault429, want: "Fault429"},
+		{give: Fault429NoHint, want: "Fault429NoHint"},
+		{give: FaultResetAfterHeaders, want: "FaultResetAfterHeaders"},
+		{give: FaultTruncatedBody, want: "FaultTruncatedBody"},
+		{give: FaultSlowBody, want: "FaultSlowBody"},
 		{give: Fault(-1), want: "Fault(-1)"},
 	}
 	for _, tt := range tests {

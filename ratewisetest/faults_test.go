@@ -3,9 +3,14 @@ package ratewisetest
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"slices"
+	"strings"
+	"sync"
+	"syscall"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -188,5 +193,105 @@ func TestCloseCutsLatencyShort(t *testing.T) {
 		}
 	case <-time.After(2 * time.Second):
 		t.Fatal("GET did not return within 2s of Close")
+	}
+}
+
+// bodyFaultCase is what a client should see for one fault, over the
+// network and in process.
+type bodyFaultCase struct {
+	fault      Fault
+	status     int    // 0: no response at all
+	retryAfter string // the Retry-After header wanted
+	body       string // what can be read before the body ends
+	readErr    func(error) bool
+}
+
+func bodyFaultCases() []bodyFaultCase {
+	isNil := func(err error) bool { return err == nil }
+	return []bodyFaultCase{
+		{fault: Fault429, status: 429, retryAfter: "3", body: limitedBody, readErr: isNil},
+		{fault: Fault429NoHint, status: 429, body: limitedBody, readErr: isNil},
+		{fault: FaultResetAfterHeaders, status: 200, body: faultBody[:FaultBodySize/2], readErr: func(err error) bool {
+			return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.ErrUnexpectedEOF)
+		}},
+		{fault: FaultTruncatedBody, status: 200, body: faultBody[:FaultBodySize/2], readErr: func(err error) bool {
+			return errors.Is(err, io.ErrUnexpectedEOF)
+		}},
+		{fault: FaultSlowBody, status: 200, body: faultBody, readErr: isNil},
+	}
+}
+
+// checkBodyFault sends one request through rt and checks it against c.
+func checkBodyFault(t *testing.T, rt http.RoundTripper, url string, c bodyFaultCase) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	resp, err := rt.RoundTrip(req)
+	if err != nil {
+		t.Fatalf("%v: RoundTrip error %v, want a %d", c.fault, err, c.status)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if resp.StatusCode != c.status || resp.Header.Get("Retry-After") != c.retryAfter {
+		t.Errorf("%v: %d Retry-After %q, want %d %q", c.fault, resp.StatusCode, resp.Header.Get("Retry-After"), c.status, c.retryAfter)
+	}
+	if string(body) != c.body || !c.readErr(err) {
+		t.Errorf("%v: read %d bytes, err %v; want %d bytes", c.fault, len(body), err, len(c.body))
+	}
+}
+
+func TestBodyFaultsOverTheNetwork(t *testing.T) {
+	for _, c := range bodyFaultCases() {
+		s := newServer(t, Config{FaultRate: 1, Faults: []Fault{c.fault}, FaultRetryAfter: 3 * time.Second})
+		checkBodyFault(t, noReuse().Transport, s.URL, c)
+		if got, want := s.Stats(), (Stats{Received: 1, Faults: 1}); got != want {
+			t.Errorf("%v: Stats() = %+v, want %+v", c.fault, got, want)
+		}
+	}
+}
+
+func TestBodyFaultsInProcess(t *testing.T) {
+	for _, c := range bodyFaultCases() {
+		b := NewBucket(Config{FaultRate: 1, Faults: []Fault{c.fault}, FaultRetryAfter: 3 * time.Second})
+		if c.fault == FaultResetAfterHeaders {
+			c.readErr = func(err error) bool { return errors.Is(err, syscall.ECONNRESET) }
+		}
+		checkBodyFault(t, b, "http://api.test/", c)
+	}
+}
+
+func TestSlowBodyTakesItsDelays(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := NewBucket(Config{FaultRate: 1, Faults: []Fault{FaultSlowBody}, SlowBodyDelay: time.Second})
+		start := time.Now()
+		checkBodyFault(t, b, "http://api.test/", bodyFaultCase{fault: FaultSlowBody, status: 200, body: faultBody, readErr: func(err error) bool { return err == nil }})
+		if got := time.Since(start); got != 3*time.Second {
+			t.Errorf("four pieces a second apart took %v, want 3s", got)
+		}
+	})
+}
+
+func TestOnRequestSeesEveryBodyAndLeavesItReadable(t *testing.T) {
+	var mu sync.Mutex
+	var seen []string
+	echo := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.Copy(w, r.Body) })
+	s := newServer(t, Config{Rate: 0.001, Burst: 1, Handler: echo, OnRequest: func(r *http.Request, body []byte) {
+		mu.Lock()
+		defer mu.Unlock()
+		seen = append(seen, r.Method+" "+string(body))
+	}})
+	for _, give := range []string{"first", "second"} {
+		resp, err := noReuse().Post(s.URL, "text/plain", strings.NewReader(give))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if give == "first" && string(got) != give {
+			t.Errorf("handler read %q, want %q", got, give)
+		}
+	}
+	// The second request is refused by the bucket, yet it was seen.
+	if want := []string{"POST first", "POST second"}; !slices.Equal(seen, want) {
+		t.Errorf("OnRequest saw %q, want %q", seen, want)
 	}
 }

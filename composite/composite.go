@@ -12,6 +12,7 @@ package composite
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -48,7 +49,39 @@ type Outcome struct {
 	RateLimitHits int
 	// LastStatus is the status of the branch's last response, 0 if none.
 	LastStatus int
-	Err        error
+	// Err is the error the branch returned. Its text has the secrets a
+	// request error may quote removed (see [ratewise.Redact]): an
+	// *url.Error from http.Client quotes the URL, query and all. The
+	// error itself is still there for errors.Is and errors.As.
+	Err error
+}
+
+// MarshalJSON writes the outcome with Err as its (redacted) text, which
+// is what a reader of an envelope can use.
+func (o Outcome) MarshalJSON() ([]byte, error) {
+	type plain Outcome // without this method
+	var text string
+	if o.Err != nil {
+		text = o.Err.Error()
+	}
+	return json.Marshal(struct {
+		plain
+		Err string `json:",omitempty"`
+	}{plain(o), text})
+}
+
+// redactedError is a branch's error whose text leaves out secrets.
+type redactedError struct{ err error }
+
+func (e *redactedError) Error() string { return ratewise.Redact(e.err.Error(), nil) }
+func (e *redactedError) Unwrap() error { return e.err }
+
+// redact wraps err so that its text leaves out secrets; nil stays nil.
+func redact(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &redactedError{err: err}
 }
 
 // Result reports every branch that ran: the primary first, then the
@@ -193,7 +226,7 @@ func run(ctx context.Context, b Branch) Outcome {
 		Waited:        stats.Waited(),
 		RateLimitHits: stats.RateLimitHits(),
 		LastStatus:    stats.LastStatus(),
-		Err:           err,
+		Err:           redact(err),
 	}
 }
 

@@ -1,0 +1,739 @@
+package ratewise_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"runtime"
+	"runtime/metrics"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ratewise/ratewise"
+	"github.com/ratewise/ratewise/composite"
+	"github.com/ratewise/ratewise/ratewisetest"
+	"go.uber.org/goleak"
+)
+
+// soakFor runs TestSoak for a set time instead of its bounded count of
+// calls: go test -run TestSoak -soak=10m .
+var soakFor = flag.Duration("soak", 0, "run TestSoak for this long (such as 10m) instead of its bounded default")
+
+// The soak's shape. Its default run makes soakCalls calls, about ten
+// seconds of work; every bound below is far from what a correct stack
+// needs, so a breach is a bug, not a slow machine.
+const (
+	soakCalls    = 4000
+	soakWorkers  = 32
+	soakHosts    = 12 // the first one is flaky: its handler fails most calls
+	soakWaitCap  = 2 * time.Second
+	soakDeadline = 8 * time.Second
+	soakWallTime = 40 * time.Second
+	// soakSlack is how late a rule may be seen to hold: a request let
+	// through a gate a moment before another goroutine paused it is sent
+	// after the pause began, and the race detector slows every step.
+	soakSlack = 150 * time.Millisecond
+)
+
+// The secrets every soak request carries, which nothing the transport
+// reports may show.
+var (
+	soakAPIKey = "soak-apikey-" + randomHex()
+	soakBearer = "soak-bearer-" + randomHex()
+	soakToken  = "soak-token-" + randomHex()
+)
+
+func randomHex() string {
+	var b [12]byte
+	for i := range b {
+		b[i] = byte(rand.Uint32())
+	}
+	return hex.EncodeToString(b[:])
+}
+
+// TestSoak drives thousands of calls from many goroutines through the whole
+// stack (limit, cooldown gate, retry, breaker) against a loopback server
+// that answers with a scripted mix of faults: 429s with and without a
+// hint, 503s, resets before and after the headers, truncated and slow
+// bodies, and random latency. Over the whole run it checks that every call
+// ends in time with a response or a typed error, that nothing leaks
+// (goroutines, bodies, connections), that every body reaches the server
+// intact on every attempt, that the rules hold (the wait budget, no retry
+// of a non-idempotent request after a network error, nothing sent into an
+// open breaker or a running cooldown), and that no secret shows in a log
+// line, an error, an envelope or a metric.
+func TestSoak(t *testing.T) {
+	s := newSoak(t)
+	s.run(t)
+	s.check(t)
+}
+
+// soak is one run: the server, the instrumented stack and what was seen.
+type soak struct {
+	srv   *ratewisetest.Server
+	conns *countingDialer
+	base  *countingBase
+	tr    *ratewise.Transport
+	obs   *soakObserver
+	logs  lockedBuffer
+
+	// Counted by the server's OnRequest, per attempt that reached it.
+	bodiesChecked, bodiesCorrupt atomic.Int64
+
+	mu       sync.Mutex
+	outcomes map[string]int
+	problems []string // rule breaches, kept to show the first ones
+	reported []string // every error string and envelope produced
+	calls    int
+
+	peakGoroutines int
+	peakHeap       uint64
+}
+
+func newSoak(t *testing.T) *soak {
+	s := &soak{outcomes: map[string]int{}, obs: &soakObserver{}}
+	flaky := soakHost(0)
+	s.srv = ratewisetest.NewServer(ratewisetest.Config{
+		// The server's own bucket is well above the client's limits: its
+		// 429s come from the injected faults and from bursts.
+		Rate: 800, Burst: 80,
+		PublishHeaders: true,
+		Latency:        time.Millisecond,
+		LatencyJitter:  8 * time.Millisecond,
+		FaultRate:      0.1,
+		// Drawn uniformly from this list, so a 429 with its two-second
+		// pause is rarer than the rest: it stops a whole key.
+		Faults: []ratewisetest.Fault{
+			ratewisetest.Fault429,
+			ratewisetest.Fault429NoHint, ratewisetest.Fault429NoHint, ratewisetest.Fault429NoHint,
+			ratewisetest.Fault503, ratewisetest.Fault503, ratewisetest.Fault503,
+			ratewisetest.FaultReset, ratewisetest.FaultReset, ratewisetest.FaultReset,
+			ratewisetest.FaultResetAfterHeaders, ratewisetest.FaultResetAfterHeaders, ratewisetest.FaultResetAfterHeaders,
+			ratewisetest.FaultTruncatedBody, ratewisetest.FaultTruncatedBody, ratewisetest.FaultTruncatedBody,
+			ratewisetest.FaultSlowBody, ratewisetest.FaultSlowBody, ratewisetest.FaultSlowBody,
+		},
+		// Above a second: with a paced scope, the pace answers shorter
+		// hints, not the gate.
+		FaultRetryAfter: 2 * time.Second,
+		SlowBodyDelay:   10 * time.Millisecond,
+		Seed:            uint64(time.Now().UnixNano()),
+		OnRequest:       s.checkBody,
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			n, _ := strconv.Atoi(r.Header.Get("X-Soak-Call"))
+			if r.Host == flaky && n%5 != 0 {
+				w.WriteHeader(http.StatusServiceUnavailable)
+				return
+			}
+			// The answer names the call and the body's checksum, so the
+			// caller can tell its own answer, whole, from anything else.
+			_, _ = fmt.Fprintf(w, "call=%d sha=%s", n, r.Header.Get("X-Body-SHA256"))
+		}),
+	})
+	t.Cleanup(s.srv.Close)
+
+	s.conns = &countingDialer{addr: strings.TrimPrefix(s.srv.URL, "http://")}
+	s.base = &countingBase{
+		base:       &http.Transport{DialContext: s.conns.DialContext, MaxIdleConnsPerHost: 4},
+		netErrored: map[string]bool{},
+	}
+	logger := slog.New(slog.NewJSONHandler(&s.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	s.tr = ratewise.New(s.base,
+		ratewise.WithRetry(ratewise.RetryPolicy{
+			MaxAttempts:    4,
+			InitialDelay:   50 * time.Millisecond,
+			MaxDelay:       500 * time.Millisecond,
+			TotalWaitCap:   soakWaitCap,
+			NetworkRetries: 2,
+		}),
+		ratewise.WithLimit(ratewise.Limit{Name: "per host", Rate: 40, Burst: 4, MaxConcurrent: 6}),
+		ratewise.WithBreaker(ratewise.BreakerPolicy{
+			ConsecutiveFailures: 4,
+			Cooldown:            time.Second,
+			Escalation:          []time.Duration{time.Second, 2 * time.Second},
+		}),
+		ratewise.WithTrace(s.obs.trace()),
+		ratewise.WithLogger(logger),
+	)
+	return s
+}
+
+func soakHost(i int) string {
+	if i == 0 {
+		return "flaky.soak.test"
+	}
+	return fmt.Sprintf("api-%02d.soak.test", i)
+}
+
+// run makes the calls: soakCalls of them, or as many as fit in -soak.
+func (s *soak) run(t *testing.T) {
+	stopSampling := s.sample()
+	defer stopSampling()
+
+	var next atomic.Int64
+	// The default run also stops at soakWallTime, on however slow a
+	// machine, so that it stays inside make test's time.
+	end := time.Now().Add(soakWallTime)
+	if *soakFor > 0 {
+		end = time.Now().Add(*soakFor)
+	}
+	more := func() (int, bool) {
+		n := int(next.Add(1)) - 1
+		return n, time.Now().Before(end) && (*soakFor > 0 || n < soakCalls)
+	}
+	client := &http.Client{Transport: s.tr}
+	var wg sync.WaitGroup
+	for range soakWorkers {
+		wg.Go(func() {
+			for n, ok := more(); ok; n, ok = more() {
+				if n%25 == 24 {
+					s.fanOut(client, n)
+				} else {
+					s.call(client, n)
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// soakRequest builds call n: its method, its body (and whether the body
+// can be replayed) and the secrets.
+func soakRequest(ctx context.Context, n int) (*http.Request, []byte) {
+	methods := []string{http.MethodGet, http.MethodGet, http.MethodPost, http.MethodPost, http.MethodPut}
+	method := methods[n%len(methods)]
+	u := fmt.Sprintf("http://%s/items/%d?token=%s&n=%d", soakHost(n%soakHosts), n, soakToken, n)
+	var body []byte
+	if method != http.MethodGet {
+		r := rand.New(rand.NewPCG(uint64(n), 7))
+		body = make([]byte, r.IntN(4096))
+		for i := range body {
+			body[i] = byte(r.Uint32())
+		}
+	}
+	var reader io.Reader
+	if body != nil {
+		reader = bytes.NewReader(body)
+		if n%40 == 2 {
+			// A stream of unknown length: it can be sent once only.
+			reader = io.NopCloser(bytes.NewReader(body))
+		}
+	}
+	req, _ := http.NewRequestWithContext(ctx, method, u, reader)
+	sum := sha256.Sum256(body)
+	req.Header.Set("X-Soak-Call", strconv.Itoa(n))
+	req.Header.Set("X-Body-SHA256", hex.EncodeToString(sum[:]))
+	req.Header.Set("Authorization", "Bearer "+soakBearer)
+	req.Header.Set("Apikey", soakAPIKey)
+	if n%15 == 3 { // a POST that says it may be repeated
+		req.Header.Set("Idempotency-Key", "idem-"+strconv.Itoa(n))
+	}
+	return req, body
+}
+
+// call makes call n through client and records how it ended.
+func (s *soak) call(client *http.Client, n int) {
+	ctx, cancel := context.WithTimeout(context.Background(), soakDeadline)
+	defer cancel()
+	ctx, stats := ratewise.WithCallStats(ctx)
+	req, _ := soakRequest(ctx, n)
+	before := req.Header.Clone()
+	beforeURL := req.URL.String()
+
+	start := time.Now()
+	resp, err := client.Do(req)
+	outcome := s.outcome(n, req, resp, err)
+	took := time.Since(start)
+
+	var problems []string
+	if took >= soakDeadline {
+		problems = append(problems, fmt.Sprintf("call %d took %v, past its deadline", n, took))
+	}
+	if w := stats.Waited(); w > soakWaitCap+soakSlack {
+		problems = append(problems, fmt.Sprintf("call %d waited %v, past the %v budget", n, w, soakWaitCap))
+	}
+	if !headersEqual(before, req.Header) || req.URL.String() != beforeURL {
+		problems = append(problems, fmt.Sprintf("call %d: the request was changed", n))
+	}
+	s.record(outcome, problems)
+}
+
+// outcome reads the result of one call, closing its body, and names the
+// way it ended.
+func (s *soak) outcome(n int, req *http.Request, resp *http.Response, err error) string {
+	if err != nil {
+		var urlErr *url.Error
+		inner := err
+		if errors.As(err, &urlErr) {
+			// net/http's url.Error quotes the URL, query and all: the
+			// caller redacts it, as Redact's documentation says.
+			s.report(ratewise.Redact(err.Error(), req))
+			inner = urlErr.Err
+		}
+		s.report(inner.Error())
+		var open *ratewise.CircuitOpenError
+		var limited *ratewise.LimitError
+		var netErr net.Error
+		switch {
+		case errors.As(inner, &open):
+			return "error: circuit open"
+		case errors.As(inner, &limited):
+			return "error: limited"
+		case errors.Is(inner, ratewise.ErrBudgetExhausted):
+			return "error: budget"
+		case errors.Is(inner, context.DeadlineExceeded):
+			return "error: deadline (a hang)"
+		case errors.As(inner, &netErr), errors.Is(inner, io.EOF), errors.Is(inner, io.ErrUnexpectedEOF):
+			return "error: network"
+		}
+		return "error: untyped: " + fmt.Sprintf("%T", inner)
+	}
+	defer resp.Body.Close()
+	body, readErr := io.ReadAll(resp.Body)
+	switch {
+	case readErr != nil:
+		return "response: body broken"
+	case resp.StatusCode == http.StatusOK:
+		want := fmt.Sprintf("call=%d sha=%s", n, req.Header.Get("X-Body-SHA256"))
+		if string(body) != want && !strings.HasPrefix(string(body), "ratewisetest fault body") {
+			return fmt.Sprintf("response: 200 with a wrong body %.60q", body)
+		}
+		return "response: 200"
+	}
+	if err := ratewise.CheckResponse(resp); err != nil {
+		s.report(err.Error())
+	}
+	return "response: final " + strconv.Itoa(resp.StatusCode)
+}
+
+// fanOut runs three calls as a composite, sharing one budget, and reports
+// its envelope.
+func (s *soak) fanOut(client *http.Client, n int) {
+	ctx, cancel := context.WithTimeout(context.Background(), soakDeadline)
+	defer cancel()
+	branch := func(name string, call int) composite.Branch {
+		return composite.Branch{Name: name, Call: func(ctx context.Context) error {
+			req, _ := soakRequest(ctx, call)
+			resp, err := client.Do(req)
+			if err != nil {
+				return err
+			}
+			defer resp.Body.Close()
+			_, _ = io.Copy(io.Discard, resp.Body)
+			return ratewise.CheckResponse(resp)
+		}}
+	}
+	start := time.Now()
+	res, err := composite.Run(ctx, branch("card", n), []composite.Branch{branch("comments", n+1), branch("subtasks", n+2)},
+		composite.Options{Budget: soakWaitCap})
+	var problems []string
+	if took := time.Since(start); took >= soakDeadline {
+		problems = append(problems, fmt.Sprintf("fan-out %d took %v", n, took))
+	}
+	if res.BudgetSpent > soakWaitCap+soakSlack {
+		problems = append(problems, fmt.Sprintf("fan-out %d spent %v, past its shared %v budget", n, res.BudgetSpent, soakWaitCap))
+	}
+	envelope, _ := json.Marshal(res)
+	s.report(string(envelope), fmt.Sprintf("%+v", res))
+	outcome := "fan-out: complete"
+	if err != nil {
+		s.report(err.Error())
+		outcome = "fan-out: primary failed"
+	} else if len(res.Failed()) > 0 {
+		outcome = "fan-out: partial"
+	}
+	s.record(outcome, problems)
+}
+
+func (s *soak) record(outcome string, problems []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls++
+	s.outcomes[outcome]++
+	s.problems = append(s.problems, problems...)
+}
+
+// report keeps text the caller may log or show, for the secrets scan.
+func (s *soak) report(texts ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reported = append(s.reported, texts...)
+}
+
+// checkBody is the server's OnRequest: every attempt's body must match
+// the checksum its caller computed before the first attempt.
+func (s *soak) checkBody(r *http.Request, body []byte) {
+	sum := sha256.Sum256(body)
+	s.bodiesChecked.Add(1)
+	if hex.EncodeToString(sum[:]) != r.Header.Get("X-Body-SHA256") {
+		s.bodiesCorrupt.Add(1)
+	}
+}
+
+// sample records the peak goroutine count and heap until stopped.
+func (s *soak) sample() (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	heap := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	wg.Go(func() {
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			metrics.Read(heap)
+			s.mu.Lock()
+			s.peakGoroutines = max(s.peakGoroutines, runtime.NumGoroutine())
+			s.peakHeap = max(s.peakHeap, heap[0].Value.Uint64())
+			s.mu.Unlock()
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+		}
+	})
+	return func() { close(done); wg.Wait() }
+}
+
+// check asserts the rules over the whole run.
+func (s *soak) check(t *testing.T) {
+	// Every call ended with a response or a typed error, and no call hung.
+	for outcome, n := range s.outcomes {
+		if strings.HasPrefix(outcome, "error: untyped") || strings.Contains(outcome, "hang") || strings.Contains(outcome, "wrong body") {
+			t.Errorf("%d calls ended as %q", n, outcome)
+		}
+	}
+	if got := s.outcomes["response: 200"]; got < s.calls/2 {
+		t.Errorf("only %d of %d calls got a 200: the stack is not getting work done", got, s.calls)
+	}
+
+	// Bodies: every one the base handed out was closed.
+	if opened, closed := s.base.opened.Load(), s.base.closed.Load(); opened != closed || opened == 0 {
+		t.Errorf("the base returned %d bodies and %d were closed", opened, closed)
+	}
+	// Connections: none left open once idle ones are closed.
+	s.tr.CloseIdleConnections()
+	waitFor(func() bool { return s.conns.open.Load() == 0 })
+	if open := s.conns.open.Load(); open != 0 {
+		t.Errorf("%d connections still open after CloseIdleConnections (%d dialed)", open, s.conns.dialed.Load())
+	}
+
+	// Bodies arrived intact on every attempt.
+	if checked, corrupt := s.bodiesChecked.Load(), s.bodiesCorrupt.Load(); corrupt != 0 || checked == 0 {
+		t.Errorf("%d of %d request bodies reached the server changed", corrupt, checked)
+	}
+
+	// The rules: no non-idempotent retry after a network error, nothing
+	// sent into a running cooldown or an open breaker.
+	s.problems = append(s.problems, s.base.problems()...)
+	s.problems = append(s.problems, s.obs.breaches()...)
+	if len(s.problems) > 0 {
+		t.Errorf("%d rule breaches, the first: %q", len(s.problems), s.problems[:min(5, len(s.problems))])
+	}
+
+	s.checkSecrets(t)
+
+	stats := s.tr.Stats()
+	s.srv.Close()
+	goleak.VerifyNone(t)
+
+	st := s.srv.Stats()
+	outcomes, _ := json.Marshal(s.outcomes)
+	t.Logf("soak: %d calls (%d fan-outs of 3) from %d goroutines, %d attempts, %d retries; server: %d requests, %d faults injected, %d limited by its bucket; client: %d network errors, %d pauses, %d breaker opens; %d bodies checked; peak %d goroutines, peak heap %.1f MiB",
+		s.calls, s.outcomes["fan-out: complete"]+s.outcomes["fan-out: partial"]+s.outcomes["fan-out: primary failed"], soakWorkers,
+		stats.Attempts, stats.Retries, st.Received, st.Faults, st.Limited,
+		s.base.netErrors.Load(), s.obs.pauseCount(), s.obs.openCount(), s.bodiesChecked.Load(),
+		s.peakGoroutines, float64(s.peakHeap)/(1<<20))
+	t.Logf("soak outcomes: %s", outcomes)
+}
+
+// checkSecrets scans everything the run reported for the planted secrets.
+func (s *soak) checkSecrets(t *testing.T) {
+	var metricsText []string
+	for _, v := range []any{s.tr.Stats(), s.tr.BreakerStatuses()} {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		metricsText = append(metricsText, string(b))
+	}
+	for i := range soakHosts {
+		b, _ := json.Marshal(s.tr.LimitStatus(soakHost(i)))
+		metricsText = append(metricsText, string(b), fmt.Sprintf("%+v", s.tr.LimitStatus(soakHost(i))))
+	}
+	sources := map[string][]string{
+		"log line":      strings.Split(s.logs.String(), "\n"),
+		"error":         s.reported,
+		"metric":        metricsText,
+		"trace event":   s.obs.texts(),
+		"stats' errors": {s.tr.Stats().LastError},
+	}
+	for kind, texts := range sources {
+		if len(texts) == 0 || len(texts) == 1 && texts[0] == "" {
+			t.Errorf("the soak produced no %s to scan", kind)
+		}
+		leaks, first := 0, ""
+		for _, text := range texts {
+			for _, secret := range []string{soakAPIKey, soakBearer, soakToken} {
+				if strings.Contains(text, secret) {
+					if leaks == 0 {
+						first = text
+					}
+					leaks++
+				}
+			}
+		}
+		if leaks > 0 {
+			t.Errorf("%d of %d %ss show a secret, the first: %.300q", leaks, len(texts), kind, first)
+		}
+	}
+}
+
+// waitFor polls cond for up to five seconds: connections close in the
+// background after the transport lets them go.
+func waitFor(cond func() bool) {
+	for deadline := time.Now().Add(5 * time.Second); !cond() && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func headersEqual(a, b http.Header) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if !slices.Equal(v, b[k]) {
+			return false
+		}
+	}
+	return true
+}
+
+// countingBase is the base RoundTripper of the soak: it counts the bodies
+// it hands out and closes, and notes a non-idempotent request sent again
+// after a network error.
+type countingBase struct {
+	base           *http.Transport
+	opened, closed atomic.Int64
+	netErrors      atomic.Int64
+
+	mu         sync.Mutex
+	netErrored map[string]bool // calls whose attempt ended in a network error
+	breaches   []string
+}
+
+func (b *countingBase) RoundTrip(req *http.Request) (*http.Response, error) {
+	call := req.Header.Get("X-Soak-Call")
+	replayable := req.Method == http.MethodGet || req.Method == http.MethodPut || req.Header.Get("Idempotency-Key") != ""
+	b.mu.Lock()
+	if b.netErrored[call] && !replayable {
+		b.breaches = append(b.breaches, fmt.Sprintf("call %s (%s) sent again after a network error", call, req.Method))
+	}
+	b.mu.Unlock()
+
+	resp, err := b.base.RoundTrip(req)
+	if err != nil {
+		b.netErrors.Add(1)
+		b.mu.Lock()
+		b.netErrored[call] = true
+		b.mu.Unlock()
+		return nil, err
+	}
+	b.opened.Add(1)
+	resp.Body = &countedBody{ReadCloser: resp.Body, closed: &b.closed}
+	return resp, nil
+}
+
+func (b *countingBase) CloseIdleConnections() { b.base.CloseIdleConnections() }
+
+func (b *countingBase) problems() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Clone(b.breaches)
+}
+
+// countedBody counts its first Close.
+type countedBody struct {
+	io.ReadCloser
+	once   sync.Once
+	closed *atomic.Int64
+}
+
+func (c *countedBody) Close() error {
+	c.once.Do(func() { c.closed.Add(1) })
+	return c.ReadCloser.Close()
+}
+
+// countingDialer dials the soak server whatever the host, and counts the
+// connections open.
+type countingDialer struct {
+	addr         string
+	open, dialed atomic.Int64
+}
+
+func (d *countingDialer) DialContext(ctx context.Context, network, _ string) (net.Conn, error) {
+	c, err := (&net.Dialer{}).DialContext(ctx, network, d.addr)
+	if err != nil {
+		return nil, err
+	}
+	d.open.Add(1)
+	d.dialed.Add(1)
+	return &countedConn{Conn: c, open: &d.open}, nil
+}
+
+type countedConn struct {
+	net.Conn
+	once sync.Once
+	open *atomic.Int64
+}
+
+func (c *countedConn) Close() error {
+	c.once.Do(func() { c.open.Add(-1) })
+	return c.Conn.Close()
+}
+
+// soakObserver keeps the trace events the rules are checked against:
+// attempts sent, pauses asked for, breaker changes, each with its time.
+type soakObserver struct {
+	mu       sync.Mutex
+	sent     []keyedEvent
+	pauses   []keyedEvent // at: when the hint was read; d: the hint
+	breakers []keyedEvent // to: the new state
+	text     []string
+}
+
+type keyedEvent struct {
+	key string
+	at  time.Time
+	d   time.Duration
+	to  ratewise.BreakerState
+}
+
+func (o *soakObserver) trace() *ratewise.Trace {
+	add := func(list *[]keyedEvent, e keyedEvent) {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		*list = append(*list, e)
+	}
+	return &ratewise.Trace{
+		AttemptStarted: func(a ratewise.AttemptInfo) {
+			add(&o.sent, keyedEvent{key: a.Key, at: time.Now()})
+		},
+		ResponseClassified: func(r ratewise.ResponseInfo) {
+			// A paced transport pauses its key for hints above a second;
+			// its pace answers shorter ones.
+			if r.Class != ratewise.Final && r.Hint > time.Second {
+				add(&o.pauses, keyedEvent{key: r.Key, at: time.Now(), d: r.Hint})
+			}
+			if r.Err != nil {
+				o.mu.Lock()
+				o.text = append(o.text, fmt.Sprintf("%+v", r))
+				o.mu.Unlock()
+			}
+		},
+		BreakerStateChanged: func(c ratewise.BreakerChange) {
+			add(&o.breakers, keyedEvent{key: c.Key, at: time.Now(), to: c.To})
+		},
+		CallGaveUp: func(c ratewise.CallEndInfo) {
+			o.mu.Lock()
+			o.text = append(o.text, fmt.Sprintf("%+v", c))
+			o.mu.Unlock()
+		},
+	}
+}
+
+// breaches lists attempts sent while their key was paused or its breaker
+// open, soakSlack after the pause or the open began.
+func (o *soakObserver) breaches() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	type window struct{ from, to time.Time }
+	paused := map[string][]window{}
+	for _, p := range o.pauses {
+		paused[p.key] = append(paused[p.key], window{p.at.Add(soakSlack), p.at.Add(p.d - 10*time.Millisecond)})
+	}
+	open := map[string][]window{}
+	openedAt := map[string]time.Time{}
+	for _, c := range o.breakers {
+		if at, ok := openedAt[c.key]; ok {
+			open[c.key] = append(open[c.key], window{at.Add(soakSlack), c.at})
+			delete(openedAt, c.key)
+		}
+		if c.to == ratewise.BreakerOpen {
+			openedAt[c.key] = c.at
+		}
+	}
+	for key, at := range openedAt {
+		open[key] = append(open[key], window{at.Add(soakSlack), time.Now()})
+	}
+	var out []string
+	for _, s := range o.sent {
+		for _, w := range paused[s.key] {
+			if s.at.After(w.from) && s.at.Before(w.to) {
+				out = append(out, fmt.Sprintf("%s: sent %v into a pause", s.key, s.at.Sub(w.from)+soakSlack))
+			}
+		}
+		for _, w := range open[s.key] {
+			if s.at.After(w.from) && s.at.Before(w.to) {
+				out = append(out, fmt.Sprintf("%s: sent %v into an open breaker", s.key, s.at.Sub(w.from)+soakSlack))
+			}
+		}
+	}
+	return out
+}
+
+func (o *soakObserver) texts() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return slices.Clone(o.text)
+}
+
+func (o *soakObserver) pauseCount() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.pauses)
+}
+
+func (o *soakObserver) openCount() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	n := 0
+	for _, c := range o.breakers {
+		if c.to == ratewise.BreakerOpen {
+			n++
+		}
+	}
+	return n
+}
+
+// lockedBuffer is a bytes.Buffer safe for the logger's concurrent writes.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

@@ -238,11 +238,13 @@ func parseRate(s string) (float64, bool) {
 	}
 	switch strings.ToLower(strings.TrimSpace(unit)) {
 	case "s", "sec", "second":
-		return n, true
 	case "m", "min", "minute":
-		return n / 60, true
+		n /= 60
 	case "h", "hour":
-		return n / 3600, true
+		n /= 3600
+	default:
+		return 0, false
 	}
-	return 0, false
+	// A rate so small that it underflows to 0 would mean no bucket at all.
+	return n, n > 0
 }

@@ -54,10 +54,30 @@ func badCardID(s string) error {
 	if len(s) > most {
 		s = s[:most] + "…"
 	}
-	if u, err := url.Parse(s); err == nil && (u.User != nil || u.RawQuery != "") {
-		s = u.Scheme + "://" + u.Host + u.Path // a pasted URL may carry a token
+	return fmt.Errorf("%w: %q (want a number like 345 or a card URL like https://acme.kanbanize.com/ctrl_board/12/cards/345/details/)", ErrBadCardID, withoutSecrets(s))
+}
+
+// withoutSecrets drops the user info and query of a pasted URL, which may
+// carry a token; by text when the URL does not parse, as a bad escape
+// elsewhere in it makes it.
+func withoutSecrets(s string) string {
+	if u, err := url.Parse(s); err == nil {
+		if u.User != nil || u.RawQuery != "" {
+			return u.Scheme + "://" + u.Host + u.Path
+		}
+		return s
 	}
-	return fmt.Errorf("%w: %q (want a number like 345 or a card URL like https://acme.kanbanize.com/ctrl_board/12/cards/345/details/)", ErrBadCardID, s)
+	s, _, _ = strings.Cut(s, "?")
+	if scheme, rest, ok := strings.Cut(s, "://"); ok {
+		end := strings.IndexAny(rest, "/#")
+		if end < 0 {
+			end = len(rest)
+		}
+		if at := strings.LastIndex(rest[:end], "@"); at >= 0 {
+			s = scheme + "://" + rest[at+1:]
+		}
+	}
+	return s
 }
 
 // parseNumber accepts a positive decimal card number.

@@ -218,8 +218,13 @@ func (f *Flag) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// unquote strips the quotes of a JSON string, and spaces.
+// unquote is the text of a JSON string, its escapes decoded ("\u0033" is
+// a digit too), or another JSON value as it is; without spaces around.
 func unquote(b []byte) string {
+	var s string
+	if len(b) > 0 && b[0] == '"' && json.Unmarshal(b, &s) == nil {
+		return strings.TrimSpace(s)
+	}
 	return strings.TrimSpace(string(bytes.Trim(b, `"`)))
 }
 

@@ -1,0 +1,132 @@
+package ratewise
+
+import (
+	"errors"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// FuzzReadAnswer feeds rate-limit headers to readAnswer, then the answer
+// to an adaptive pacer: the counts it reads are within range, and the
+// pace and waits it derives from them are finite and not negative.
+func FuzzReadAnswer(f *testing.F) {
+	type seed struct {
+		xRemaining, xLimit, xReset string
+		remaining, limit, reset    string
+		rateLimit, policy          string
+		status                     int
+		refused                    bool
+	}
+	for _, s := range []seed{
+		{status: 200},
+		{xRemaining: "4999", xLimit: "5000", xReset: "1773144060", status: 200},
+		{xRemaining: "0", xLimit: "5000", xReset: "3600", status: 429, refused: true},
+		{remaining: "9", limit: "10", reset: "1", status: 200},
+		{remaining: "0", limit: "10", reset: "0.5", status: 429, refused: true},
+		{rateLimit: `"burst";r=0;t=5, "day";r=9;t=60`, policy: `"burst";q=10;w=1, "day";q=1000;w=86400`, status: 429, refused: true},
+		{rateLimit: "limit=100, remaining=50, reset=30", status: 200},
+		{xRemaining: "99999999999", xLimit: "99999999999", xReset: "99999999999", status: 200},
+		{xRemaining: "-1", remaining: "1.5", limit: "-10", reset: "-5", status: 200},
+		{xRemaining: "42, 42;w=60", xLimit: "100;w=60", xReset: "9223372036854775807", status: 200},
+		{rateLimit: `"a";r=0;t=0.000000001`, policy: `"a";q=99999999999`, status: 200},
+		{rateLimit: `"a";r=;t=`, policy: `;q=`, status: 503},
+		{remaining: "\x00", limit: "\t7", reset: "1e3", rateLimit: "\x7f;;=,", status: -1},
+	} {
+		f.Add(s.xRemaining, s.xLimit, s.xReset, s.remaining, s.limit, s.reset, s.rateLimit, s.policy, s.status, s.refused)
+	}
+	now := time.Date(2026, time.March, 10, 12, 0, 0, 0, time.UTC)
+	f.Fuzz(func(t *testing.T, xRemaining, xLimit, xReset, remaining, limit, reset, rateLimit, policy string, status int, refused bool) {
+		h := http.Header{}
+		for _, kv := range [][2]string{
+			{"X-RateLimit-Remaining", xRemaining}, {"X-RateLimit-Limit", xLimit}, {"X-RateLimit-Reset", xReset},
+			{"RateLimit-Remaining", remaining}, {"RateLimit-Limit", limit}, {"RateLimit-Reset", reset},
+			{"RateLimit", rateLimit}, {"RateLimit-Policy", policy},
+		} {
+			if kv[1] != "" {
+				h.Set(kv[0], kv[1])
+			}
+		}
+		class := Final
+		if refused {
+			class = RateLimited
+		}
+		resp := &http.Response{StatusCode: status, Header: h}
+		an := readAnswer(resp, nil, class, now)
+
+		if an.ok != (status >= 200 && status <= 299) || an.refused != refused {
+			t.Fatalf("status %d, refused %v: ok %v, refused %v", status, refused, an.ok, an.refused)
+		}
+		if an.remaining < -1 || an.remaining > math.MaxInt32 || an.limit < 0 || an.limit > math.MaxInt32 || an.reset < 0 {
+			t.Fatalf("readAnswer(%v) = %+v, out of range", h, an)
+		}
+		if an.remaining < 0 && (an.limit != 0 || an.reset != 0) {
+			t.Fatalf("readAnswer(%v) = %+v: a limit or reset without a count", h, an)
+		}
+		// X-RateLimit-* comes first, then RateLimit-*.
+		if n, ok := smallCount(xRemaining); ok {
+			if an.remaining != n {
+				t.Fatalf("X-RateLimit-Remaining %q read as %d", xRemaining, an.remaining)
+			}
+		} else if n, ok := smallCount(remaining); ok && strings.TrimSpace(xRemaining) == "" && an.remaining != n {
+			t.Fatalf("RateLimit-Remaining %q read as %d", remaining, an.remaining)
+		}
+		if failed := readAnswer(resp, errors.New("reset"), class, now); failed != (serverAnswer{remaining: -1}) {
+			t.Fatalf("readAnswer of a network failure = %+v, want no count", failed)
+		}
+
+		// The pacer takes the answer, then the same again a little later,
+		// which measures a refill; whatever it made of them, the pace and
+		// the waits are finite and not negative.
+		for _, ceiling := range []float64{math.Inf(1), 10} {
+			a := newAdaptiveState(0, ceiling)
+			at := now
+			for i := range 3 {
+				if i > 0 {
+					at = at.Add(300 * time.Millisecond)
+				}
+				if _, _, _, sent := a.take(at); sent {
+					a.outcome(a.sent, an, at)
+				}
+				checkPace(t, a, an, at)
+				checkPace(t, a, an, at.Add(an.reset/2))
+				checkPace(t, a, an, at.Add(time.Hour))
+			}
+		}
+	})
+}
+
+// smallCount reads a plain count of at most nine digits.
+func smallCount(s string) (int, bool) {
+	s = strings.TrimSpace(s)
+	if s == "" || len(s) > 9 || strings.Trim(s, "0123456789") != "" {
+		return 0, false
+	}
+	n, err := strconv.Atoi(s)
+	return n, err == nil
+}
+
+// checkPace checks what a pacer derives at now from the answers it had.
+func checkPace(t *testing.T, a *adaptiveState, an serverAnswer, now time.Time) {
+	t.Helper()
+	expected, _ := a.join(now)
+	a.leave()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	r := a.rate(now)
+	d, _ := a.wait(now)
+	if math.IsNaN(r) || r < 0 || d < 0 || expected < 0 {
+		t.Fatalf("after %+v: rate %v, wait %v, expected %v; want none negative or NaN", an, r, d, expected)
+	}
+	if c := a.count; c != nil {
+		if refill := c.refill(now); math.IsNaN(refill) || refill < 0 || refill > 1e6 {
+			t.Fatalf("after %+v: refill %v a second, want within [0, 1e6]", an, refill)
+		}
+		if c.remaining < 0 || c.limit < 0 || c.reset < 0 {
+			t.Fatalf("after %+v: count %+v, want none negative", an, c)
+		}
+	}
+}

@@ -259,7 +259,8 @@ func (c *Client) get(ctx context.Context, path string, into any) error {
 	if err := json.NewDecoder(io.LimitReader(resp.Body, maxBody)).Decode(&answer); err != nil {
 		return fmt.Errorf("kanbanize: GET %s: malformed JSON: %w", path, err)
 	}
-	if len(answer.Data) == 0 {
+	if len(answer.Data) == 0 || string(answer.Data) == "null" {
+		// {"data":null} would decode to a zero card, or a nil list.
 		return fmt.Errorf("kanbanize: GET %s: the answer has no data", path)
 	}
 	if err := json.Unmarshal(answer.Data, into); err != nil {

@@ -120,10 +120,11 @@ type BreakerPolicy struct {
 	// WindowFailures, a trip opens the breaker in all of them (and, in
 	// Redis, outlives a restart), and one of them at a time sends the
 	// probe when the cooldown is over. Each transport keeps its own
-	// breaker as well. Each request asks the store first; a failure or a
-	// success after failures is told to it. When the store fails, the
-	// local breaker decides alone, unless the store fails closed: then
-	// the request fails with a *CircuitOpenError and is not sent.
+	// breaker as well. Each request asks the store first, and tells it
+	// its outcome: a failure, or a success (which clears the failures
+	// counted across the fleet). When the store fails, the local breaker
+	// decides alone, unless the store fails closed: then the request
+	// fails with a *CircuitOpenError and is not sent.
 	Store BreakerStore
 }
 

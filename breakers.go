@@ -1,6 +1,7 @@
 package ratewise
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"sync"
@@ -213,36 +214,45 @@ func (b *breakers) report(key string, st *breakerState) {
 // it waits for the reset when that fits the call's budget, else returns a
 // *CircuitOpenError. The ticket takes the attempt's outcome.
 func (b *breakers) admit(c *call, key string, e *keyedEntry[breakerState]) (breakerTicket, error) {
-	shared, err := b.admitShared(c, key)
+	shared, asked, err := b.admitShared(c, key)
 	if err != nil {
 		return breakerTicket{}, err
 	}
 	t, err := b.admitLocal(c, key, e)
-	t.sharedProbe, t.sharedFails = shared.Probe, shared.Failures
-	return t, err
+	if err != nil {
+		if shared.Probe {
+			b.releaseProbe(c, key, shared.ProbeID)
+		}
+		b.publishTrip(c.ctx, key, &e.state) // told again, if telling it failed
+		return t, err
+	}
+	t.sharedProbe, t.sharedProbeID = shared.Probe, shared.ProbeID
+	t.sharedClosed = asked && shared.State == BreakerClosed
+	return t, nil
 }
 
 // admitShared lets an attempt through the breaker the store shares, when
 // there is one: an open one waits or refuses as a local one does; a
-// half-open one lets its one probe through. A store that fails leaves the
-// local breaker alone to decide, unless it fails closed.
-func (b *breakers) admitShared(c *call, key string) (SharedBreaker, error) {
+// half-open one lets its one probe through. It reports asked false when
+// there is no store, or it failed: that leaves the local breaker alone to
+// decide, unless the store fails closed.
+func (b *breakers) admitShared(c *call, key string) (sb SharedBreaker, asked bool, err error) {
 	if b.policy.Store == nil {
-		return SharedBreaker{}, nil
+		return SharedBreaker{}, false, nil
 	}
 	for {
-		sb, err := b.policy.Store.BreakerAdmit(c.ctx, key, &b.rules)
+		sb, err = b.policy.Store.BreakerAdmit(c.ctx, key, &b.rules)
 		switch {
 		case err != nil && c.ctx.Err() != nil:
-			return sb, c.ctx.Err()
+			return sb, false, c.ctx.Err()
 		case err != nil && storeFailedClosed(err):
-			return sb, &CircuitOpenError{Key: key, State: BreakerOpen.String(), Err: err}
+			return sb, false, &CircuitOpenError{Key: key, State: BreakerOpen.String(), Err: err}
 		case err != nil:
-			return SharedBreaker{}, nil
+			return SharedBreaker{}, false, nil
 		case sb.State == BreakerHalfOpen && !sb.Probe:
-			return sb, &CircuitOpenError{Key: key, State: BreakerHalfOpen.String(), Failures: sb.Failures}
+			return sb, true, &CircuitOpenError{Key: key, State: BreakerHalfOpen.String(), Failures: sb.Failures}
 		case sb.State != BreakerOpen:
-			return sb, nil
+			return sb, true, nil
 		}
 		resetIn := time.Until(sb.Until)
 		if resetIn <= 0 {
@@ -250,11 +260,18 @@ func (b *breakers) admitShared(c *call, key string) (SharedBreaker, error) {
 		}
 		if err := c.waitAdmission(resetIn, WaitBreaker); err != nil {
 			if c.ctx.Err() != nil {
-				return sb, err
+				return sb, true, err
 			}
-			return sb, &CircuitOpenError{Key: key, State: BreakerOpen.String(), ResetIn: resetIn}
+			return sb, true, &CircuitOpenError{Key: key, State: BreakerOpen.String(), ResetIn: resetIn}
 		}
 	}
+}
+
+// releaseProbe gives the store's probe back: the attempt it was granted to
+// will not tell an outcome. It is told even when the call was cancelled,
+// or every transport would wait out ProbeTimeout.
+func (b *breakers) releaseProbe(c *call, key string, id uint64) {
+	_ = b.policy.Store.BreakerReleaseProbe(context.WithoutCancel(c.ctx), key, id)
 }
 
 // admitLocal lets an attempt through this transport's breaker for key.
@@ -319,10 +336,11 @@ type breakerTicket struct {
 	probe *probeGuard // set for a half-open probe
 	fast  bool        // admitted without gobreaker, in generation gen
 	gen   uint64
-	// With a store: whether the attempt is the shared breaker's probe,
-	// and the failures it had counted when the attempt was admitted.
-	sharedProbe bool
-	sharedFails int
+	// With a store: whether the attempt is the shared breaker's probe (and
+	// its name), or was admitted while the shared breaker was closed.
+	sharedProbe   bool
+	sharedClosed  bool
+	sharedProbeID uint64
 }
 
 // sent starts a probe's timeout: a probe that hangs past ProbeTimeout
@@ -354,48 +372,60 @@ func (t breakerTicket) outcome(c *call, resp *http.Response, err error, class Cl
 	switch {
 	case t.probe != nil:
 		t.probe.finish(result) // releases the entry
-		t.publishTrip(c)
+		t.b.publishTrip(c.ctx, t.key, &t.entry.state)
 		return
 	case t.fast:
 		t.lateReport(result)
 	default:
 		t.report(result)
 	}
-	t.publishTrip(c)
+	t.b.publishTrip(c.ctx, t.key, &t.entry.state)
 	t.b.states.release(t.entry)
 }
 
 // outcomeShared tells the store the outcome: every failure, and a success
-// when it clears failures or closes the breaker. A store that fails is
-// left behind: the local breaker has counted the outcome.
+// when it may clear failures (counted by any transport since the attempt
+// was admitted) or closes the breaker. An outcome that does not count gives
+// the probe back. A store that fails is left behind: the local breaker has
+// counted the outcome.
 func (t breakerTicket) outcomeShared(c *call, result error) {
 	store := t.b.policy.Store
 	switch {
-	case store == nil || result == errBreakerExcluded:
+	case store == nil:
+	case result == errBreakerExcluded:
+		if t.sharedProbe {
+			t.b.releaseProbe(c, t.key, t.sharedProbeID)
+		}
 	case result == errBreakerFailure:
 		_, _ = store.BreakerFailed(c.ctx, t.key, t.sharedProbe, &t.b.rules)
-	case t.sharedProbe || t.sharedFails > 0:
+	case t.sharedProbe || t.sharedClosed:
 		_ = store.BreakerSucceeded(c.ctx, t.key, t.sharedProbe, &t.b.rules)
 	}
 }
 
-// publishTrip tells the store of a trip of the local breaker it has not
-// heard of yet, so that every transport sharing it opens too.
-func (t breakerTicket) publishTrip(c *call) {
-	store := t.b.policy.Store
+// publishTrip tells the store of a trip of key's local breaker it has not
+// heard of yet, so that every transport sharing it opens too. Only a
+// store that heard it marks it told: a failed telling is tried again by
+// the next attempt's outcome or refusal.
+func (b *breakers) publishTrip(ctx context.Context, key string, st *breakerState) {
+	store := b.policy.Store
 	if store == nil {
 		return
 	}
-	st := &t.entry.state
 	st.mu.Lock()
 	until, level, published := st.openUntil, st.level, st.sharedUntil
-	if until.After(published) {
+	st.mu.Unlock()
+	if !until.After(published) || !until.After(time.Now()) {
+		return
+	}
+	if store.BreakerTripped(ctx, key, until, level, &b.rules) != nil {
+		return
+	}
+	st.mu.Lock()
+	if until.After(st.sharedUntil) {
 		st.sharedUntil = until
 	}
 	st.mu.Unlock()
-	if until.After(published) && until.After(time.Now()) {
-		_ = store.BreakerTripped(c.ctx, t.key, until, level, &t.b.rules)
-	}
 }
 
 // lateReport tells gobreaker the outcome of a fast attempt, when it must
@@ -459,8 +489,11 @@ func (t breakerTicket) settled(failuresBefore uint64) bool {
 }
 
 // cancel withdraws an admitted attempt that will not be sent after all: it
-// counts neither way.
-func (t *breakerTicket) cancel() {
+// counts neither way, and gives back the store's probe it holds.
+func (t *breakerTicket) cancel(c *call) {
+	if t.sharedProbe {
+		t.b.releaseProbe(c, t.key, t.sharedProbeID)
+	}
 	switch {
 	case t.b == nil:
 	case t.probe != nil:

@@ -123,33 +123,45 @@ func (g *gate) paused(key string) bool {
 }
 
 // admit waits out key's pause, if any, and a random part of the spread.
-// With a store, a pause another transport set counts too.
+// With a store, a pause another transport set counts too, read again
+// after each wait: another transport may have pushed it further meanwhile.
 func (g *gate) admit(c *call, key string) error {
-	if g.Store != nil {
-		until, err := g.Store.PausedUntil(c.ctx, key)
-		switch {
-		case err != nil && c.ctx.Err() != nil:
-			return c.ctx.Err()
-		case err != nil && storeFailedClosed(err):
-			return &LimitError{Scope: "cooldown", Key: key, Reason: "store-unavailable", Err: err}
-		case err == nil && until.After(time.Now()):
-			g.pauseLocal(key, until) // and wait it out below
-		}
-	}
-	e := g.states.acquire(key, false)
-	if e == nil {
-		return nil // never paused, or long ago
-	}
-	defer g.states.release(e)
 	for {
-		left := time.Duration(e.state.until.Load() - time.Now().UnixNano())
-		if left <= 0 {
-			return nil
+		if g.Store != nil {
+			until, err := g.Store.PausedUntil(c.ctx, key)
+			switch {
+			case err != nil && c.ctx.Err() != nil:
+				return c.ctx.Err()
+			case err != nil && storeFailedClosed(err):
+				return &LimitError{Scope: "cooldown", Key: key, Reason: "store-unavailable", Err: err}
+			case err == nil && until.After(time.Now()):
+				g.pauseLocal(key, until) // and wait it out below
+			}
 		}
-		d := left + time.Duration(rand.Int64N(int64(g.Spread)+1))
-		if err := c.waitAdmission(d, WaitCooldown); err != nil {
-			return fmt.Errorf("ratewise: %s is paused for %v at the server's request: %w", key, left, err)
+		waited, err := g.waitOut(c, key)
+		if !waited || err != nil {
+			return err
 		}
 		// Look again: another refusal may have pushed the pause further.
 	}
+}
+
+// waitOut waits once for key's pause as this transport knows it, and a
+// random part of the spread. It reports waited false when key is not
+// paused.
+func (g *gate) waitOut(c *call, key string) (waited bool, err error) {
+	e := g.states.acquire(key, false)
+	if e == nil {
+		return false, nil // never paused, or long ago
+	}
+	defer g.states.release(e)
+	left := time.Duration(e.state.until.Load() - time.Now().UnixNano())
+	if left <= 0 {
+		return false, nil
+	}
+	d := left + time.Duration(rand.Int64N(int64(g.Spread)+1))
+	if err := c.waitAdmission(d, WaitCooldown); err != nil {
+		return true, fmt.Errorf("ratewise: %s is paused for %v at the server's request: %w", key, left, err)
+	}
+	return true, nil
 }

@@ -22,7 +22,8 @@ type MemoryStore struct {
 	buckets  map[string]*rate.Limiter
 	pauses   map[string]time.Time
 	breakers map[string]*memBreaker
-	size     int // entries at the last prune
+	size     int    // entries at the last prune
+	probes   uint64 // probes granted, to name each
 }
 
 // memBreaker is a breaker's shared state.
@@ -35,6 +36,7 @@ type memBreaker struct {
 	since      time.Time     // the last trip, for the level's decay
 	decay      time.Duration // the rules' Decay at that trip
 	probeUntil time.Time     // half-open: the probe granted holds until then
+	probeID    uint64        // the probe granted
 }
 
 // NewMemoryStore returns an empty store.
@@ -42,9 +44,11 @@ func NewMemoryStore() *MemoryStore {
 	return &MemoryStore{buckets: map[string]*rate.Limiter{}, pauses: map[string]time.Time{}, breakers: map[string]*memBreaker{}}
 }
 
-// Take implements BucketStore.
-func (m *MemoryStore) Take(_ context.Context, key string, r rate.Limit, burst int) (time.Duration, error) {
+// Take implements BucketStore: a token now, or one reserved within
+// maxWait.
+func (m *MemoryStore) Take(_ context.Context, key string, r rate.Limit, burst int, maxWait time.Duration) (time.Duration, error) {
 	now := time.Now()
+	burst = max(burst, 1)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	lim := m.buckets[key]
@@ -56,12 +60,13 @@ func (m *MemoryStore) Take(_ context.Context, key string, r rate.Limit, burst in
 		lim.SetLimitAt(now, r)
 		lim.SetBurstAt(now, burst)
 	}
-	if lim.AllowN(now, 1) {
-		return 0, nil
-	}
 	res := lim.ReserveN(now, 1)
-	defer res.CancelAt(now)
-	return max(res.DelayFrom(now), time.Nanosecond), nil
+	wait := res.DelayFrom(now)
+	if wait > max(maxWait, 0) {
+		res.CancelAt(now) // too far: nothing taken
+		return max(wait, time.Nanosecond), nil
+	}
+	return wait, nil
 }
 
 // Pause implements CooldownStore.
@@ -99,8 +104,19 @@ func (m *MemoryStore) BreakerAdmit(_ context.Context, key string, rules *Breaker
 	case now.Before(b.probeUntil):
 		return SharedBreaker{State: BreakerHalfOpen, Level: b.level}, nil // another request probes
 	}
-	b.probeUntil = now.Add(rules.ProbeTimeout)
-	return SharedBreaker{State: BreakerHalfOpen, Level: b.level, Probe: true}, nil
+	m.probes++
+	b.probeUntil, b.probeID = now.Add(rules.ProbeTimeout), m.probes
+	return SharedBreaker{State: BreakerHalfOpen, Level: b.level, Probe: true, ProbeID: b.probeID}, nil
+}
+
+// BreakerReleaseProbe implements BreakerStore.
+func (m *MemoryStore) BreakerReleaseProbe(_ context.Context, key string, probeID uint64) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if b := m.breakers[key]; b != nil && b.open && b.probeID == probeID {
+		b.probeUntil = time.Time{}
+	}
+	return nil
 }
 
 // BreakerFailed implements BreakerStore.

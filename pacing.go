@@ -99,16 +99,32 @@ func (s *scope) pace(c *call, key string, st *scopeState, deadline time.Time, l 
 	}
 }
 
-// paceShared waits for a token of the store's bucket for key. It reports
-// done false when the store failed and the scope's own bucket must stand
-// in; a store that fails closed refuses the request.
+// paceShared waits for a token of the store's bucket for key. The store
+// reserves the token for a request that may wait for it, which then
+// sleeps once and goes, rather than asking again with every other waiter
+// at each refill. It reports done false when the store failed and the
+// scope's own bucket must stand in; a store that fails closed refuses the
+// request.
 func (s *scope) paceShared(c *call, key string, st *scopeState, deadline time.Time, l *Limit) (done bool, err error) {
 	storeKey := s.name
 	if !s.global {
 		storeKey += ":" + key
 	}
 	for {
-		wait, err := l.Store.Take(c.ctx, storeKey, l.Rate, l.Burst)
+		now := time.Now()
+		st.mu.Lock()
+		maxWait := sharedMaxWait(c, st, now, deadline, l)
+		if maxWait > 0 {
+			st.waiting++ // its place in the queue, held while it asks: MaxQueue counts it
+		}
+		st.mu.Unlock()
+		wait, err := l.Store.Take(c.ctx, storeKey, l.Rate, l.Burst, maxWait)
+		reserved := err == nil && wait > 0 && wait <= maxWait
+		if maxWait > 0 && !reserved {
+			st.mu.Lock()
+			st.waiting--
+			st.mu.Unlock()
+		}
 		switch {
 		case err != nil && c.ctx.Err() != nil:
 			return true, c.ctx.Err()
@@ -119,24 +135,46 @@ func (s *scope) paceShared(c *call, key string, st *scopeState, deadline time.Ti
 		case wait <= 0:
 			return true, nil
 		}
-		now := time.Now()
-		st.mu.Lock()
-		err = s.mayWait(st, key, wait, now, deadline, l)
-		if err == nil {
-			st.waiting++
-		}
-		st.mu.Unlock()
-		if err != nil {
-			return true, err
+		if !reserved {
+			// Nothing reserved: say why, or wait it out and ask again.
+			st.mu.Lock()
+			err = s.mayWait(st, key, wait, now, deadline, l)
+			if err == nil {
+				st.waiting++
+			}
+			st.mu.Unlock()
+			if err != nil {
+				return true, err
+			}
 		}
 		err = c.waitAdmission(wait, WaitPacing)
 		st.mu.Lock()
 		st.waiting--
 		st.mu.Unlock()
-		if err != nil {
+		if err != nil || reserved {
 			return true, err
 		}
+		// The wait fit after all (a shared budget another call's wait
+		// covers): ask again.
 	}
+}
+
+// sharedMaxWait is how long a request may wait for a token the store
+// reserves for it, with st.mu held: nothing when it must not queue, else
+// what MaxWait, the context's deadline and the call's budget leave. A
+// shared budget may let it wait longer; it then asks again after the wait.
+func sharedMaxWait(c *call, st *scopeState, now, deadline time.Time, l *Limit) time.Duration {
+	if l.FailFast || l.MaxQueue > 0 && st.waiting >= l.MaxQueue {
+		return 0
+	}
+	d := c.budgetLeft()
+	if !deadline.IsZero() {
+		d = min(d, deadline.Sub(now))
+	}
+	if end, ok := c.ctx.Deadline(); ok {
+		d = min(d, end.Sub(now)-time.Nanosecond) // a wait must end before the deadline
+	}
+	return max(d, 0)
 }
 
 // takeTurn takes the request's place in the pace, with st.mu held, and

@@ -14,9 +14,10 @@ import (
 // or a BreakerPolicy; without one, each transport keeps its own state in
 // memory, as it always has. The ratewise/redis module keeps it in Redis.
 //
-// A store's calls are made in the request's goroutine with a context
-// bounded by the call's; they must not block long (a Redis call takes a
-// short timeout of its own). When a store fails, the transport uses its
+// A store's calls are made in the request's goroutine with the call's
+// context (a probe given back, which must be even when the call was
+// cancelled, with its values but not its end); they must not block long
+// (a Redis call takes a short timeout of its own). When a store fails, the transport uses its
 // own in-memory state for that request, unless the store's error wraps
 // ErrStoreUnavailable: then the store is taken to say "fail closed", and
 // the request fails without being sent.
@@ -31,9 +32,16 @@ var ErrStoreUnavailable = errors.New("ratewise: shared store unavailable")
 // transport given the same store.
 type BucketStore interface {
 	// Take takes a token from key's bucket of rate r and size burst, and
-	// returns 0; or, when there is none, takes nothing and returns how long
-	// until one is there.
-	Take(ctx context.Context, key string, r rate.Limit, burst int) (wait time.Duration, err error)
+	// returns 0 when one is there now. Otherwise, when one comes within
+	// maxWait, it reserves it and returns how long until it comes: the
+	// token is the caller's, who waits that long and goes without asking
+	// again, so that waiters each ask once rather than all waking to ask
+	// again together. A reserved token the caller does not use is not
+	// given back: the bucket sends one request fewer, never one more.
+	// When none comes within maxWait (0 for a caller that must not wait),
+	// it takes nothing and returns how long until one would be there, a
+	// wait longer than maxWait.
+	Take(ctx context.Context, key string, r rate.Limit, burst int, maxWait time.Duration) (wait time.Duration, err error)
 }
 
 // CooldownStore keeps the cooldown gate's pauses, shared by every
@@ -54,14 +62,22 @@ type CooldownStore interface {
 type BreakerStore interface {
 	// BreakerAdmit reads key's shared breaker for a request about to be
 	// sent. Half-open, it grants the probe to one request at a time, for
-	// rules.ProbeTimeout at most.
+	// rules.ProbeTimeout at most, or until it is released.
 	BreakerAdmit(ctx context.Context, key string, rules *BreakerRules) (SharedBreaker, error)
+	// BreakerReleaseProbe gives back the probe granted as probeID, whose
+	// request was not sent after all or whose outcome does not count (its
+	// caller gave up), so that another request may probe at once rather
+	// than after ProbeTimeout. A probe granted since to another request
+	// is left alone.
+	BreakerReleaseProbe(ctx context.Context, key string, probeID uint64) error
 	// BreakerFailed records a failure of key's request: the breaker trips
 	// when the failures counted reach the rules, or at once when the
 	// request was the probe of a half-open breaker.
 	BreakerFailed(ctx context.Context, key string, probe bool, rules *BreakerRules) (SharedBreaker, error)
 	// BreakerSucceeded records a success: it clears the failures counted,
-	// and a probe's success closes the breaker.
+	// and a probe's success closes the breaker. The transport tells it
+	// every success of a request admitted while the breaker was closed, so
+	// that only failures in a row across the transports trip it.
 	BreakerSucceeded(ctx context.Context, key string, probe bool, rules *BreakerRules) error
 	// BreakerTripped records that a transport's own breaker for key
 	// opened until until at level: the shared breaker opens too, the
@@ -79,6 +95,9 @@ type SharedBreaker struct {
 	// Probe is set when the request admitted is the half-open breaker's
 	// probe.
 	Probe bool
+	// ProbeID names the probe granted when Probe is set, for
+	// BreakerReleaseProbe; the store picks it, unique per key.
+	ProbeID uint64
 	// Failures counts the failures since the last success.
 	Failures int
 }

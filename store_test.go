@@ -3,8 +3,11 @@ package ratewise
 import (
 	"context"
 	"errors"
+	"net/http"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -123,7 +126,7 @@ func (f failingStore) err() error {
 	}
 	return err
 }
-func (f failingStore) Take(context.Context, string, rate.Limit, int) (time.Duration, error) {
+func (f failingStore) Take(context.Context, string, rate.Limit, int, time.Duration) (time.Duration, error) {
 	return 0, f.err()
 }
 func (f failingStore) Pause(context.Context, string, time.Time) error { return f.err() }
@@ -133,6 +136,7 @@ func (f failingStore) PausedUntil(context.Context, string) (time.Time, error) {
 func (f failingStore) BreakerAdmit(context.Context, string, *BreakerRules) (SharedBreaker, error) {
 	return SharedBreaker{}, f.err()
 }
+func (f failingStore) BreakerReleaseProbe(context.Context, string, uint64) error { return f.err() }
 func (f failingStore) BreakerFailed(context.Context, string, bool, *BreakerRules) (SharedBreaker, error) {
 	return SharedBreaker{}, f.err()
 }
@@ -247,13 +251,13 @@ func TestMemoryStoreBucketAndPauses(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		m := NewMemoryStore()
-		if w, _ := m.Take(ctx, "k", 2, 1); w != 0 {
+		if w, _ := m.Take(ctx, "k", 2, 1, 0); w != 0 {
 			t.Fatalf("first take waits %v", w)
 		}
-		if w, _ := m.Take(ctx, "k", 2, 1); w != 500*time.Millisecond {
+		if w, _ := m.Take(ctx, "k", 2, 1, 0); w != 500*time.Millisecond {
 			t.Fatalf("second take waits %v, want 500ms at 2/s", w)
 		}
-		if w, _ := m.Take(ctx, "k", 2, 1); w != 500*time.Millisecond {
+		if w, _ := m.Take(ctx, "k", 2, 1, 0); w != 500*time.Millisecond {
 			t.Errorf("a refused take must not take a token: third waits %v", w)
 		}
 		now := time.Now()
@@ -264,7 +268,7 @@ func TestMemoryStoreBucketAndPauses(t *testing.T) {
 		}
 		// Many keys come and go: what has nothing to say is dropped.
 		for i := range 1000 {
-			_, _ = m.Take(ctx, strings.Repeat("x", i%7)+string(rune('a'+i%26))+time.Duration(i).String(), 100, 1)
+			_, _ = m.Take(ctx, strings.Repeat("x", i%7)+string(rune('a'+i%26))+time.Duration(i).String(), 100, 1, 0)
 			time.Sleep(10 * time.Millisecond)
 		}
 		m.mu.Lock()
@@ -272,6 +276,291 @@ func TestMemoryStoreBucketAndPauses(t *testing.T) {
 		m.mu.Unlock()
 		if n > 300 {
 			t.Errorf("%d buckets held after 1,000 keys at 100/s, most of them full; want them dropped", n)
+		}
+	})
+}
+
+func TestMemoryStoreTakeReservesWithinMaxWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		m := NewMemoryStore()
+		_, _ = m.Take(ctx, "k", 10, 1, 0) // the burst
+		// A token 100ms away does not fit 50ms: nothing is taken.
+		if w, _ := m.Take(ctx, "k", 10, 1, 50*time.Millisecond); w != 100*time.Millisecond {
+			t.Fatalf("take within 50ms = %v, want the 100ms until a token, reserving nothing", w)
+		}
+		// Within a second: reserved, each waiter the next turn.
+		for i := 1; i <= 3; i++ {
+			if w, _ := m.Take(ctx, "k", 10, 1, time.Second); w != time.Duration(i)*100*time.Millisecond {
+				t.Fatalf("reservation %d waits %v, want %v", i, w, time.Duration(i)*100*time.Millisecond)
+			}
+		}
+		if w, _ := m.Take(ctx, "k", 10, 1, 0); w != 400*time.Millisecond {
+			t.Errorf("after three reservations, the next token is %v away, want 400ms", w)
+		}
+	})
+}
+
+// takeCounter counts a store's Take calls.
+type takeCounter struct {
+	*MemoryStore
+	takes atomic.Int64
+}
+
+func (c *takeCounter) Take(ctx context.Context, key string, r rate.Limit, burst int, maxWait time.Duration) (time.Duration, error) {
+	c.takes.Add(1)
+	return c.MemoryStore.Take(ctx, key, r, burst, maxWait)
+}
+
+// Waiters for a shared token each reserve their turn and sleep once,
+// rather than all waking at each refill to ask again: N waiters, N asks.
+func TestSharedLimitWaitersAskTheStoreOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := &takeCounter{MemoryStore: NewMemoryStore()}
+		rec := &recording{base: newScript(answer(200)).mock()}
+		tr := New(rec, WithLimit(Limit{Name: "api", Rate: 10, Burst: 1, Store: store}))
+		start := time.Now()
+		var wg sync.WaitGroup
+		for range 50 {
+			wg.Go(func() {
+				if _, err := callOnce(t, tr, context.Background()); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		if n := store.takes.Load(); n != 50 {
+			t.Errorf("50 admissions asked the store %d times, want once each", n)
+		}
+		slices.SortFunc(rec.times, func(a, b time.Time) int { return a.Compare(b) })
+		for i := 1; i < len(rec.times); i++ { // to a µs: the bucket's float arithmetic
+			if gap := rec.times[i].Sub(rec.times[i-1]); gap < 100*time.Millisecond-time.Microsecond {
+				t.Fatalf("requests %d and %d %v apart, over the shared 10/s", i-1, i, gap)
+			}
+		}
+		if took := rec.times[49].Sub(start).Round(time.Microsecond); took != 4900*time.Millisecond {
+			t.Errorf("the 50th request went at %v, want 4.9s at 10/s", took)
+		}
+	})
+}
+
+// A request that may not wait for a shared token, or not that long, is
+// refused as by a local bucket, and takes nothing from the store.
+func TestSharedLimitRefusalsTakeNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		for _, tt := range []struct {
+			limit  Limit
+			reason string
+		}{
+			{Limit{FailFast: true}, "fail-fast"},
+			{Limit{MaxWait: 50 * time.Millisecond}, "max-wait"},
+		} {
+			store := NewMemoryStore()
+			l := tt.limit
+			l.Name, l.Rate, l.Burst, l.Store = "api", 10, 1, store
+			tr := New(newScript(answer(200)).mock(), WithLimit(l))
+			if _, err := callOnce(t, tr, context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			_, err := callOnce(t, tr, context.Background())
+			var limited *LimitError
+			if !errors.As(err, &limited) || limited.Reason != tt.reason || limited.RetryIn != 100*time.Millisecond {
+				t.Errorf("%s: err = %v, want a %s LimitError with RetryIn 100ms", tt.reason, err, tt.reason)
+			}
+			if w, _ := store.Take(context.Background(), "api:"+host, 10, 1, 0); w != 100*time.Millisecond {
+				t.Errorf("%s: the refused request took a token: the next is %v away, want 100ms", tt.reason, w)
+			}
+		}
+	})
+}
+
+// A request that must not wait long enough for a shared token, because of
+// its context's deadline, ends with that, taking nothing.
+func TestSharedLimitRespectsTheContextDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := NewMemoryStore()
+		tr := New(newScript(answer(200)).mock(), WithLimit(Limit{Name: "api", Rate: 1, Burst: 1, Store: store}))
+		if _, err := callOnce(t, tr, context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		defer cancel()
+		if _, err := callOnce(t, tr, ctx); !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("err = %v, want the deadline's", err)
+		}
+		if w, _ := store.Take(context.Background(), "api:"+host, 1, 1, 0); w != time.Second {
+			t.Errorf("the refused request took a token: the next is %v away, want 1s", w)
+		}
+	})
+}
+
+// deafStore hears neither failures nor trips: a transport's local breaker
+// opens while the shared one stays as the test sets it.
+type deafStore struct{ *MemoryStore }
+
+func (deafStore) BreakerFailed(context.Context, string, bool, *BreakerRules) (SharedBreaker, error) {
+	return SharedBreaker{}, errors.New("not heard")
+}
+
+func (deafStore) BreakerTripped(context.Context, string, time.Time, int, *BreakerRules) error {
+	return errors.New("not heard")
+}
+
+// A shared probe granted to an attempt that is not sent after all (a
+// later layer refuses it) or whose outcome does not count (its caller
+// gave up) is given back: another transport probes at once, rather than
+// every transport being refused half-open for ProbeTimeout.
+func TestSharedProbeGivenBackWhenUnused(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		// prober makes a transport on store whose call gets the shared
+		// probe and does not use it; call makes that call.
+		prober func(t *testing.T, store *MemoryStore) *Transport
+		call   func(t *testing.T, tr *Transport) error
+	}{
+		{"limit refuses", func(t *testing.T, store *MemoryStore) *Transport {
+			tr := New(newScript(answer(200)).mock(), WithBreaker(BreakerPolicy{ConsecutiveFailures: 1, Cooldown: time.Second, Store: store}),
+				WithLimit(Limit{Rate: rate.Every(time.Hour), Burst: 1, FailFast: true}))
+			if _, err := callOnce(t, tr, context.Background()); err != nil { // spends the hour's token
+				t.Fatal(err)
+			}
+			return tr
+		}, nil},
+		{"cooldown refuses", func(_ *testing.T, store *MemoryStore) *Transport {
+			tr := New(newScript(answer(200)).mock(), WithBreaker(BreakerPolicy{ConsecutiveFailures: 1, Cooldown: time.Second, Store: store}))
+			tr.gate.pauseLocal(host, time.Now().Add(time.Hour)) // past the wait budget
+			return tr
+		}, nil},
+		{"local breaker refuses", func(t *testing.T, store *MemoryStore) *Transport {
+			tr := New(newScript(answer(503)).mock(), WithRetry(RetryPolicy{MaxAttempts: 1}),
+				WithBreaker(BreakerPolicy{ConsecutiveFailures: 1, Cooldown: time.Hour, Store: deafStore{store}}))
+			_, _ = tr.RoundTrip(mustRequest(t, http.MethodGet, nil)) // opens for an hour, here only
+			return tr
+		}, nil},
+		{"caller cancels", func(_ *testing.T, store *MemoryStore) *Transport {
+			hang := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+				<-r.Context().Done()
+				return nil, r.Context().Err()
+			})
+			return New(hang, WithBreaker(BreakerPolicy{ConsecutiveFailures: 1, Cooldown: time.Second, Store: store}))
+		}, func(t *testing.T, tr *Transport) error {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			_, err := callOnce(t, tr, ctx)
+			return err
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				store := NewMemoryStore()
+				policy := BreakerPolicy{ConsecutiveFailures: 1, Cooldown: time.Second, Store: store}
+				rules := policy.Rules()
+				prober := tt.prober(t, store)
+				_, _ = store.BreakerFailed(context.Background(), host, false, &rules) // another replica trips it
+				time.Sleep(time.Second)
+				call := tt.call
+				if call == nil {
+					call = func(t *testing.T, tr *Transport) error { _, err := callOnce(t, tr, context.Background()); return err }
+				}
+				if err := call(t, prober); err == nil {
+					t.Fatal("the prober's call went through")
+				}
+				other := New(newScript(answer(200)).mock(), WithBreaker(policy))
+				if _, err := callOnce(t, other, context.Background()); err != nil {
+					t.Errorf("another transport after the unused probe: %v, want it to probe", err)
+				}
+			})
+		})
+	}
+}
+
+// A transport waiting out a shared pause reads the store again when it
+// wakes: a later hint another transport stored meanwhile holds it too.
+func TestSharedPauseExtendedWhileWaiting(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := NewMemoryStore()
+		rec := &recording{base: newScript(answer(200)).mock()}
+		b := New(rec, WithCooldown(CooldownPolicy{Store: store, Spread: time.Nanosecond}))
+		start := time.Now()
+		_ = store.Pause(context.Background(), host, start.Add(time.Second))
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			if _, err := callOnce(t, b, context.Background()); err != nil {
+				t.Error(err)
+			}
+		}()
+		time.Sleep(100 * time.Millisecond)
+		_ = store.Pause(context.Background(), host, start.Add(10*time.Second)) // a later 429 elsewhere
+		<-done
+		if sent := rec.times[0].Sub(start); sent < 10*time.Second {
+			t.Errorf("sent %v after start, inside the fleet's pause to 10s", sent)
+		}
+	})
+}
+
+// A success clears the failures the fleet counted while it was in flight,
+// even when none were counted at its admission: fail, fail, success, fail
+// is no three failures in a row.
+func TestSharedSuccessClearsFailuresCountedInFlight(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := NewMemoryStore()
+		policy := BreakerPolicy{ConsecutiveFailures: 3, Cooldown: time.Hour, Store: store}
+		rules := policy.Rules()
+		mock := newScript(answer(200)).mock()
+		b := New(roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			time.Sleep(time.Second)
+			return mock.RoundTrip(r)
+		}), WithBreaker(policy))
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			if _, err := callOnce(t, b, context.Background()); err != nil {
+				t.Error(err)
+			}
+		}()
+		time.Sleep(100 * time.Millisecond)
+		_, _ = store.BreakerFailed(context.Background(), host, false, &rules)
+		_, _ = store.BreakerFailed(context.Background(), host, false, &rules)
+		<-done // b's success, after the two failures
+		if sb, _ := store.BreakerFailed(context.Background(), host, false, &rules); sb.State != BreakerClosed || sb.Failures != 1 {
+			t.Errorf("fail, fail, success, fail: %+v, want closed with one failure", sb)
+		}
+	})
+}
+
+// blipStore fails the first trip told to it, and counts no failure.
+type blipStore struct {
+	*MemoryStore
+	trips atomic.Int64
+}
+
+func (b *blipStore) BreakerTripped(ctx context.Context, key string, until time.Time, level int, r *BreakerRules) error {
+	if b.trips.Add(1) == 1 {
+		return errors.New("i/o timeout")
+	}
+	return b.MemoryStore.BreakerTripped(ctx, key, until, level, r)
+}
+
+func (b *blipStore) BreakerFailed(context.Context, string, bool, *BreakerRules) (SharedBreaker, error) {
+	return SharedBreaker{}, errors.New("i/o timeout")
+}
+
+// A local trip the store failed to hear is told again, by the next
+// request the open breaker refuses.
+func TestSharedTripToldAgainAfterAFailedTelling(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := &blipStore{MemoryStore: NewMemoryStore()}
+		policy := BreakerPolicy{ConsecutiveFailures: 1, Cooldown: time.Hour, Store: store}
+		a := New(newScript(answer(503)).mock(), WithRetry(RetryPolicy{MaxAttempts: 1}), WithBreaker(policy))
+		_, _ = callOnce(t, a, context.Background()) // trips a; the store does not hear it
+		var open *CircuitOpenError
+		if _, err := callOnce(t, a, context.Background()); !errors.As(err, &open) {
+			t.Fatalf("a after its trip: %v, want it open", err)
+		}
+		rules := policy.Rules()
+		if sb, _ := store.MemoryStore.BreakerAdmit(context.Background(), host, &rules); sb.State != BreakerOpen {
+			t.Errorf("a is open for an hour, the store never heard: %+v (told %d times)", sb, store.trips.Load())
 		}
 	})
 }

@@ -361,12 +361,12 @@ func (c *call) admit() error {
 	for {
 		if t.gate != nil {
 			if err := t.gate.admit(c, gateKey); err != nil {
-				c.ticket.cancel()
+				c.ticket.cancel(c)
 				return err
 			}
 		}
 		if err := c.admitScopes(); err != nil {
-			c.ticket.cancel()
+			c.ticket.cancel(c)
 			return err
 		}
 		// A refusal seen while this attempt queued in a scope pauses it

@@ -3,6 +3,7 @@ package redis
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -13,7 +14,10 @@ import (
 // The store's side of ratewise.BreakerStore: each method runs one script.
 
 func (s *Store) breakerKeys(key string) []string {
-	return []string{s.key("breaker", key), s.key("breaker-failures", key), s.key("breaker-window", key)}
+	// The window's key is named apart from the counter an earlier version
+	// kept there, so that a fleet being upgraded does not meet a key of
+	// the wrong type.
+	return []string{s.key("breaker", key), s.key("breaker-failures", key), s.key("breaker-recent", key)}
 }
 
 // BreakerAdmit implements ratewise.BreakerStore.
@@ -28,11 +32,19 @@ func (s *Store) BreakerFailed(ctx context.Context, key string, probe bool, rules
 		window = s.opts.FailuresTTL
 	}
 	args := []any{time.Now().UnixMilli(), flag(probe), rules.ConsecutiveFailures, rules.WindowFailures,
-		window.Milliseconds(), s.opts.FailuresTTL.Milliseconds(), rules.Decay.Milliseconds(), rules.ProbeTimeout.Milliseconds()}
+		window.Milliseconds(), s.opts.FailuresTTL.Milliseconds(), rules.Decay.Milliseconds(), rules.ProbeTimeout.Milliseconds(),
+		rand.Uint64()}
 	for _, c := range rules.Cooldowns {
 		args = append(args, c.Milliseconds())
 	}
 	return s.breaker(ctx, breakerFailedScript, key, args...)
+}
+
+// BreakerReleaseProbe implements ratewise.BreakerStore.
+func (s *Store) BreakerReleaseProbe(ctx context.Context, key string, probeID uint64) error {
+	return s.do(ctx, func(ctx context.Context) error {
+		return breakerReleaseScript.Run(ctx, s.rdb, s.breakerKeys(key)[:1], probeID).Err()
+	})
 }
 
 // BreakerSucceeded implements ratewise.BreakerStore.
@@ -51,16 +63,18 @@ func (s *Store) BreakerTripped(ctx context.Context, key string, until time.Time,
 
 // breaker runs a breaker script and reads its answer.
 func (s *Store) breaker(ctx context.Context, script *goredis.Script, key string, args ...any) (ratewise.SharedBreaker, error) {
-	var sb ratewise.SharedBreaker
-	err := s.do(ctx, func(ctx context.Context) error {
+	return call(s, ctx, func(ctx context.Context) (ratewise.SharedBreaker, error) {
 		v, err := script.Run(ctx, s.rdb, s.breakerKeys(key), args...).Int64Slice()
 		if err != nil {
-			return err
+			return ratewise.SharedBreaker{}, err
 		}
-		if len(v) != 5 {
-			return fmt.Errorf("breaker script answered %d values, want 5", len(v))
+		if len(v) != 5 && len(v) != 6 {
+			return ratewise.SharedBreaker{}, fmt.Errorf("breaker script answered %d values, want 5 or 6", len(v))
 		}
-		sb = ratewise.SharedBreaker{Level: int(v[2]), Probe: v[3] == 1, Failures: int(v[4])}
+		sb := ratewise.SharedBreaker{Level: int(v[2]), Probe: v[3] == 1, Failures: int(v[4])}
+		if len(v) == 6 {
+			sb.ProbeID = uint64(v[5])
+		}
 		switch v[0] {
 		case 1:
 			sb.State = ratewise.BreakerHalfOpen
@@ -70,9 +84,8 @@ func (s *Store) breaker(ctx context.Context, script *goredis.Script, key string,
 		if v[1] > 0 {
 			sb.Until = time.UnixMilli(v[1])
 		}
-		return nil
+		return sb, nil
 	})
-	return sb, err
 }
 
 func flag(b bool) int {

@@ -16,7 +16,9 @@ import (
 // requests a second together, pause together when the API asks, and trip
 // one breaker.
 func ExampleNew() {
-	client := goredis.NewClient(&goredis.Options{Addr: "127.0.0.1:6379"})
+	// ContextTimeoutEnabled lets the store's timeout end a call that Redis
+	// does not answer.
+	client := goredis.NewClient(&goredis.Options{Addr: "127.0.0.1:6379", ContextTimeoutEnabled: true})
 	defer client.Close()
 	store := rwredis.New(client, rwredis.Options{Prefix: "myservice:"})
 
@@ -33,14 +35,14 @@ func ExampleNew() {
 // transport refuse the request.
 func ExampleOptions_onFailure() {
 	// Nothing listens on port 1: every call fails at once.
-	client := goredis.NewClient(&goredis.Options{Addr: "127.0.0.1:1", MaxRetries: -1})
+	client := goredis.NewClient(&goredis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true, MaxRetries: -1})
 	defer client.Close()
 	fallback := rwredis.New(client, rwredis.Options{})
 	closed := rwredis.New(client, rwredis.Options{OnFailure: rwredis.FailClosed})
 
-	_, err := fallback.Take(context.Background(), "api", 20, 5)
+	_, err := fallback.Take(context.Background(), "api", 20, 5, 0)
 	fmt.Println("fallback fails closed:", errors.Is(err, ratewise.ErrStoreUnavailable), "outages:", fallback.Outages())
-	_, err = closed.Take(context.Background(), "api", 20, 5)
+	_, err = closed.Take(context.Background(), "api", 20, 5, 0)
 	fmt.Println("fail-closed fails closed:", errors.Is(err, ratewise.ErrStoreUnavailable))
 
 	// Output:

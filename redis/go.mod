@@ -3,7 +3,6 @@ module github.com/ratewise/ratewise/redis
 go 1.25.0
 
 require (
-	github.com/go-redis/redis_rate/v10 v10.0.1
 	github.com/ratewise/ratewise v0.0.0-00010101000000-000000000000
 	github.com/redis/go-redis/v9 v9.22.0
 	go.uber.org/goleak v1.3.0

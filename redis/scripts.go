@@ -17,13 +17,40 @@ end
 return 1
 `)
 
-// The breaker's keys: KEYS[1] a hash (open, until, level, since, probe),
-// KEYS[2] the consecutive failures, KEYS[3] the failures in the window.
-// Every script answers {state, until, level, probe, failures}, state 0
-// closed, 1 half-open, 2 open.
+// takeScript is a GCRA token bucket that reserves: KEYS[1] the bucket's
+// theoretical arrival time (TAT), in seconds since 2017 on Redis's clock,
+// as redis_rate keeps it; ARGV the seconds per token, the burst, the most
+// the caller may wait in seconds. A token that comes within that wait is
+// taken, the TAT moved past it, and the answer is how long until it comes
+// (0: now). One that does not takes nothing, and the answer is that wait
+// negated. The key expires when the bucket is full again.
+var takeScript = goredis.NewScript(`
+redis.replicate_commands()
+local interval, burst, maxwait = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local t = redis.call('TIME')
+local now = (t[1] - 1483228800) + t[2] / 1000000
+local tat = math.max(tonumber(redis.call('GET', KEYS[1]) or '0'), now)
+local newtat = tat + interval
+local wait = math.max(newtat - burst * interval - now, 0)
+if wait > maxwait then
+  return tostring(-wait)
+end
+local ttl = math.ceil((newtat - now) * 1000)
+if ttl > 0 then
+  redis.call('SET', KEYS[1], newtat, 'PX', ttl)
+end
+return tostring(wait)
+`)
+
+// The breaker's keys: KEYS[1] a hash (open, until, level, since, probe:
+// when the probe granted ends, probes: a count naming each, prober: the
+// name of the one granted), KEYS[2] the consecutive failures, KEYS[3] the
+// failures in the window, a sorted set scored by their time. Every
+// script answers {state, until, level, probe, failures}, state 0 closed,
+// 1 half-open, 2 open; the admission of a probe adds its name.
 
 // breakerAdmitScript: ARGV now, probe timeout. Half-open, the first to
-// ask is the probe until the timeout.
+// ask is the probe until the timeout, or until it is released.
 var breakerAdmitScript = goredis.NewScript(`
 local h = redis.call('HMGET', KEYS[1], 'open', 'until', 'level', 'probe')
 local now = tonumber(ARGV[1])
@@ -38,8 +65,19 @@ end
 if now < tonumber(h[4] or '0') then
   return {1, untilms, level, 0, 0}
 end
-redis.call('HSET', KEYS[1], 'probe', now + tonumber(ARGV[2]))
-return {1, untilms, level, 1, 0}
+local id = redis.call('HINCRBY', KEYS[1], 'probes', 1)
+redis.call('HSET', KEYS[1], 'probe', now + tonumber(ARGV[2]), 'prober', id)
+return {1, untilms, level, 1, 0, id}
+`)
+
+// breakerReleaseScript: ARGV the probe's name. The probe is given back
+// if it is still that one's; the hash keeps its expiry.
+var breakerReleaseScript = goredis.NewScript(`
+local h = redis.call('HMGET', KEYS[1], 'open', 'prober')
+if h[1] == '1' and h[2] == ARGV[1] then
+  redis.call('HSET', KEYS[1], 'probe', 0)
+end
+return 1
 `)
 
 // tripLua opens the breaker at lvl for its cooldown: cooldowns are ARGV
@@ -64,11 +102,12 @@ end
 
 // breakerFailedScript: ARGV now, probe (0/1), consecutive limit, window
 // limit (0: none), window ms, failures ttl ms, decay ms, probe timeout ms,
-// then the cooldowns of each level.
+// a name for the failure unique in the window, then the cooldowns of each
+// level. The window slides: the failures of the last window ms count.
 var breakerFailedScript = goredis.NewScript(tripLua + `
 local now = tonumber(ARGV[1])
 local decay, probeTimeout = tonumber(ARGV[7]), tonumber(ARGV[8])
-local levels = #ARGV - 8
+local levels = #ARGV - 9
 local h = redis.call('HMGET', KEYS[1], 'open', 'until', 'level', 'since')
 if h[1] == '1' then
   local untilms = tonumber(h[2])
@@ -76,7 +115,7 @@ if h[1] == '1' then
     return {2, untilms, tonumber(h[3]), 0, 0}
   end
   if ARGV[2] == '1' then
-    return trip(now, math.min(decayed(h, now, decay) + 1, levels - 1), 9, decay, probeTimeout)
+    return trip(now, math.min(decayed(h, now, decay) + 1, levels - 1), 10, decay, probeTimeout)
   end
   return {1, untilms, tonumber(h[3]), 0, 0}
 end
@@ -85,13 +124,14 @@ redis.call('PEXPIRE', KEYS[2], tonumber(ARGV[6]))
 local w = 0
 local windowLimit = tonumber(ARGV[4])
 if windowLimit > 0 then
-  w = redis.call('INCR', KEYS[3])
-  if w == 1 then
-    redis.call('PEXPIRE', KEYS[3], tonumber(ARGV[5]))
-  end
+  local windowms = tonumber(ARGV[5])
+  redis.call('ZADD', KEYS[3], now, ARGV[9])
+  redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now - windowms)
+  w = redis.call('ZCARD', KEYS[3])
+  redis.call('PEXPIRE', KEYS[3], windowms)
 end
 if c >= tonumber(ARGV[3]) or (windowLimit > 0 and w >= windowLimit) then
-  return trip(now, math.min(decayed(h, now, decay), levels - 1), 9, decay, probeTimeout)
+  return trip(now, math.min(decayed(h, now, decay), levels - 1), 10, decay, probeTimeout)
 end
 return {0, 0, decayed(h, now, decay), 0, c}
 `)

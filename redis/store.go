@@ -5,29 +5,32 @@
 //
 //	import rwredis "github.com/ratewise/ratewise/redis"
 //
-//	store := rwredis.New(redis.NewClient(&redis.Options{Addr: "redis:6379"}), rwredis.Options{})
+//	client := redis.NewClient(&redis.Options{Addr: "redis:6379", ContextTimeoutEnabled: true})
+//	store := rwredis.New(client, rwredis.Options{})
 //	tr := ratewise.New(http.DefaultTransport,
 //		ratewise.WithLimit(ratewise.Limit{Name: "api", Rate: 20, Burst: 5, Store: store}),
 //		ratewise.WithCooldown(ratewise.CooldownPolicy{Store: store}),
 //		ratewise.WithBreaker(ratewise.BreakerPolicy{Store: store}))
 //
-// A Store is a ratewise.BucketStore (a GCRA token bucket on
-// github.com/go-redis/redis_rate, atomic in Redis), a ratewise.CooldownStore
-// (the later of two pauses wins) and a ratewise.BreakerStore (failures
-// counted across the fleet, trips with their end and escalation level, one
-// probe at a time). Every operation is one round trip running one script:
-// there is no lock, and no call waits on another. Every key it writes
-// expires by itself.
+// A Store is a ratewise.BucketStore (a GCRA token bucket, atomic in Redis
+// on its clock, that reserves a waiter's turn so that it asks once), a
+// ratewise.CooldownStore (the later of two pauses wins) and a
+// ratewise.BreakerStore (failures counted across the fleet, trips with
+// their end and escalation level, one probe at a time). Every operation is
+// one round trip running one script: there is no lock, and no call waits
+// on another. Every key it writes expires by itself.
 //
 // When Redis does not answer within Options.Timeout, the store says so
 // to the transport, which goes on with its own in-memory state
 // (FallbackLocal, the default) or refuses the request (FailClosed). The
 // store logs one line when an outage starts and one when it ends, counts
 // outages, and while Redis is down asks it again only every
-// Options.Recheck, so that requests do not each wait out a timeout.
+// Options.Recheck, so that requests do not each wait out a timeout. Give
+// it a client with ContextTimeoutEnabled, so that go-redis itself ends a
+// call at the timeout; see New.
 //
-// Times are the clocks of the processes: keep them in sync (NTP) across a
-// fleet.
+// Times are the clocks of the processes, but for the buckets, which use
+// Redis's: keep them in sync (NTP) across a fleet.
 package redis
 
 import (
@@ -39,7 +42,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/go-redis/redis_rate/v10"
 	goredis "github.com/redis/go-redis/v9"
 	"golang.org/x/time/rate"
 
@@ -72,11 +74,13 @@ const (
 
 // Options configure a Store; the zero value is ready to use.
 type Options struct {
-	// Prefix starts every key the store writes (a bucket's key, written by
-	// redis_rate, has its "rate:" before it); zero means DefaultPrefix.
+	// Prefix starts every key the store writes (a bucket's key has "rate:"
+	// before it, as redis_rate writes it); zero means DefaultPrefix.
 	// Give fleets that must not share state different prefixes.
 	Prefix string
-	// Timeout bounds each Redis call; zero means DefaultTimeout.
+	// Timeout bounds each Redis call; zero means DefaultTimeout. A call
+	// that outlasts it counts as an outage, even when the caller's
+	// context ended meanwhile.
 	Timeout time.Duration
 	// OnFailure is what happens while Redis is unavailable.
 	OnFailure Failure
@@ -94,9 +98,12 @@ type Options struct {
 // use. Use one Store per failure policy; stores with the same Prefix share
 // their state.
 type Store struct {
-	rdb     goredis.UniversalClient
-	limiter *redis_rate.Limiter
-	opts    Options
+	rdb  goredis.UniversalClient
+	opts Options
+	// bounded is set when the client ends a call at its context's
+	// deadline (ContextTimeoutEnabled); otherwise the store stops
+	// waiting for it by itself.
+	bounded bool
 
 	errors, outages atomic.Int64
 	mu              sync.Mutex
@@ -113,6 +120,14 @@ var (
 
 // New returns a Store on rdb: a *redis.Client, a *redis.ClusterClient (its
 // keys use hash tags, so each script's keys share a slot) or a Ring.
+//
+// Build the client with ContextTimeoutEnabled: true. Without it go-redis
+// ignores contexts, and a Redis that stops answering would hold each call
+// for the client's ReadTimeout (seconds) whatever Options.Timeout and the
+// caller's context say; the store then runs each call in a goroutine of
+// its own and stops waiting for it at the timeout, which costs a goroutine
+// per call and leaves the abandoned call to end at ReadTimeout. A client
+// of another type is treated so too.
 func New(rdb goredis.UniversalClient, opts Options) *Store {
 	if opts.Prefix == "" {
 		opts.Prefix = DefaultPrefix
@@ -126,7 +141,21 @@ func New(rdb goredis.UniversalClient, opts Options) *Store {
 	if opts.FailuresTTL <= 0 {
 		opts.FailuresTTL = DefaultFailuresTTL
 	}
-	return &Store{rdb: rdb, limiter: redis_rate.NewLimiter(rdb), opts: opts}
+	return &Store{rdb: rdb, opts: opts, bounded: honoursContext(rdb)}
+}
+
+// honoursContext reports whether rdb ends a call at its context's
+// deadline.
+func honoursContext(rdb goredis.UniversalClient) bool {
+	switch c := rdb.(type) {
+	case *goredis.Client:
+		return c.Options().ContextTimeoutEnabled
+	case *goredis.ClusterClient:
+		return c.Options().ContextTimeoutEnabled
+	case *goredis.Ring:
+		return c.Options().ContextTimeoutEnabled
+	}
+	return false
 }
 
 // Outages returns the outages the store has seen: each begins with a
@@ -134,7 +163,7 @@ func New(rdb goredis.UniversalClient, opts Options) *Store {
 func (s *Store) Outages() int64 { return s.outages.Load() }
 
 // Errors returns the calls that failed, Redis's own errors and timeouts
-// (not those of a caller's context that ended).
+// (not those a caller's context ended before Options.Timeout).
 func (s *Store) Errors() int64 { return s.errors.Load() }
 
 // Available reports whether the last call to Redis succeeded.
@@ -150,21 +179,64 @@ var errSkipped = errors.New("redis is unavailable; not asked again yet")
 // do runs f against Redis with the store's timeout, keeping count of
 // outages; its error says what the transport must do.
 func (s *Store) do(ctx context.Context, f func(context.Context) error) error {
-	if err := s.skip(); err != nil {
-		return s.fail(err)
+	_, err := call(s, ctx, func(ctx context.Context) (struct{}, error) { return struct{}{}, f(ctx) })
+	return err
+}
+
+// call is do for a call that returns a value. The value comes back through
+// call's result, not a variable f sets: an abandoned f may still be
+// running.
+func call[T any](s *Store, ctx context.Context, f func(context.Context) (T, error)) (T, error) {
+	var zero T
+	if err := ctx.Err(); err != nil {
+		return zero, err
 	}
+	if err := s.skip(); err != nil {
+		return zero, s.fail(err)
+	}
+	start := time.Now()
 	callCtx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
-	err := f(callCtx)
+	v, err := runBounded(s, callCtx, f)
 	cancel()
 	switch {
 	case err == nil || errors.Is(err, goredis.Nil):
 		s.noteUp()
-		return nil
-	case ctx.Err() != nil:
-		return ctx.Err() // the caller's own context ended: Redis is not to blame
+		return v, nil
+	case ctx.Err() != nil && time.Since(start) < s.opts.Timeout:
+		return zero, ctx.Err() // the caller's own context ended first: Redis is not to blame
 	}
 	s.noteDown(err)
-	return s.fail(err)
+	return zero, s.fail(err)
+}
+
+// runBounded runs f, ended by ctx's deadline even when the client ignores
+// it: f then runs in a goroutine of its own, which the client's
+// ReadTimeout ends.
+func runBounded[T any](s *Store, ctx context.Context, f func(context.Context) (T, error)) (T, error) {
+	if s.bounded {
+		return f(ctx)
+	}
+	type result struct {
+		v   T
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		v, err := f(ctx)
+		done <- result{v, err}
+	}()
+	select {
+	case r := <-done:
+		return r.v, r.err
+	case <-ctx.Done():
+		select {
+		case r := <-done: // answered on the very instant
+			return r.v, r.err
+		default:
+			var zero T
+			return zero, ctx.Err()
+		}
+	}
 }
 
 // skip returns errSkipped while an outage's recheck time has not come.
@@ -229,21 +301,21 @@ func (f Failure) String() string {
 func (s *Store) key(kind, key string) string { return s.opts.Prefix + kind + ":{" + key + "}" }
 
 // Take implements ratewise.BucketStore with GCRA: one token every 1/r, up
-// to burst at once.
-func (s *Store) Take(ctx context.Context, key string, r rate.Limit, burst int) (time.Duration, error) {
-	limit := redis_rate.Limit{Rate: 1, Burst: max(burst, 1), Period: time.Duration(float64(time.Second) / float64(r))}
-	var wait time.Duration
-	err := s.do(ctx, func(ctx context.Context) error {
-		res, err := s.limiter.Allow(ctx, s.key("bucket", key), limit)
+// to burst at once, on Redis's clock. A token that comes within maxWait is
+// reserved, however many callers wait before it.
+func (s *Store) Take(ctx context.Context, key string, r rate.Limit, burst int, maxWait time.Duration) (time.Duration, error) {
+	maxWait = max(maxWait, 0)
+	return call(s, ctx, func(ctx context.Context) (time.Duration, error) {
+		secs, err := takeScript.Run(ctx, s.rdb, []string{"rate:" + s.key("bucket", key)},
+			1/float64(r), max(burst, 1), maxWait.Seconds()).Float64()
 		if err != nil {
-			return err
+			return 0, err
 		}
-		if res.Allowed == 0 {
-			wait = max(res.RetryAfter, time.Nanosecond)
+		if secs < 0 { // nothing taken: say a wait longer than maxWait, whatever the rounding
+			return max(time.Duration(-secs*float64(time.Second)), maxWait+time.Nanosecond), nil
 		}
-		return nil
+		return min(time.Duration(secs*float64(time.Second)), maxWait), nil
 	})
-	return wait, err
 }
 
 // Pause implements ratewise.CooldownStore: the later pause wins, and the
@@ -256,13 +328,11 @@ func (s *Store) Pause(ctx context.Context, key string, until time.Time) error {
 
 // PausedUntil implements ratewise.CooldownStore.
 func (s *Store) PausedUntil(ctx context.Context, key string) (time.Time, error) {
-	var until time.Time
-	err := s.do(ctx, func(ctx context.Context) error {
+	return call(s, ctx, func(ctx context.Context) (time.Time, error) {
 		ms, err := s.rdb.Get(ctx, s.key("pause", key)).Int64()
-		if err == nil {
-			until = time.UnixMilli(ms)
+		if err != nil {
+			return time.Time{}, err
 		}
-		return err
+		return time.UnixMilli(ms), nil
 	})
-	return until, err
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
@@ -28,21 +29,21 @@ func TestTakeIsATokenBucket(t *testing.T) {
 	s, _ := newStore(t, srv, Options{})
 	ctx := context.Background()
 	for i := range 2 {
-		if w, err := s.Take(ctx, "k", 10, 2); err != nil || w != 0 {
+		if w, err := s.Take(ctx, "k", 10, 2, 0); err != nil || w != 0 {
 			t.Fatalf("take %d of the burst of 2: wait %v, %v", i+1, w, err)
 		}
 	}
-	w, err := s.Take(ctx, "k", 10, 2)
+	w, err := s.Take(ctx, "k", 10, 2, 0)
 	if err != nil || w <= 50*time.Millisecond || w > 100*time.Millisecond {
 		t.Fatalf("third take: wait %v, %v; want up to the 100ms of one token at 10/s", w, err)
 	}
 	// A refused take takes nothing: the wait shrinks, it does not grow.
-	w2, _ := s.Take(ctx, "k", 10, 2)
+	w2, _ := s.Take(ctx, "k", 10, 2, 0)
 	if w2 > w {
 		t.Errorf("a refused take consumed a token: wait went from %v to %v", w, w2)
 	}
 	time.Sleep(w2)
-	if w, err := s.Take(ctx, "k", 10, 2); err != nil || w != 0 {
+	if w, err := s.Take(ctx, "k", 10, 2, 0); err != nil || w != 0 {
 		t.Errorf("after the wait: %v, %v", w, err)
 	}
 }
@@ -143,11 +144,11 @@ func TestStoresWithOnePrefixShareState(t *testing.T) {
 	b, _ := newStore(t, srv, Options{})
 	other, _ := newStore(t, srv, Options{Prefix: "fleet2:"})
 	ctx := context.Background()
-	_, _ = a.Take(ctx, "k", 1, 1)
-	if w, _ := b.Take(ctx, "k", 1, 1); w == 0 {
+	_, _ = a.Take(ctx, "k", 1, 1, 0)
+	if w, _ := b.Take(ctx, "k", 1, 1, 0); w == 0 {
 		t.Error("b took the token a took: the stores do not share the bucket")
 	}
-	if w, _ := other.Take(ctx, "k", 1, 1); w != 0 {
+	if w, _ := other.Take(ctx, "k", 1, 1, 0); w != 0 {
 		t.Error("a store with another prefix shares the bucket")
 	}
 }
@@ -159,22 +160,22 @@ func TestOutageFallsBackOrFailsClosed(t *testing.T) {
 	fallback, _ := newStore(t, srv, Options{Logger: logger, Recheck: 100 * time.Millisecond})
 	closed, _ := newStore(t, srv, Options{OnFailure: FailClosed, Recheck: 100 * time.Millisecond})
 	ctx := context.Background()
-	if _, err := fallback.Take(ctx, "k", 100, 10); err != nil {
+	if _, err := fallback.Take(ctx, "k", 100, 10, 0); err != nil {
 		t.Fatal(err)
 	}
 	srv.Stop()
-	_, err := fallback.Take(ctx, "k", 100, 10)
+	_, err := fallback.Take(ctx, "k", 100, 10, 0)
 	if err == nil || errors.Is(err, ratewise.ErrStoreUnavailable) {
 		t.Fatalf("fallback store with Redis down: %v; want an error that does not fail closed", err)
 	}
 	start := time.Now()
 	for range 20 { // within Recheck: Redis is not asked, no timeout is waited
-		_, _ = fallback.Take(ctx, "k", 100, 10)
+		_, _ = fallback.Take(ctx, "k", 100, 10, 0)
 	}
 	if took := time.Since(start); took > 50*time.Millisecond {
 		t.Errorf("20 takes during an outage took %v: each waited for Redis", took)
 	}
-	if _, err := closed.Take(ctx, "k", 100, 10); !errors.Is(err, ratewise.ErrStoreUnavailable) {
+	if _, err := closed.Take(ctx, "k", 100, 10, 0); !errors.Is(err, ratewise.ErrStoreUnavailable) {
 		t.Errorf("fail-closed store with Redis down: %v, want ErrStoreUnavailable", err)
 	}
 	if fallback.Outages() != 1 || fallback.Available() {
@@ -182,7 +183,7 @@ func TestOutageFallsBackOrFailsClosed(t *testing.T) {
 	}
 	srv.Start()
 	time.Sleep(150 * time.Millisecond) // past Recheck
-	if _, err := fallback.Take(ctx, "k", 100, 10); err != nil {
+	if _, err := fallback.Take(ctx, "k", 100, 10, 0); err != nil {
 		t.Errorf("after Redis came back: %v", err)
 	}
 	if !fallback.Available() || fallback.Outages() != 1 {
@@ -199,10 +200,175 @@ func TestCallersContextIsNoOutage(t *testing.T) {
 	s, _ := newStore(t, srv, Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := s.Take(ctx, "k", 1, 1); !errors.Is(err, context.Canceled) {
+	if _, err := s.Take(ctx, "k", 1, 1, 0); !errors.Is(err, context.Canceled) {
 		t.Errorf("err = %v, want the caller's", err)
 	}
 	if s.Outages() != 0 || !s.Available() {
 		t.Errorf("a cancelled caller counted as an outage")
+	}
+}
+
+func TestTakeReservesWithinMaxWait(t *testing.T) {
+	srv := redistest.Start(t)
+	s, _ := newStore(t, srv, Options{})
+	ctx := context.Background()
+	near := func(w, want time.Duration) bool { return w > want-20*time.Millisecond && w <= want }
+	if w, err := s.Take(ctx, "k", 10, 1, 0); err != nil || w != 0 {
+		t.Fatalf("the burst: wait %v, %v", w, err)
+	}
+	// A token 100ms away does not fit 50ms: nothing is taken.
+	if w, err := s.Take(ctx, "k", 10, 1, 50*time.Millisecond); err != nil || !near(w, 100*time.Millisecond) {
+		t.Fatalf("take within 50ms: wait %v, %v; want the 100ms until a token", w, err)
+	}
+	// Within a second: reserved, each waiter the next turn.
+	for i := 1; i <= 3; i++ {
+		want := time.Duration(i) * 100 * time.Millisecond
+		if w, err := s.Take(ctx, "k", 10, 1, time.Second); err != nil || !near(w, want) {
+			t.Fatalf("reservation %d: wait %v, %v; want %v", i, w, err, want)
+		}
+	}
+	if w, _ := s.Take(ctx, "k", 10, 1, 0); !near(w, 400*time.Millisecond) {
+		t.Errorf("after three reservations the next token is %v away, want 400ms", w)
+	}
+	// A wait just over maxWait reserves nothing, whatever the rounding.
+	if w, _ := s.Take(ctx, "k", 10, 1, 350*time.Millisecond); w <= 350*time.Millisecond {
+		t.Errorf("a take refused within 350ms answered %v, which would read as reserved", w)
+	}
+}
+
+// Options.Timeout bounds a call to a Redis that stops answering, whether
+// or not the client honours contexts (go-redis's ReadTimeout, 3s, would
+// hold it otherwise), and the call counts as an outage.
+func TestTimeoutBoundsACallToAStuckRedis(t *testing.T) {
+	for _, honours := range []bool{false, true} {
+		t.Run(fmt.Sprint("ContextTimeoutEnabled=", honours), func(t *testing.T) {
+			srv := redistest.Start(t)
+			client := goredis.NewClient(&goredis.Options{Addr: srv.Addr, ContextTimeoutEnabled: honours})
+			defer client.Close()
+			s := New(client, Options{Timeout: 100 * time.Millisecond, Recheck: time.Minute})
+			caller := New(client, Options{Timeout: 100 * time.Millisecond})
+			ctx := context.Background()
+			if _, err := s.Take(ctx, "k", 10, 1, 0); err != nil {
+				t.Fatal(err)
+			}
+			srv.Freeze()
+			defer srv.Thaw() // before Close: the calls abandoned end
+			start := time.Now()
+			_, err := s.Take(ctx, "k", 10, 1, 0)
+			if took := time.Since(start); err == nil || took > 500*time.Millisecond {
+				t.Errorf("Take with Redis stuck: %v after %v; want an error at the 100ms Timeout", err, took)
+			}
+			if s.Outages() != 1 || s.Available() {
+				t.Errorf("outages %d, available %v; want the stuck Redis counted down", s.Outages(), s.Available())
+			}
+			// A caller's context shorter than Timeout ends the call at once.
+			cctx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+			defer cancel()
+			start = time.Now()
+			if _, err := caller.PausedUntil(cctx, "k"); !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 80*time.Millisecond {
+				t.Errorf("PausedUntil with a 20ms context: %v after %v; want the context's end", err, time.Since(start))
+			}
+		})
+	}
+}
+
+// sleepHook holds every command for d, whatever its context: a client that
+// does not honour contexts.
+type sleepHook struct{ d time.Duration }
+
+func (sleepHook) DialHook(next goredis.DialHook) goredis.DialHook { return next }
+func (h sleepHook) ProcessHook(next goredis.ProcessHook) goredis.ProcessHook {
+	return func(ctx context.Context, cmd goredis.Cmder) error {
+		time.Sleep(h.d)
+		return next(ctx, cmd)
+	}
+}
+func (sleepHook) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredis.ProcessPipelineHook {
+	return next
+}
+
+// A call that ran past Options.Timeout is an outage even when the caller's
+// context ended too: else every caller with a short deadline would wait
+// on a stuck Redis, never skipping it.
+func TestCallPastTimeoutIsAnOutageThoughTheCallerGaveUp(t *testing.T) {
+	srv := redistest.Start(t)
+	s, client := newStore(t, srv, Options{Timeout: 50 * time.Millisecond, Recheck: time.Minute})
+	client.AddHook(sleepHook{150 * time.Millisecond})
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	_, _ = s.PausedUntil(ctx, "k")
+	if s.Outages() != 1 || s.Available() {
+		t.Fatalf("outages %d, available %v; want a call of 150ms past a 50ms Timeout counted", s.Outages(), s.Available())
+	}
+	start := time.Now()
+	if _, err := s.PausedUntil(context.Background(), "k"); err == nil || time.Since(start) > 10*time.Millisecond {
+		t.Errorf("the next call: %v after %v; want it skipped until Recheck", err, time.Since(start))
+	}
+}
+
+// WindowFailures counts the failures within the last Window, sliding, as
+// MemoryStore does: three within 70ms trip, though the first of the
+// window's four is older than Window.
+func TestWindowFailuresSlide(t *testing.T) {
+	srv := redistest.Start(t)
+	s, client := newStore(t, srv, Options{Prefix: "t:"})
+	ctx := context.Background()
+	rules := ratewise.BreakerPolicy{ConsecutiveFailures: 100, WindowFailures: 3, Window: 300 * time.Millisecond}.Rules()
+	fail := func(st ratewise.BreakerStore) ratewise.SharedBreaker {
+		start := time.Now()
+		var sb ratewise.SharedBreaker
+		for _, at := range []time.Duration{0, 250 * time.Millisecond, 310 * time.Millisecond, 320 * time.Millisecond} {
+			time.Sleep(time.Until(start.Add(at)))
+			var err error
+			if sb, err = st.BreakerFailed(ctx, "k", false, &rules); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return sb
+	}
+	sb, mb := fail(s), fail(ratewise.NewMemoryStore())
+	if sb.State != ratewise.BreakerOpen || mb.State != ratewise.BreakerOpen {
+		t.Errorf("3 failures within 70ms (WindowFailures 3 in 300ms): redis %v, MemoryStore %v; want both open", sb.State, mb.State)
+	}
+	// Below the count, the window's failures are kept as long as Window.
+	for range 2 {
+		if sb, _ := s.BreakerFailed(ctx, "j", false, &rules); sb.State != ratewise.BreakerClosed {
+			t.Fatalf("two failures: %+v, want closed", sb)
+		}
+	}
+	if ttl := client.PTTL(ctx, "t:breaker-recent:{j}").Val(); ttl <= 0 || ttl > 300*time.Millisecond {
+		t.Errorf("the window's failures expire in %v, want within the 300ms Window", ttl)
+	}
+	assertAllExpire(t, client, "t:*")
+}
+
+// A probe given back lets the next request probe at once; one given back
+// by a request it is no longer granted to is left to its holder.
+func TestBreakerProbeReleased(t *testing.T) {
+	srv := redistest.Start(t)
+	s, client := newStore(t, srv, Options{Prefix: "t:"})
+	ctx := context.Background()
+	rules := ratewise.BreakerPolicy{ConsecutiveFailures: 1, Cooldown: 50 * time.Millisecond}.Rules()
+	sb, _ := s.BreakerFailed(ctx, "k", false, &rules)
+	time.Sleep(time.Until(sb.Until) + 10*time.Millisecond)
+	first, err := s.BreakerAdmit(ctx, "k", &rules)
+	if err != nil || !first.Probe || first.ProbeID == 0 {
+		t.Fatalf("after the cooldown: %+v, %v; want a named probe", first, err)
+	}
+	if err := s.BreakerReleaseProbe(ctx, "k", first.ProbeID); err != nil {
+		t.Fatal(err)
+	}
+	second, _ := s.BreakerAdmit(ctx, "k", &rules)
+	if !second.Probe || second.ProbeID == first.ProbeID {
+		t.Fatalf("after the probe was given back: %+v; want a new probe", second)
+	}
+	_ = s.BreakerReleaseProbe(ctx, "k", first.ProbeID) // late: no longer its
+	if third, _ := s.BreakerAdmit(ctx, "k", &rules); third.Probe {
+		t.Errorf("a stale release freed the probe of another: %+v", third)
+	}
+	_ = s.BreakerReleaseProbe(ctx, "gone", 1) // no breaker: nothing written
+	assertAllExpire(t, client, "t:*")
+	if n := client.Exists(ctx, "t:breaker:{gone}").Val(); n != 0 {
+		t.Error("releasing the probe of no breaker wrote its key")
 	}
 }

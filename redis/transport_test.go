@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/time/rate"
+
 	"github.com/ratewise/ratewise"
 	"github.com/ratewise/ratewise/redis/internal/redistest"
 )
@@ -147,6 +149,46 @@ func TestSharedBreakerDoesNotSerializeCalls(t *testing.T) {
 	t.Logf("50 calls of 100ms through a shared breaker: %v, %d at once", took.Round(time.Millisecond), api.most.Load())
 }
 
+// takeCounter counts a store's Take calls.
+type takeCounter struct {
+	*Store
+	takes atomic.Int64
+}
+
+func (c *takeCounter) Take(ctx context.Context, key string, r rate.Limit, burst int, maxWait time.Duration) (time.Duration, error) {
+	c.takes.Add(1)
+	return c.Store.Take(ctx, key, r, burst, maxWait)
+}
+
+// Waiters for a token kept in Redis each reserve their turn and ask once,
+// rather than all waking at each refill to ask again.
+func TestSharedLimitWaitersAskRedisOnce(t *testing.T) {
+	srv := redistest.Start(t)
+	client := srv.Client()
+	defer client.Close()
+	store := &takeCounter{Store: New(client, Options{})}
+	api := startOK(t, 0)
+	tr := ratewise.New(http.DefaultTransport, ratewise.WithLimit(ratewise.Limit{Name: "api", Rate: 40, Burst: 1, Store: store}))
+	defer tr.CloseIdleConnections()
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Go(func() {
+			if err := get(tr, api.URL); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	took := time.Since(start)
+	if n := store.takes.Load(); n != 20 {
+		t.Errorf("20 admissions asked Redis %d times, want once each", n)
+	}
+	if took < 450*time.Millisecond {
+		t.Errorf("20 requests at 40/s took %v, want 475ms at least", took)
+	}
+}
+
 // BenchmarkRedisAdmission measures one request's admission through a
 // limit kept in Redis on loopback: a Take, the round trip it costs.
 func BenchmarkRedisAdmission(b *testing.B) {
@@ -162,7 +204,7 @@ func BenchmarkRedisAdmission(b *testing.B) {
 		start := time.Now()
 		// A bucket per request: every take is granted, as an admission
 		// under the limit is.
-		if _, err := store.Take(ctx, "bench", 1e9, 1<<30); err != nil {
+		if _, err := store.Take(ctx, "bench", 1e9, 1<<30, 0); err != nil {
 			b.Fatal(err)
 		}
 		durations = append(durations, time.Since(start))

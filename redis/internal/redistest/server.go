@@ -10,6 +10,7 @@ import (
 	"net"
 	"os/exec"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -75,7 +76,26 @@ func (s *Server) Start() {
 	}
 }
 
-// Stop stops the server, its data lost. It may be called more than once.
+// Freeze stops the server's process (SIGSTOP) until Thaw or Stop: it
+// keeps its connections and answers nothing, as a Redis stuck in a long
+// command or behind a dead link does.
+func (s *Server) Freeze() { s.signal(syscall.SIGSTOP) }
+
+// Thaw lets a frozen server answer again (SIGCONT).
+func (s *Server) Thaw() { s.signal(syscall.SIGCONT) }
+
+func (s *Server) signal(sig syscall.Signal) {
+	s.t.Helper()
+	if s.cmd == nil || s.cmd.Process == nil {
+		s.t.Fatal("the redis-server is not running")
+	}
+	if err := s.cmd.Process.Signal(sig); err != nil {
+		s.t.Fatalf("signalling redis-server: %v", err)
+	}
+}
+
+// Stop stops the server, its data lost, frozen or not. It may be called
+// more than once.
 func (s *Server) Stop() {
 	if s.cmd == nil || s.cmd.Process == nil {
 		return
@@ -101,9 +121,11 @@ func freePort(t testing.TB) int {
 // String returns the server's address.
 func (s *Server) String() string { return fmt.Sprintf("redis-server on %s", s.Addr) }
 
-// ClientOf returns a client of the server at addr, with the test's short
-// timeouts: for a process that did not start the server.
+// ClientOf returns a client of the server at addr, for a process that did
+// not start the server. It is configured as the store's users are told to:
+// contexts honoured, go-redis's default timeouts (seconds), so that a test
+// of a Redis that does not answer fails unless the store's own timeout
+// ends the call; and no retries, so that a Redis stopped fails at once.
 func ClientOf(addr string) *goredis.Client {
-	return goredis.NewClient(&goredis.Options{Addr: addr, DialTimeout: 200 * time.Millisecond,
-		ReadTimeout: 200 * time.Millisecond, WriteTimeout: 200 * time.Millisecond, MaxRetries: -1})
+	return goredis.NewClient(&goredis.Options{Addr: addr, ContextTimeoutEnabled: true, MaxRetries: -1})
 }

@@ -7,7 +7,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME    ?= 30s
 BENCHTIME   ?= 1s
 
-.PHONY: test lint fuzz bench bench-fast redis-server
+.PHONY: test lint deps fuzz bench bench-fast redis-server
 
 ## test: go test -race over every module (fuzz targets run on their seed corpora);
 ## the redis module's tests run a real redis-server, installed here when missing
@@ -26,14 +26,30 @@ redis-server:
 		$$sudo apt-get update -qq && $$sudo apt-get install -y -qq --no-install-recommends redis-server; \
 	}
 
-## lint: gofmt, go vet and staticcheck over every module
-lint:
+## lint: gofmt, go vet and staticcheck over every module, then deps
+lint: lint-code deps
+
+.PHONY: lint-code
+lint-code:
 	@set -e; unformatted=$$(gofmt -l .); \
 	if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
 	@set -e; for m in $(MODULES); do \
 		echo "== vet + staticcheck $$m"; \
 		(cd $$m && $(GO) vet ./... && $(GO) run $(STATICCHECK) ./...); \
 	done
+
+## deps: every requirement written in a go.mod here is at its latest release
+## (go list -m -u), but those .ci/deps-held lists with the reason
+deps:
+	@set -e; behind=$$($(GO) list -m -u -f '{{if .Update}}{{.Path}} {{.Version}} {{.Update.Version}}{{end}}' all | \
+		while read -r path version update; do \
+			[ -n "$$path" ] || continue; \
+			grep -qsE "(^|[[:space:]])$$path v" $(addsuffix /go.mod,$(MODULES)) || continue; \
+			grep -qs "^$$path " .ci/deps-held && continue; \
+			echo "  $$path $$version, latest $$update"; \
+		done); \
+	if [ -n "$$behind" ]; then echo "requirements behind their latest release:"; echo "$$behind"; exit 1; fi; \
+	echo "== deps: every requirement at its latest release (held back: $$(grep -cv '^#' .ci/deps-held))"
 
 ## fuzz: run each fuzz target for FUZZTIME (default 30s)
 fuzz:

@@ -1,20 +1,24 @@
 module github.com/ratewise/ratewise/bench
 
-go 1.25.0
+go 1.26.0
 
 require (
 	github.com/failsafe-go/failsafe-go v0.9.8
 	github.com/hashicorp/go-retryablehttp v0.7.8
 	github.com/ratewise/ratewise v0.0.0-00010101000000-000000000000
-	golang.org/x/time v0.15.0
+	golang.org/x/time v0.16.0
 )
 
 require (
-	github.com/bits-and-blooms/bitset v1.24.4 // indirect
+	github.com/bits-and-blooms/bitset v1.29.0 // indirect
+	github.com/google/go-cmp v0.7.0 // indirect
 	github.com/hashicorp/go-cleanhttp v0.5.2 // indirect
 	github.com/influxdata/tdigest v0.0.1 // indirect
 	github.com/jarcoal/httpmock v1.4.2 // indirect
 	github.com/sony/gobreaker/v2 v2.4.0 // indirect
+	golang.org/x/net v0.62.0 // indirect
+	golang.org/x/sys v0.49.0 // indirect
+	google.golang.org/protobuf v1.36.12 // indirect
 )
 
 // The benchmarks measure the library in this repository, not a release.

@@ -484,3 +484,83 @@ func TestBreakerEviction(t *testing.T) {
 		}
 	})
 }
+
+// TestBreakerForgetsAStaleStreak: a closed breaker whose key failed and
+// then went quiet is forgotten once idle, unless a failure window longer
+// than the idle time still needs its failures.
+func TestBreakerForgetsAStaleStreak(t *testing.T) {
+	for _, tt := range []struct {
+		policy BreakerPolicy
+		kept   bool
+	}{
+		{policy: BreakerPolicy{IdleTimeout: time.Minute}},
+		{policy: BreakerPolicy{IdleTimeout: time.Minute, WindowFailures: 3, Window: 30 * time.Second}},
+		{policy: BreakerPolicy{IdleTimeout: time.Minute, WindowFailures: 3, Window: time.Hour}, kept: true},
+	} {
+		synctest.Test(t, func(t *testing.T) {
+			byPath := func(r *http.Request) string { return r.URL.Path }
+			base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+				if r.URL.Path == "/failed-once" {
+					return &http.Response{StatusCode: 503, Body: http.NoBody}, nil
+				}
+				return &http.Response{StatusCode: 200, Body: http.NoBody}, nil
+			})
+			p := tt.policy
+			p.Key = byPath
+			tr := breakerTransport(base, p)
+			send := func(path string) {
+				req, _ := http.NewRequest(http.MethodGet, "https://api.example.com"+path, nil)
+				if resp, err := tr.RoundTrip(req); err == nil {
+					_ = resp.Body.Close()
+				}
+			}
+			send("/failed-once")
+			for i := range 8 {
+				time.Sleep(30 * time.Second)
+				send(fmt.Sprintf("/other/%d", i))
+			}
+			if kept := tr.breakers.states.acquire("/failed-once", false) != nil; kept != tt.kept {
+				t.Errorf("Window %v: the breaker of a key that failed once, idle 4m, is kept: %v, want %v", p.Window, kept, tt.kept)
+			}
+		})
+	}
+}
+
+// TestBreakerHoldsAttemptsQueuedWhenItOpens: attempts the breaker let in
+// while closed, still waiting for their turn in a limit when it opens,
+// are not sent: they meet the open breaker as a new attempt would.
+func TestBreakerHoldsAttemptsQueuedWhenItOpens(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newScript(answer(503))
+		mock := s.mock()
+		// The answer takes 50ms, so that every call is past the breaker
+		// and queued in the limit before the first failure opens it.
+		slow := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			time.Sleep(50 * time.Millisecond)
+			return mock.RoundTrip(req)
+		})
+		tr := New(slow, WithRetry(RetryPolicy{MaxAttempts: 1, TotalWaitCap: 5 * time.Second}),
+			WithLimit(Limit{Rate: 10, Burst: 1}),
+			WithBreaker(BreakerPolicy{ConsecutiveFailures: 1, Cooldown: time.Minute}))
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		refused := 0
+		for range 5 {
+			wg.Go(func() {
+				_, err := callOnce(t, tr, context.Background())
+				var coe *CircuitOpenError
+				if errors.As(err, &coe) {
+					mu.Lock()
+					refused++
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+		// The first 503 opens the breaker at 50ms; the four others were
+		// queued for 100ms to 400ms.
+		if s.calls() != 1 || refused != 4 {
+			t.Errorf("%d requests sent and %d calls refused, want 1 sent and the 4 queued ones refused", s.calls(), refused)
+		}
+	})
+}

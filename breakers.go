@@ -88,7 +88,10 @@ func (b *breakers) forgettable(st *breakerState, now time.Time) bool {
 	case st.probes > 0 || b.levelAt(st, now) > 0:
 		return false
 	case st.state == BreakerClosed:
-		return st.clean.Load()
+		// The sweep asks only after the key has been idle about
+		// IdleTimeout: a streak of failures that long ago is stale, and
+		// window failures are, once the window fits in that time.
+		return st.clean.Load() || b.policy.WindowFailures == 0 || b.policy.Window <= b.states.idle
 	}
 	return !st.openUntil.After(now)
 }
@@ -341,6 +344,24 @@ type breakerTicket struct {
 	sharedProbe   bool
 	sharedClosed  bool
 	sharedProbeID uint64
+}
+
+// openedSince reports whether the breaker that admitted the attempt has
+// opened since. A probe is what an open breaker lets through, so never;
+// an attempt admitted while the breaker was clean costs two atomic loads
+// while it stays clean.
+func (t breakerTicket) openedSince() bool {
+	if t.b == nil || t.probe != nil {
+		return false
+	}
+	st := &t.entry.state
+	if t.fast && st.gen.Load() == t.gen && st.clean.Load() {
+		return false
+	}
+	st.mu.Lock()
+	openUntil := st.openUntil
+	st.mu.Unlock()
+	return !openUntil.IsZero() && time.Until(openUntil) > 0
 }
 
 // sent starts a probe's timeout: a probe that hangs past ProbeTimeout

@@ -13,12 +13,18 @@ import (
 // cooldown are released when [CooldownPolicy.Spread] is zero.
 const DefaultCooldownSpread = 250 * time.Millisecond
 
+// DefaultCooldownMaxPause is the longest one hint pauses a key: a server
+// asking for days, or a year 9999 date, must not stop a process for good.
+const DefaultCooldownMaxPause = time.Hour
+
 // CooldownPolicy configures the cooldown gate: when a response carries a
 // wait hint (Retry-After or a reset header, see [WaitHint]) on a refusal,
 // every request to that key is held until the hint expires, those already
-// waiting and new ones alike, so that one 429 does not become twenty. The
-// zero value is the default: on, keyed by Host, spread
-// DefaultCooldownSpread.
+// waiting and new ones alike, so that one 429 does not become twenty.
+// When a limit scope paces the transport, the pace answers hints of a
+// second or less, and only longer ones pause the key. The zero value is
+// the default: on, keyed by Host, spread DefaultCooldownSpread, pauses of
+// at most DefaultCooldownMaxPause.
 type CooldownPolicy struct {
 	// Key maps a request to the key the server limits; nil means Host.
 	Key KeyFunc
@@ -26,6 +32,11 @@ type CooldownPolicy struct {
 	// each at a random point, so they do not return as a herd; zero means
 	// DefaultCooldownSpread.
 	Spread time.Duration
+	// MaxPause is the longest one hint pauses the key; zero means
+	// DefaultCooldownMaxPause. The call that got a longer hint still ends
+	// with its response, since no budget fits the hint; the other requests
+	// to the key are held MaxPause, then one goes out to ask again.
+	MaxPause time.Duration
 	// Off turns the gate off: only the request that was refused waits.
 	Off bool
 	// IdleTimeout is how long a key's state outlives its pause; zero means
@@ -48,6 +59,8 @@ func WithCooldown(p CooldownPolicy) Option {
 			t.err = errors.Join(t.err, fmt.Errorf("ratewise: CooldownPolicy.Spread (%v) must not be negative", p.Spread))
 		case p.IdleTimeout < 0:
 			t.err = errors.Join(t.err, fmt.Errorf("ratewise: CooldownPolicy.IdleTimeout (%v) must not be negative", p.IdleTimeout))
+		case p.MaxPause < 0:
+			t.err = errors.Join(t.err, fmt.Errorf("ratewise: CooldownPolicy.MaxPause (%v) must not be negative", p.MaxPause))
 		case p.Off:
 			t.gate = nil
 		default:
@@ -73,6 +86,9 @@ func newGate(p CooldownPolicy) *gate {
 	}
 	if p.Spread == 0 {
 		p.Spread = DefaultCooldownSpread
+	}
+	if p.MaxPause == 0 {
+		p.MaxPause = DefaultCooldownMaxPause
 	}
 	return &gate{CooldownPolicy: p, states: newKeyed(p.IdleTimeout, nil, func(st *gateState, now time.Time) bool {
 		return st.until.Load() <= now.UnixNano()

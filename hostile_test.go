@@ -318,3 +318,43 @@ func (l *lockedLog) String() string {
 	defer l.mu.Unlock()
 	return l.b.String()
 }
+
+// TestHostileHintPausesTheKeyAtMostMaxPause: a hint of centuries ends the
+// call that got it, and holds the key's other requests for MaxPause only.
+func TestHostileHintPausesTheKeyAtMostMaxPause(t *testing.T) {
+	for _, tt := range []struct {
+		policy CooldownPolicy
+		want   time.Duration
+	}{
+		{policy: CooldownPolicy{}, want: DefaultCooldownMaxPause},
+		{policy: CooldownPolicy{MaxPause: 5 * time.Minute}, want: 5 * time.Minute},
+	} {
+		synctest.Test(t, func(t *testing.T) {
+			s := newScript(answer(429, "Retry-After", "9000000000"), answer(200))
+			tr := New(s.mock(), WithRetry(hostilePolicy), WithCooldown(tt.policy))
+			start := time.Now()
+			resp, err := tr.RoundTrip(mustRequest(t, http.MethodGet, nil))
+			if err != nil || resp.StatusCode != 429 {
+				t.Fatalf("got %v, %v; want the 429 at once", resp, err)
+			}
+			resp.Body.Close()
+			if blocked, d := tr.Blocking(host); !blocked || d != tt.want {
+				t.Errorf("MaxPause %v: the key is blocked %v for %v, want %v", tt.policy.MaxPause, blocked, d, tt.want)
+			}
+			// The next call waits the pause out (its budget allows an
+			// hour here) and goes.
+			ctx := WithBudget(context.Background(), 2*time.Hour)
+			resp, err = tr.RoundTrip(mustRequest(t, http.MethodGet, nil).WithContext(ctx))
+			if err != nil || resp.StatusCode != 200 {
+				t.Fatalf("after the pause: %v, %v; want the 200", resp, err)
+			}
+			resp.Body.Close()
+			if got := time.Since(start); got < tt.want || got > tt.want+DefaultCooldownSpread {
+				t.Errorf("the next request went at %v, want within the spread after %v", got, tt.want)
+			}
+		})
+	}
+	if _, err := New(nil, WithCooldown(CooldownPolicy{MaxPause: -time.Second})).RoundTrip(mustRequest(t, http.MethodGet, nil)); err == nil || !strings.Contains(err.Error(), "MaxPause") {
+		t.Errorf("a negative MaxPause: %v, want an error naming it", err)
+	}
+}

@@ -343,17 +343,47 @@ func (c *call) end(resp *http.Response, err error) {
 // the clock only when it has something to time: on this machine's kind a
 // reading costs more than a whole layer's bookkeeping.
 func (c *call) admit() error {
-	t := c.t
-	if t.breakers != nil {
-		key := t.breakers.policy.Key(c.req)
-		e := t.breakers.acquire(key)
-		ticket, err := t.breakers.admit(c, key, e)
-		if err != nil {
-			t.breakers.states.release(e)
+	for {
+		if err := c.admitBreaker(); err != nil {
 			return err
 		}
-		c.ticket = ticket // holds e until the outcome
+		if err := c.admitLimits(); err != nil {
+			return err
+		}
+		// The breaker may have opened while this attempt queued in the
+		// gate or a scope: then it is not sent, and meets the breaker
+		// again, as an attempt that came now would.
+		if !c.ticket.openedSince() {
+			return nil
+		}
+		c.held.release()
+		c.adaptive.drain(adaptiveTicket.cancel)
+		c.ticket.cancel(c)
 	}
+}
+
+// admitBreaker takes the attempt through its key's breaker, waiting out
+// an open one if the budget allows.
+func (c *call) admitBreaker() error {
+	t := c.t
+	if t.breakers == nil {
+		return nil
+	}
+	key := t.breakers.policy.Key(c.req)
+	e := t.breakers.acquire(key)
+	ticket, err := t.breakers.admit(c, key, e)
+	if err != nil {
+		t.breakers.states.release(e)
+		return err
+	}
+	c.ticket = ticket // holds e until the outcome
+	return nil
+}
+
+// admitLimits takes the attempt through the cooldown gate and every limit
+// scope, waiting again when a pause began while it queued.
+func (c *call) admitLimits() error {
+	t := c.t
 	var gateKey string
 	if t.gate != nil {
 		gateKey = t.gate.Key(c.req)
@@ -438,7 +468,7 @@ func (c *call) feedBack(resp *http.Response, err error, class Class) {
 	if err == nil && class != Final && c.t.gate != nil && !c.policy.IgnoreRetryAfter {
 		now := time.Now()
 		if hint, ok := WaitHint(resp, now); ok && hint > 0 && (hint > time.Second || !c.t.paced.Load()) {
-			pausedUntil = now.Add(hint)
+			pausedUntil = now.Add(min(hint, c.t.gate.MaxPause))
 			c.t.gate.pause(c.ctx, c.t.gate.Key(c.req), pausedUntil)
 		}
 	}

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -86,36 +85,15 @@ func TestHostileWaitHints(t *testing.T) {
 	}
 }
 
-// hugeBody is a body of unlimited length that counts what is read of
-// it and whether it was closed.
-type hugeBody struct {
-	read   *atomic.Int64
-	closed atomic.Bool
-}
-
-func (b *hugeBody) Read(p []byte) (int, error) {
-	if b.closed.Load() {
-		return 0, errors.New("read after close")
-	}
-	for i := range p {
-		p[i] = 'x'
-	}
-	b.read.Add(int64(len(p)))
-	return len(p), nil
-}
-
-func (b *hugeBody) Close() error { b.closed.Store(true); return nil }
-
 // TestHostileGigabyteRateLimitBody: a 429 announcing a 1 GB body is read
 // only as far as the caps: 4 KiB to look for phrases and keep, 64 KiB to
 // drain before a retry.
 func TestHostileGigabyteRateLimitBody(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var read atomic.Int64
-		var bodies []*hugeBody
+		var bodies []*endlessBody
 		mt := httpmock.NewMockTransport()
 		mt.RegisterNoResponder(func(req *http.Request) (*http.Response, error) {
-			b := &hugeBody{read: &read}
+			b := &endlessBody{}
 			bodies = append(bodies, b)
 			return &http.Response{
 				StatusCode: 429, Status: "429 Too Many Requests", Request: req,
@@ -134,11 +112,11 @@ func TestHostileGigabyteRateLimitBody(t *testing.T) {
 		// Two discarded bodies, drained to the cap and closed; the last is
 		// the caller's, still open and readable.
 		const bound = 2*(maxDrain+peekLimit) + peekLimit
-		if got := read.Load(); got > bound {
+		if got := bodies[0].read + bodies[1].read + bodies[2].read; got > bound {
 			t.Errorf("read %d bytes of 1 GB bodies, want at most %d", got, bound)
 		}
-		if !bodies[0].closed.Load() || !bodies[1].closed.Load() || bodies[2].closed.Load() {
-			t.Errorf("closed: %v %v %v, want the discarded two only", bodies[0].closed.Load(), bodies[1].closed.Load(), bodies[2].closed.Load())
+		if !bodies[0].closed || !bodies[1].closed || bodies[2].closed {
+			t.Errorf("closed: %v %v %v, want the discarded two only", bodies[0].closed, bodies[1].closed, bodies[2].closed)
 		}
 		if n, err := io.CopyN(io.Discard, resp.Body, 1<<20); n != 1<<20 || err != nil {
 			t.Errorf("the caller read %d bytes of the last body, %v; want the whole MiB asked for", n, err)
@@ -153,8 +131,7 @@ func TestHostileGigabyteRateLimitBody(t *testing.T) {
 // buffered, and the caller gets the breaker's error.
 func TestHostileGigabyteBodyNotKeptWhenRefused(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var read atomic.Int64
-		body := &hugeBody{read: &read}
+		body := &endlessBody{}
 		mt := httpmock.NewMockTransport()
 		mt.RegisterNoResponder(func(req *http.Request) (*http.Response, error) {
 			return &http.Response{StatusCode: 429, Request: req, Header: http.Header{"Retry-After": {"1"}}, ContentLength: -1, Body: body}, nil
@@ -165,10 +142,10 @@ func TestHostileGigabyteBodyNotKeptWhenRefused(t *testing.T) {
 		if resp != nil || !errors.As(err, &open) {
 			t.Fatalf("got %v, %v; want the breaker's error", resp, err)
 		}
-		if got := read.Load(); got > maxDrain+peekLimit+1 {
+		if got := body.read; got > maxDrain+peekLimit+1 {
 			t.Errorf("read %d bytes, want at most %d", got, maxDrain+peekLimit+1)
 		}
-		if !body.closed.Load() {
+		if !body.closed {
 			t.Error("the discarded body was not closed")
 		}
 	})

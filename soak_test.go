@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -267,7 +268,7 @@ func (s *soak) call(client *http.Client, n int) {
 	if w := stats.Waited(); w > soakWaitCap+soakSlack {
 		problems = append(problems, fmt.Sprintf("call %d waited %v, past the %v budget", n, w, soakWaitCap))
 	}
-	if !headersEqual(before, req.Header) || req.URL.String() != beforeURL {
+	if !maps.EqualFunc(before, req.Header, slices.Equal) || req.URL.String() != beforeURL {
 		problems = append(problems, fmt.Sprintf("call %d: the request was changed", n))
 	}
 	s.record(outcome, problems)
@@ -509,18 +510,6 @@ func waitFor(cond func() bool) {
 	for deadline := time.Now().Add(5 * time.Second); !cond() && time.Now().Before(deadline); {
 		time.Sleep(10 * time.Millisecond)
 	}
-}
-
-func headersEqual(a, b http.Header) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if !slices.Equal(v, b[k]) {
-			return false
-		}
-	}
-	return true
 }
 
 // countingBase is the base RoundTripper of the soak: it counts the bodies

@@ -162,10 +162,10 @@ func (b *breakers) recordChange(st *breakerState, from, to BreakerState) {
 	case BreakerOpen:
 		level := b.levelAt(st, now)
 		if from == BreakerHalfOpen {
-			level = min(level+1, len(b.policy.Escalation)) // a failed probe
+			level = min(level+1, len(b.rules.Cooldowns)-1) // a failed probe
 		}
 		st.level, st.levelSince = level, now
-		st.openUntil = now.Add(b.cooldown(level))
+		st.openUntil = now.Add(b.rules.Cooldowns[level])
 	case BreakerHalfOpen:
 		// gobreaker goes half-open after the base Cooldown; an escalated
 		// cooldown still holds until openUntil.
@@ -184,18 +184,16 @@ func (b *breakers) recordChange(st *breakerState, from, to BreakerState) {
 // levelAt is the escalation level after the quiet Decays since the last
 // trip, with st.mu held.
 func (b *breakers) levelAt(st *breakerState, now time.Time) int {
-	if st.level == 0 {
-		return 0
-	}
-	steps := int(now.Sub(st.levelSince) / b.policy.Decay)
-	return max(st.level-steps, 0)
+	return decayedLevel(st.level, st.levelSince, now, b.policy.Decay)
 }
 
-func (b *breakers) cooldown(level int) time.Duration {
-	if level == 0 {
-		return b.policy.Cooldown
+// decayedLevel is an escalation level reached at since, one step lower
+// for each quiet decay until now.
+func decayedLevel(level int, since, now time.Time, decay time.Duration) int {
+	if level == 0 || decay <= 0 {
+		return level
 	}
-	return b.policy.Escalation[level-1]
+	return max(level-int(now.Sub(since)/decay), 0)
 }
 
 // report tells notify of the changes recorded, outside any lock.

@@ -264,15 +264,26 @@ type slotWaiter struct {
 	priority Priority
 }
 
-func newScope(l Limit) *scope {
+// withDefaults fills the fields whose zero value means a default.
+func (l Limit) withDefaults() Limit {
 	if l.Key == nil {
 		l.Key = Host
 	}
 	if l.Burst == 0 {
 		l.Burst = DefaultBurst
 	}
-	s := &scope{name: l.Name, key: l.Key, adaptive: l.Adaptive,
-		global: reflect.ValueOf(l.Key).Pointer() == reflect.ValueOf(Global).Pointer()}
+	return l
+}
+
+// sameKeyFunc reports whether a and b are the same function: KeyFuncs
+// cannot be compared with ==.
+func sameKeyFunc(a, b KeyFunc) bool {
+	return reflect.ValueOf(a).Pointer() == reflect.ValueOf(b).Pointer()
+}
+
+func newScope(l Limit) *scope {
+	l = l.withDefaults()
+	s := &scope{name: l.Name, key: l.Key, adaptive: l.Adaptive, global: sameKeyFunc(l.Key, Global)}
 	s.cfg.Store(&l)
 	s.states = newKeyed(l.IdleTimeout, s.initState, s.forgettable)
 	return s

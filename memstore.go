@@ -96,13 +96,9 @@ func (m *MemoryStore) BreakerAdmit(_ context.Context, key string, rules *Breaker
 	if b == nil {
 		return SharedBreaker{State: BreakerClosed}, nil
 	}
-	switch {
-	case !b.open:
-		return SharedBreaker{State: BreakerClosed, Level: b.levelAt(now, rules), Failures: b.failures}, nil
-	case now.Before(b.until):
-		return SharedBreaker{State: BreakerOpen, Until: b.until, Level: b.level}, nil
-	case now.Before(b.probeUntil):
-		return SharedBreaker{State: BreakerHalfOpen, Level: b.level}, nil // another request probes
+	// Closed, open, or half-open with another request probing.
+	if s := b.state(now, rules); s.State != BreakerHalfOpen || now.Before(b.probeUntil) {
+		return s, nil
 	}
 	m.probes++
 	b.probeUntil, b.probeID = now.Add(rules.ProbeTimeout), m.probes
@@ -124,12 +120,7 @@ func (m *MemoryStore) BreakerFailed(_ context.Context, key string, probe bool, r
 	now := time.Now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	b := m.breakers[key]
-	if b == nil {
-		b = &memBreaker{}
-		m.breakers[key] = b
-		m.prune(now)
-	}
+	b := m.breaker(key, now)
 	switch {
 	case b.open && now.Before(b.until):
 		// Open already: a request sent before the trip counts nothing.
@@ -147,7 +138,7 @@ func (m *MemoryStore) BreakerFailed(_ context.Context, key string, probe bool, r
 			b.trip(now, b.levelAt(now, rules), rules)
 		}
 	}
-	return b.state(now), nil
+	return b.state(now, rules), nil
 }
 
 // BreakerSucceeded implements BreakerStore.
@@ -171,18 +162,24 @@ func (m *MemoryStore) BreakerTripped(_ context.Context, key string, until time.T
 	now := time.Now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	b := m.breakers[key]
-	if b == nil {
-		b = &memBreaker{}
-		m.breakers[key] = b
-		m.prune(now)
-	}
+	b := m.breaker(key, now)
 	if b.open && !b.until.Before(until) {
 		return nil
 	}
 	b.trip(now, max(min(level, len(rules.Cooldowns)-1), b.levelAt(now, rules)), rules)
 	b.until = until
 	return nil
+}
+
+// breaker returns key's breaker, made on first use, with m.mu held.
+func (m *MemoryStore) breaker(key string, now time.Time) *memBreaker {
+	b := m.breakers[key]
+	if b == nil {
+		b = &memBreaker{}
+		m.breakers[key] = b
+		m.prune(now)
+	}
+	return b
 }
 
 func (b *memBreaker) trip(now time.Time, level int, rules *BreakerRules) {
@@ -197,16 +194,14 @@ func (b *memBreaker) levelAt(now time.Time, rules *BreakerRules) int {
 	if rules != nil {
 		decay = rules.Decay
 	}
-	if b.level == 0 || decay <= 0 {
-		return b.level
-	}
-	return max(b.level-int(now.Sub(b.since)/decay), 0)
+	return decayedLevel(b.level, b.since, now, decay)
 }
 
-func (b *memBreaker) state(now time.Time) SharedBreaker {
+// state is what b tells a transport: its level decayed while closed.
+func (b *memBreaker) state(now time.Time, rules *BreakerRules) SharedBreaker {
 	switch {
 	case !b.open:
-		return SharedBreaker{State: BreakerClosed, Level: b.level, Failures: b.failures}
+		return SharedBreaker{State: BreakerClosed, Level: b.levelAt(now, rules), Failures: b.failures}
 	case now.Before(b.until):
 		return SharedBreaker{State: BreakerOpen, Until: b.until, Level: b.level}
 	}

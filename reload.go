@@ -3,11 +3,8 @@ package ratewise
 import (
 	"errors"
 	"fmt"
-	"reflect"
 	"slices"
 	"time"
-
-	"golang.org/x/time/rate"
 )
 
 // This file changes a running transport's policies, so that a service can
@@ -56,14 +53,9 @@ func (t *Transport) SetLimit(l Limit) error {
 	}
 	s := t.scopes[i]
 	old := s.limit()
-	if l.Key == nil {
-		l.Key = Host
-	}
-	if l.Burst == 0 {
-		l.Burst = DefaultBurst
-	}
+	l = l.withDefaults()
 	var errs []error
-	if reflect.ValueOf(l.Key).Pointer() != reflect.ValueOf(old.Key).Pointer() {
+	if !sameKeyFunc(l.Key, old.Key) {
 		errs = append(errs, errors.New("its Key"))
 	}
 	if l.Adaptive != old.Adaptive {
@@ -105,7 +97,7 @@ func (t *Transport) updatePaced() {
 	paced := false
 	for _, s := range t.scopes {
 		l := s.limit()
-		paced = paced || l.Adaptive || l.Rate != 0 && l.Rate != rate.Inf || l.MinSpacing > 0
+		paced = paced || l.Adaptive || finiteRate(l.Rate) || l.MinSpacing > 0
 	}
 	t.paced.Store(paced)
 }

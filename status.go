@@ -139,7 +139,6 @@ func (s *scope) status(key string, now time.Time) ScopeStatus {
 	if a := st.adapt; a != nil {
 		a.mu.Lock()
 		defer a.mu.Unlock()
-		out.Adaptive = true
 		out.InFlight = max(out.InFlight, a.inFlight)
 		out.Waiting = max(out.Waiting, a.queued)
 		if r := a.rate(now); !math.IsInf(r, 1) {

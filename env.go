@@ -42,22 +42,14 @@ type EnvFallback struct {
 // value and what is allowed; the policy it returns then is the zero one.
 // The policy it returns with a nil error passes Validate.
 func PolicyFromEnv(prefix string) (RetryPolicy, error) {
-	r := envReader{prefix: envPrefix(prefix)}
-	p := r.policy()
-	if err := r.err(); err != nil {
-		return RetryPolicy{}, err
-	}
-	return p, nil
+	return fromEnv(prefix, (*envReader).policy)
 }
 
 // PolicyFromEnvLenient is PolicyFromEnv that never fails: a bad variable,
 // or one that clashes with another (a max delay below the initial one),
 // is left out, its default stands in, and fallback (when not nil) is told.
 func PolicyFromEnvLenient(prefix string, fallback func(EnvFallback)) RetryPolicy {
-	r := envReader{prefix: envPrefix(prefix), lenient: true}
-	p := r.policy()
-	r.report(fallback)
-	return p
+	return fromEnvLenient(prefix, (*envReader).policy, fallback)
 }
 
 // LimitFromEnv reads a Limit from <prefix>_MIN_DELAY, _RATE, _BURST and
@@ -65,21 +57,34 @@ func PolicyFromEnvLenient(prefix string, fallback func(EnvFallback)) RetryPolicy
 // error naming every bad variable; the Limit it returns with a nil error
 // passes Validate.
 func LimitFromEnv(prefix string) (Limit, error) {
-	r := envReader{prefix: envPrefix(prefix)}
-	l := r.limit()
-	if err := r.err(); err != nil {
-		return Limit{}, err
-	}
-	return l, nil
+	return fromEnv(prefix, (*envReader).limit)
 }
 
 // LimitFromEnvLenient is LimitFromEnv that never fails: a bad variable is
 // left out, and fallback (when not nil) is told.
 func LimitFromEnvLenient(prefix string, fallback func(EnvFallback)) Limit {
+	return fromEnvLenient(prefix, (*envReader).limit, fallback)
+}
+
+// fromEnv reads a value with read, or returns the zero value and one
+// error naming every bad variable.
+func fromEnv[T any](prefix string, read func(*envReader) T) (T, error) {
+	r := envReader{prefix: envPrefix(prefix)}
+	v := read(&r)
+	if err := r.err(); err != nil {
+		var zero T
+		return zero, err
+	}
+	return v, nil
+}
+
+// fromEnvLenient reads a value with read, leaving out bad variables and
+// telling fallback of each.
+func fromEnvLenient[T any](prefix string, read func(*envReader) T, fallback func(EnvFallback)) T {
 	r := envReader{prefix: envPrefix(prefix), lenient: true}
-	l := r.limit()
+	v := read(&r)
 	r.report(fallback)
-	return l
+	return v
 }
 
 func envPrefix(prefix string) string {

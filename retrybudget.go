@@ -40,9 +40,12 @@ func retryBudgetCap(ratio, floor float64) float64 {
 
 // refill pays in the floor since the last time, with b.mu held.
 func (b *retryBalance) refill(now time.Time) {
-	b.tokens = math.Min(b.tokens+b.floor*now.Sub(b.at).Seconds(), retryBudgetCap(b.ratio, b.floor))
+	b.tokens = math.Min(b.tokens+b.floor*now.Sub(b.at).Seconds(), b.cap())
 	b.at = now
 }
+
+// cap is the most retries b can hold, with b.mu held.
+func (b *retryBalance) cap() float64 { return retryBudgetCap(b.ratio, b.floor) }
 
 // forgettableBalance reports whether a balance is full again: evicting it
 // loses nothing, since a new one starts full.
@@ -50,22 +53,27 @@ func forgettableBalance(b *retryBalance, now time.Time) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.refill(now)
-	return b.tokens >= retryBudgetCap(b.ratio, b.floor)
+	return b.tokens >= b.cap()
 }
 
 // depositRetryShare pays the share of a first attempt into its host's
 // balance, when the host has one.
 func (c *call) depositRetryShare() {
-	if c.policy.RetryBudget < 0 {
-		return
+	if c.policy.RetryBudget >= 0 {
+		c.creditRetry(c.policy.RetryBudget)
 	}
+}
+
+// creditRetry adds amount to the host's balance, up to its cap, when the
+// host has one: a balance is made only by a retry.
+func (c *call) creditRetry(amount float64) {
 	e := c.t.retryBudgets.acquire(c.req.URL.Host, false)
 	if e == nil {
 		return
 	}
 	b := &e.state
 	b.mu.Lock()
-	b.tokens = math.Min(b.tokens+c.policy.RetryBudget, retryBudgetCap(b.ratio, b.floor))
+	b.tokens = math.Min(b.tokens+amount, b.cap())
 	b.mu.Unlock()
 	c.t.retryBudgets.release(e)
 }
@@ -102,13 +110,7 @@ func (c *call) returnRetry() {
 	c.retryTaken = false
 	// Not the policy's say: a SetRetryPolicy since may have turned the
 	// budget off, and the retry was still taken from the balance.
-	if e := c.t.retryBudgets.acquire(c.req.URL.Host, false); e != nil {
-		b := &e.state
-		b.mu.Lock()
-		b.tokens = math.Min(b.tokens+1, retryBudgetCap(b.ratio, b.floor))
-		b.mu.Unlock()
-		c.t.retryBudgets.release(e)
-	}
+	c.creditRetry(1)
 }
 
 // returnUnsentRetry gives back a retry the call took but never sent: its

@@ -16,15 +16,19 @@ import (
 // redacted replaces a secret.
 const redacted = "REDACTED"
 
+// secretWords are the parts of a header's or query parameter's name that
+// say it carries a credential ("sig" covers signature and api_sig).
+const secretWords = `auth|key|token|secret|passw|pwd|session|cookie|sig|credential`
+
 // secretName matches the names of headers and query parameters that carry
 // credentials.
-var secretName = regexp.MustCompile(`(?i)auth|key|token|secret|passw|pwd|session|cookie|signature|^sig$|credential`)
+var secretName = regexp.MustCompile(`(?i)` + secretWords)
 
 // Patterns that look like secrets wherever they appear: a URL's user
 // info, a query parameter named like a credential, a bearer token.
 var (
 	userInfoPattern    = regexp.MustCompile(`(://)[^/@\s]+@`)
-	secretParamPattern = regexp.MustCompile(`(?i)([?&;][^=&\s"']*(?:auth|key|token|secret|passw|pwd|session|signature|sig|credential)[^=&\s"']*=)[^&\s"']+`)
+	secretParamPattern = regexp.MustCompile(`(?i)([?&;][^=&\s"']*(?:` + secretWords + `)[^=&\s"']*=)[^&\s"']+`)
 	bearerPattern      = regexp.MustCompile(`(?i)(bearer|basic|token)\s+[A-Za-z0-9._~+/=-]{4,}`)
 )
 

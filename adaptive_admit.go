@@ -18,20 +18,10 @@ func (s *scope) admitAdaptive(c *call, key string, st *scopeState, deadline time
 	expected, known := a.join(now)
 	defer a.leave()
 	if expected > 0 || !known {
-		st.mu.Lock()
-		err := s.mayWait(st, key, expected, now, deadline, l)
-		if err == nil {
-			st.waiting++
-		}
-		st.mu.Unlock()
-		if err != nil {
+		if err := s.enqueue(st, key, expected, now, deadline, l); err != nil {
 			return 0, err
 		}
-		defer func() {
-			st.mu.Lock()
-			st.waiting--
-			st.mu.Unlock()
-		}()
+		defer st.dequeue()
 	}
 	select {
 	case <-a.head: // nobody ahead: no timer needed

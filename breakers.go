@@ -259,13 +259,20 @@ func (b *breakers) admitShared(c *call, key string) (sb SharedBreaker, asked boo
 		if resetIn <= 0 {
 			continue // over while we asked: ask again, for the probe
 		}
-		if err := c.waitAdmission(resetIn, WaitBreaker); err != nil {
-			if c.ctx.Err() != nil {
-				return sb, true, err
-			}
-			return sb, true, &CircuitOpenError{Key: key, State: BreakerOpen.String(), ResetIn: resetIn}
+		if err := c.waitBreakerReset(key, resetIn, 0); err != nil {
+			return sb, true, err
 		}
 	}
+}
+
+// waitBreakerReset waits out an open breaker's resetIn, or, when that does
+// not fit, refuses the call with the breaker's error.
+func (c *call) waitBreakerReset(key string, resetIn time.Duration, fails int) error {
+	err := c.waitAdmission(resetIn, WaitBreaker)
+	if err == nil || c.ctx.Err() != nil {
+		return err
+	}
+	return &CircuitOpenError{Key: key, State: BreakerOpen.String(), ResetIn: resetIn, Failures: fails}
 }
 
 // releaseProbe gives the store's probe back: the attempt it was granted to
@@ -288,11 +295,8 @@ func (b *breakers) admitLocal(c *call, key string, e *keyedEntry[breakerState]) 
 		st.mu.Unlock()
 		if !openUntil.IsZero() {
 			if resetIn := time.Until(openUntil); resetIn > 0 {
-				if err := c.waitAdmission(resetIn, WaitBreaker); err != nil {
-					if c.ctx.Err() != nil {
-						return breakerTicket{}, err
-					}
-					return breakerTicket{}, &CircuitOpenError{Key: key, State: BreakerOpen.String(), ResetIn: resetIn, Failures: fails}
+				if err := c.waitBreakerReset(key, resetIn, fails); err != nil {
+					return breakerTicket{}, err
 				}
 				continue
 			}

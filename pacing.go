@@ -121,9 +121,7 @@ func (s *scope) paceShared(c *call, key string, st *scopeState, deadline time.Ti
 		wait, err := l.Store.Take(c.ctx, storeKey, l.Rate, l.Burst, maxWait)
 		reserved := err == nil && wait > 0 && wait <= maxWait
 		if maxWait > 0 && !reserved {
-			st.mu.Lock()
-			st.waiting--
-			st.mu.Unlock()
+			st.dequeue()
 		}
 		switch {
 		case err != nil && c.ctx.Err() != nil:
@@ -137,20 +135,12 @@ func (s *scope) paceShared(c *call, key string, st *scopeState, deadline time.Ti
 		}
 		if !reserved {
 			// Nothing reserved: say why, or wait it out and ask again.
-			st.mu.Lock()
-			err = s.mayWait(st, key, wait, now, deadline, l)
-			if err == nil {
-				st.waiting++
-			}
-			st.mu.Unlock()
-			if err != nil {
+			if err := s.enqueue(st, key, wait, now, deadline, l); err != nil {
 				return true, err
 			}
 		}
 		err = c.waitAdmission(wait, WaitPacing)
-		st.mu.Lock()
-		st.waiting--
-		st.mu.Unlock()
+		st.dequeue()
 		if err != nil || reserved {
 			return true, err
 		}
@@ -240,6 +230,25 @@ func (s *scope) mayWait(st *scopeState, key string, delay time.Duration, now, de
 		return nil
 	}
 	return &LimitError{Scope: s.name, Key: key, Reason: reason, RetryIn: delay}
+}
+
+// enqueue counts the request among key's waiters, if it may wait delay
+// (see mayWait); st.mu must not be held. dequeue undoes it.
+func (s *scope) enqueue(st *scopeState, key string, delay time.Duration, now, deadline time.Time, l *Limit) error {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if err := s.mayWait(st, key, delay, now, deadline, l); err != nil {
+		return err
+	}
+	st.waiting++
+	return nil
+}
+
+// dequeue takes a request out of the waiters enqueue counted.
+func (st *scopeState) dequeue() {
+	st.mu.Lock()
+	st.waiting--
+	st.mu.Unlock()
 }
 
 // acquireSlot takes one of the key's MaxConcurrent slots, queueing by

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+
+	"github.com/ratewise/ratewise/internal/fakehttp"
 )
 
 // api is the fake rate-limited application that both the loopback
@@ -62,7 +64,7 @@ func newAPI(cfg Config) *api {
 		a.handler = http.HandlerFunc(okHandler)
 	}
 	if cfg.Rate > 0 {
-		full := ceilSeconds(fromSeconds(float64(a.burst) / cfg.Rate))
+		full := fakehttp.CeilSeconds(fromSeconds(float64(a.burst) / cfg.Rate))
 		a.policy = `"default";q=` + strconv.Itoa(a.burst) + ";w=" + strconv.FormatInt(max(full, 1), 10)
 	}
 	return a
@@ -203,7 +205,7 @@ func (a *api) setHeaders(h http.Header, v verdict) {
 	if a.cfg.PublishHeaders {
 		h.Set("X-RateLimit-Limit", strconv.Itoa(a.burst))
 		h.Set("X-RateLimit-Remaining", strconv.Itoa(v.remaining))
-		h.Set("X-RateLimit-Reset", strconv.FormatInt(ceilSeconds(v.untilFull), 10))
+		h.Set("X-RateLimit-Reset", strconv.FormatInt(fakehttp.CeilSeconds(v.untilFull), 10))
 	}
 	if a.cfg.IETFHeaders {
 		t := v.untilFull
@@ -211,6 +213,6 @@ func (a *api) setHeaders(h http.Header, v verdict) {
 			t = v.untilOne
 		}
 		h.Set("RateLimit-Policy", a.policy)
-		h.Set("RateLimit", `"default";r=`+strconv.Itoa(v.remaining)+";t="+strconv.FormatInt(ceilSeconds(t), 10))
+		h.Set("RateLimit", `"default";r=`+strconv.Itoa(v.remaining)+";t="+strconv.FormatInt(fakehttp.CeilSeconds(t), 10))
 	}
 }

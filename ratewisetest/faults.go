@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/ratewise/ratewise/internal/fakehttp"
 )
 
 // This file answers a request with the fault drawn for it.
@@ -33,7 +35,7 @@ func (a *api) answerFault(w http.ResponseWriter, r *http.Request, f Fault, sleep
 	case Fault503:
 		w.WriteHeader(http.StatusServiceUnavailable)
 	case FaultReset:
-		reset(w)
+		fakehttp.Reset(w)
 	case Fault429, Fault429NoHint:
 		if f == Fault429 {
 			wait := a.cfg.FaultRetryAfter
@@ -61,7 +63,7 @@ func (a *api) answerFault(w http.ResponseWriter, r *http.Request, f Fault, sleep
 		}
 		_ = http.NewResponseController(w).Flush()
 		if f == FaultResetAfterHeaders {
-			reset(w)
+			fakehttp.Reset(w)
 		}
 		// A handler that returns short of its Content-Length makes net/http
 		// close the connection: the client reads io.ErrUnexpectedEOF.
@@ -81,18 +83,4 @@ func (a *api) answerFault(w http.ResponseWriter, r *http.Request, f Fault, sleep
 			_ = http.NewResponseController(w).Flush()
 		}
 	}
-}
-
-// reset closes the connection under w with a TCP reset, or aborts the
-// handler where it cannot (HTTP/2, or in process).
-func reset(w http.ResponseWriter) {
-	conn, _, err := http.NewResponseController(w).Hijack()
-	if err != nil {
-		panic(http.ErrAbortHandler)
-	}
-	if tc, ok := conn.(*net.TCPConn); ok {
-		// Linger 0 makes Close send RST instead of FIN.
-		_ = tc.SetLinger(0)
-	}
-	_ = conn.Close()
 }

@@ -5,25 +5,6 @@ import (
 	"time"
 )
 
-func TestCeilSeconds(t *testing.T) {
-	tests := []struct {
-		give time.Duration
-		want int64
-	}{
-		{give: -time.Second, want: 0},
-		{give: 0, want: 0},
-		{give: time.Nanosecond, want: 1},
-		{give: time.Second, want: 1},
-		{give: time.Second + time.Nanosecond, want: 2},
-		{give: 1999 * time.Millisecond, want: 2},
-	}
-	for _, tt := range tests {
-		if got := ceilSeconds(tt.give); got != tt.want {
-			t.Errorf("ceilSeconds(%v) = %d, want %d", tt.give, got, tt.want)
-		}
-	}
-}
-
 func TestRetryAfter(t *testing.T) {
 	now := time.Date(2025, 3, 1, 12, 0, 0, 250_000_000, time.FixedZone("CET", 3600))
 	tests := []struct {

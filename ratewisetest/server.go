@@ -2,15 +2,14 @@ package ratewisetest
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"math"
-	"net"
 	"net/http"
 	"net/http/httptest"
-	"strconv"
 	"sync"
 	"time"
+
+	"github.com/ratewise/ratewise/internal/fakehttp"
 )
 
 // defaultSeed is what a zero Config.Seed means: fixed, so runs repeat.
@@ -55,17 +54,7 @@ type Server struct {
 func NewServer(cfg Config) *Server {
 	s := &Server{api: newAPI(cfg), done: make(chan struct{})}
 
-	// Listen ourselves rather than through httptest.NewServer, which may
-	// pick [::1] or an address from the -httptest.serve flag.
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		panic(fmt.Sprintf("ratewisetest: cannot listen on 127.0.0.1: %v", err))
-	}
-	s.ts = &httptest.Server{
-		Listener: l,
-		Config:   &http.Server{Handler: http.HandlerFunc(s.serve)},
-	}
-	s.ts.Start()
+	s.ts = fakehttp.StartLoopback("ratewisetest", http.HandlerFunc(s.serve))
 	s.URL = s.ts.URL
 	return s
 }
@@ -120,9 +109,9 @@ func bucketState(tokens, perSecond float64, burst int) verdict {
 func retryAfter(mode RetryAfterMode, now time.Time, wait time.Duration) string {
 	switch mode {
 	case RetryAfterSeconds:
-		return strconv.FormatInt(max(ceilSeconds(wait), 1), 10)
+		return fakehttp.RetryAfterSeconds(wait)
 	case RetryAfterHTTPDate:
-		return roundUpSecond(now.Add(wait)).UTC().Format(http.TimeFormat)
+		return fakehttp.RetryAfterDate(now, wait)
 	}
 	return ""
 }
@@ -131,23 +120,6 @@ func retryAfter(mode RetryAfterMode, now time.Time, wait time.Duration) string {
 // nanosecond so that later rounding to seconds never comes out short.
 func fromSeconds(sec float64) time.Duration {
 	return time.Duration(math.Ceil(sec * float64(time.Second)))
-}
-
-// ceilSeconds returns d in whole seconds, rounded up; 0 for d <= 0.
-func ceilSeconds(d time.Duration) int64 {
-	if d <= 0 {
-		return 0
-	}
-	return int64((d + time.Second - 1) / time.Second)
-}
-
-// roundUpSecond returns t rounded up to a whole second.
-func roundUpSecond(t time.Time) time.Time {
-	r := t.Truncate(time.Second)
-	if r.Before(t) {
-		r = r.Add(time.Second)
-	}
-	return r
 }
 
 func okHandler(w http.ResponseWriter, _ *http.Request) {

@@ -2,11 +2,11 @@ package kanbanizetest
 
 import (
 	"math"
-	"net/http"
-	"strconv"
 	"time"
 
 	"golang.org/x/time/rate"
+
+	"github.com/ratewise/ratewise/internal/fakehttp"
 )
 
 // buckets are the token buckets of one API key. A nil bucket is no limit.
@@ -75,26 +75,9 @@ func untilToken(lim *rate.Limiter, period time.Duration, now time.Time) time.Dur
 func retryAfter(mode RetryAfterMode, now time.Time, wait time.Duration) string {
 	switch mode {
 	case RetryAfterSeconds:
-		return strconv.FormatInt(max(ceilSeconds(wait), 1), 10)
+		return fakehttp.RetryAfterSeconds(wait)
 	case RetryAfterHTTPDate:
-		return roundUpSecond(now.Add(wait)).UTC().Format(http.TimeFormat)
+		return fakehttp.RetryAfterDate(now, wait)
 	}
 	return ""
-}
-
-// ceilSeconds returns d in whole seconds, rounded up; 0 for d <= 0.
-func ceilSeconds(d time.Duration) int64 {
-	if d <= 0 {
-		return 0
-	}
-	return int64((d + time.Second - 1) / time.Second)
-}
-
-// roundUpSecond returns t rounded up to a whole second.
-func roundUpSecond(t time.Time) time.Time {
-	r := t.Truncate(time.Second)
-	if r.Before(t) {
-		r = r.Add(time.Second)
-	}
-	return r
 }

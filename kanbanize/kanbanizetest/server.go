@@ -2,13 +2,13 @@ package kanbanizetest
 
 import (
 	"encoding/json"
-	"fmt"
 	"maps"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"sync"
 	"sync/atomic"
+
+	"github.com/ratewise/ratewise/internal/fakehttp"
 )
 
 // Stats counts what a [Server] did.
@@ -148,19 +148,9 @@ func (s *Server) Start() string {
 		panic("kanbanizetest: Start called after Close; make a new Server with New")
 	}
 	if s.ts == nil {
-		// Listen ourselves: httptest.NewServer may pick [::1] or the
-		// address of its -httptest.serve flag.
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			panic(fmt.Sprintf("kanbanizetest: cannot listen on 127.0.0.1: %v", err))
-		}
-		s.ts = &httptest.Server{
-			Listener: l,
-			Config: &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				s.serveHTTP(w, r, s.done)
-			})},
-		}
-		s.ts.Start()
+		s.ts = fakehttp.StartLoopback("kanbanizetest", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			s.serveHTTP(w, r, s.done)
+		}))
 	}
 	return s.ts.URL
 }
@@ -190,14 +180,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request, stop <-chan s
 		panic(http.ErrAbortHandler)
 	}
 	if a.reset {
-		conn, _, err := http.NewResponseController(w).Hijack()
-		if err != nil {
-			panic(http.ErrAbortHandler) // the closest we can get to a reset
-		}
-		if tc, ok := conn.(*net.TCPConn); ok {
-			_ = tc.SetLinger(0) // so that Close sends RST rather than FIN
-		}
-		_ = conn.Close()
+		fakehttp.Reset(w)
 		return
 	}
 	h := w.Header()

@@ -233,7 +233,8 @@ func readAnswer(resp *http.Response, err error, class Class, now time.Time) serv
 	}
 	if v := h["Ratelimit"]; len(v) > 0 {
 		var name string
-		name, an.remaining, an.reset = parseRateLimitQuota(v[0], now)
+		// Every line, as WaitHint reads them: one policy may be on each.
+		name, an.remaining, an.reset = parseRateLimitQuota(strings.Join(v, ","), now)
 		if p := h["Ratelimit-Policy"]; an.remaining >= 0 && len(p) > 0 {
 			an.limit = policyQuota(p[0], name)
 		}
@@ -261,18 +262,13 @@ func leadingCount(value string) (int, bool) {
 // remaining is -1 when no policy says.
 func parseRateLimitQuota(value string, now time.Time) (name string, remaining int, reset time.Duration) {
 	remaining = -1
-	for member := range strings.SplitSeq(value, ",") {
-		var p rateLimitPolicy
-		params := strings.Split(member, ";")
-		for _, param := range params[1:] {
-			p.set(param, now)
-		}
+	for p := range rateLimitPolicies(value, now) {
 		if len(p.remaining) == 0 {
 			continue
 		}
 		n, ok := leadingCount(p.remaining[0])
 		if ok && (remaining < 0 || n < remaining) {
-			name, remaining, reset = strings.TrimSpace(params[0]), n, p.reset
+			name, remaining, reset = p.name, n, p.reset
 		}
 	}
 	return name, remaining, reset

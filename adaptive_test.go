@@ -443,6 +443,10 @@ func TestReadAnswer(t *testing.T) {
 			serverAnswer{ok: true, remaining: 99, limit: 100, reset: 59 * time.Second}},
 		{"IETF RateLimit and Policy", 200, http.Header{"Ratelimit": {`"hour";r=500;t=1800, "burst";r=3;t=1`}, "Ratelimit-Policy": {`"hour";q=1000;w=3600, "burst";q=10;w=1`}},
 			serverAnswer{ok: true, remaining: 3, limit: 10, reset: time.Second}},
+		{"IETF RateLimit, dictionary form", 200, http.Header{"Ratelimit": {"limit=100, remaining=7, reset=30"}},
+			serverAnswer{ok: true, remaining: 7, reset: 30 * time.Second}},
+		{"IETF RateLimit, a policy per line", 200, http.Header{"Ratelimit": {`"burst";r=3;t=5`, `"day";r=0;t=60`}},
+			serverAnswer{ok: true, remaining: 0, reset: time.Minute}},
 		{"refused", 429, http.Header{"X-Ratelimit-Remaining": {"0"}}, serverAnswer{refused: true, remaining: 0}},
 		{"garbage count", 200, http.Header{"X-Ratelimit-Remaining": {"lots"}}, serverAnswer{ok: true, remaining: -1}},
 	}

@@ -1,6 +1,7 @@
 package ratewise
 
 import (
+	"iter"
 	"math"
 	"net/http"
 	"strings"
@@ -188,30 +189,42 @@ func parseRateLimitField(value string, now time.Time) (time.Duration, bool) {
 	var (
 		longest time.Duration
 		found   bool
-		dict    rateLimitPolicy // the dictionary form's one policy
 	)
-	consider := func(p rateLimitPolicy) {
+	for p := range rateLimitPolicies(value, now) {
 		if p.hasReset && quotaSpent(p.remaining) && (!found || p.reset > longest) {
 			longest, found = p.reset, true
 		}
 	}
-	for member := range strings.SplitSeq(value, ",") {
-		if !strings.Contains(member, ";") {
-			dict.set(member, now)
-			continue
-		}
-		var item rateLimitPolicy
-		for param := range strings.SplitSeq(member, ";") {
-			item.set(param, now)
-		}
-		consider(item)
-	}
-	consider(dict)
 	return longest, found
 }
 
-// rateLimitPolicy is what parseRateLimitField gathers of one policy.
+// rateLimitPolicies yields the policies of an IETF draft RateLimit value
+// in either form: each item of the structured list, then the members of
+// the dictionary form gathered into one unnamed policy.
+func rateLimitPolicies(value string, now time.Time) iter.Seq[rateLimitPolicy] {
+	return func(yield func(rateLimitPolicy) bool) {
+		var dict rateLimitPolicy
+		for member := range strings.SplitSeq(value, ",") {
+			if !strings.Contains(member, ";") {
+				dict.set(member, now)
+				continue
+			}
+			params := strings.Split(member, ";")
+			item := rateLimitPolicy{name: strings.TrimSpace(params[0])}
+			for _, param := range params[1:] {
+				item.set(param, now)
+			}
+			if !yield(item) {
+				return
+			}
+		}
+		yield(dict)
+	}
+}
+
+// rateLimitPolicy is what the RateLimit header says of one policy.
 type rateLimitPolicy struct {
+	name      string // the list item's name; "" in the dictionary form
 	reset     time.Duration
 	hasReset  bool
 	remaining []string // empty when absent, as quotaSpent expects

@@ -26,12 +26,17 @@ func optionsFrom(ctx context.Context) *callOptions {
 // withOptions returns a context carrying a copy of ctx's options changed
 // by set; ctx's own are left as they are.
 func withOptions(ctx context.Context, set func(*callOptions)) context.Context {
-	var o callOptions
+	return withOptionsIn(ctx, new(callOptions), set)
+}
+
+// withOptionsIn is withOptions with o, which the caller allocated, as the
+// copy.
+func withOptionsIn(ctx context.Context, o *callOptions, set func(*callOptions)) context.Context {
 	if parent := optionsFrom(ctx); parent != nil {
-		o = *parent
+		*o = *parent
 	}
-	set(&o)
-	return context.WithValue(ctx, callOptionsKey{}, &o)
+	set(o)
+	return context.WithValue(ctx, callOptionsKey{}, o)
 }
 
 // Priority ranks a request against others of the same key when a limit is

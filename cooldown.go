@@ -117,6 +117,10 @@ func (g *gate) pauseLocal(key string, until time.Time) {
 	}
 }
 
+// idle reports whether the gate has nothing to hold: no key paused, no
+// store to ask. Then a request's key need not even be computed.
+func (g *gate) idle() bool { return g.Store == nil && g.states.len() == 0 }
+
 // pausedFor returns how long key's pause has left.
 func (g *gate) pausedFor(key string, now time.Time) time.Duration {
 	e := g.states.peek(key)

@@ -61,8 +61,12 @@ func (s *CallStats) recordWait(d time.Duration) {
 // WithCallStats returns a context that makes the transport count, in the
 // returned *CallStats, what it does for every call made with that context.
 func WithCallStats(ctx context.Context) (context.Context, *CallStats) {
-	s := new(CallStats)
-	return withOptions(ctx, func(o *callOptions) { o.stats = s }), s
+	// The stats and the options that carry them, in one allocation.
+	both := new(struct {
+		o callOptions
+		s CallStats
+	})
+	return withOptionsIn(ctx, &both.o, func(o *callOptions) { o.stats = &both.s }), &both.s
 }
 
 // callStatsFrom returns the context's CallStats, or nil.

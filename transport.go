@@ -217,6 +217,9 @@ type call struct {
 	ticket   breakerTicket
 	held     heldSlots
 	adaptive adaptiveTickets
+	// gateKeyed is set once gateKeyV holds the request's cooldown key.
+	gateKeyed bool
+	gateKeyV  string
 	// last is the previous attempt's response, its body kept in memory,
 	// handed back if a wait before the next attempt is refused.
 	last *http.Response
@@ -384,13 +387,9 @@ func (c *call) admitBreaker() error {
 // scope, waiting again when a pause began while it queued.
 func (c *call) admitLimits() error {
 	t := c.t
-	var gateKey string
-	if t.gate != nil {
-		gateKey = t.gate.Key(c.req)
-	}
 	for {
-		if t.gate != nil {
-			if err := t.gate.admit(c, gateKey); err != nil {
+		if g := t.gate; g != nil && !g.idle() {
+			if err := g.admit(c, c.gateKey()); err != nil {
 				c.ticket.cancel(c)
 				return err
 			}
@@ -401,7 +400,7 @@ func (c *call) admitLimits() error {
 		}
 		// A refusal seen while this attempt queued in a scope pauses it
 		// too: give the slots back and wait the pause out.
-		if t.gate == nil || !t.gate.paused(gateKey) {
+		if t.gate == nil || t.gate.idle() || !t.gate.paused(c.gateKey()) {
 			return nil
 		}
 		c.held.release()
@@ -469,7 +468,7 @@ func (c *call) feedBack(resp *http.Response, err error, class Class) {
 		now := time.Now()
 		if hint, ok := WaitHint(resp, now); ok && hint > 0 && (hint > time.Second || !c.t.paced.Load()) {
 			pausedUntil = now.Add(min(hint, c.t.gate.MaxPause))
-			c.t.gate.pause(c.ctx, c.t.gate.Key(c.req), pausedUntil)
+			c.t.gate.pause(c.ctx, c.gateKey(), pausedUntil)
 		}
 	}
 	if c.adaptive.n > 0 {
@@ -533,4 +532,12 @@ func (c *call) lastOr(err error) (*http.Response, error) {
 		_ = resp.Body.Close()
 	}
 	return nil, err
+}
+
+// gateKey is the request's key in the cooldown gate, computed once a call.
+func (c *call) gateKey() string {
+	if !c.gateKeyed {
+		c.gateKeyV, c.gateKeyed = c.t.gate.Key(c.req), true
+	}
+	return c.gateKeyV
 }

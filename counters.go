@@ -37,7 +37,7 @@ type counters struct {
 	// index 0 is a network error.
 	retriesByStatus [600]atomic.Int64
 	waits           [waitKinds]waitCounter
-	lastError       atomic.Pointer[string]
+	lastError       atomic.Pointer[lastError]
 
 	mu        sync.Mutex
 	hitsByKey map[string]int64 // guarded by mu; at most StatsMaxKeys keys and "other"
@@ -98,8 +98,27 @@ func (c *counters) recordEnd(gaveUp GiveUpReason) {
 	}
 }
 
-// recordError keeps the text of the last error a call returned.
-func (c *counters) recordError(text string) { c.lastError.Store(&text) }
+// recordError keeps the last error a call returned, and its request. It is
+// redacted when Stats reads it, since only the last one is ever shown: the
+// regular expressions cost more than the rest of a failed call. (A request
+// changed after its call is redacted as it is then; the patterns still
+// catch what looks like a secret.)
+func (c *counters) recordError(err error, req *http.Request) {
+	c.lastError.Store(&lastError{err: err, req: req})
+}
+
+// lastError is an error and its request, redacted once, when first read.
+type lastError struct {
+	err  error
+	req  *http.Request
+	once sync.Once
+	text string
+}
+
+func (e *lastError) String() string {
+	e.once.Do(func() { e.text = redactError(e.err, e.req) })
+	return e.text
+}
 
 // Stats is a snapshot of a transport's counters since it was made. It
 // marshals to JSON with durations in seconds, the answer of a
@@ -181,7 +200,7 @@ func (t *Transport) Stats() Stats {
 		s.Requests += s.Aborts[r]
 	}
 	if e := c.lastError.Load(); e != nil {
-		s.LastError = *e
+		s.LastError = e.String()
 	}
 	for status := range c.retriesByStatus {
 		if n := c.retriesByStatus[status].Load(); n > 0 {

@@ -335,7 +335,7 @@ func (c *call) end(resp *http.Response, err error) {
 		if c.gaveUp == "" {
 			c.giveUp(err)
 		}
-		c.t.counters.recordError(redactError(err, c.req))
+		c.t.counters.recordError(err, c.req)
 	}
 	c.t.counters.recordEnd(c.gaveUp)
 	c.traceEnd(resp, err)

@@ -198,6 +198,27 @@ func (a *adaptiveState) leave() {
 func (a *adaptiveState) take(now time.Time) (seq uint64, delay time.Duration, ready <-chan struct{}, sent bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	return a.takeLocked(now)
+}
+
+// takeAlone sends a request that finds the line empty and may go now, in
+// one hold of a.mu: join, take and leave at once. Nobody holds the head
+// while the line is empty. It reports false, changing nothing, otherwise.
+func (a *adaptiveState) takeAlone(now time.Time) (uint64, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.queued > 0 {
+		return 0, false
+	}
+	if a.firstSend.IsZero() {
+		a.firstSend = now
+	}
+	seq, _, _, sent := a.takeLocked(now)
+	return seq, sent
+}
+
+// takeLocked is take with a.mu held.
+func (a *adaptiveState) takeLocked(now time.Time) (seq uint64, delay time.Duration, ready <-chan struct{}, sent bool) {
 	a.resume(now)
 	if delay, ready := a.wait(now); delay > 0 || ready != nil {
 		return 0, delay, ready, false

@@ -15,6 +15,9 @@ import (
 func (s *scope) admitAdaptive(c *call, key string, st *scopeState, deadline time.Time, l *Limit) (uint64, error) {
 	a := st.adapt
 	now := time.Now()
+	if seq, sent := a.takeAlone(now); sent {
+		return seq, nil
+	}
 	expected, known := a.join(now)
 	defer a.leave()
 	if expected > 0 || !known {

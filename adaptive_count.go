@@ -203,6 +203,13 @@ func (c *serverCount) refill(now time.Time) float64 {
 	return math.Min(r, 1e6)
 }
 
+// countHeaders are the canonical names of the two header families that
+// count a quota, the X- one first.
+var countHeaders = [...]struct{ remaining, limit, reset string }{
+	{"X-Ratelimit-Remaining", "X-Ratelimit-Limit", "X-Ratelimit-Reset"},
+	{"Ratelimit-Remaining", "Ratelimit-Limit", "Ratelimit-Reset"},
+}
+
 // readAnswer reads a response for the pacer: its outcome and the
 // rate-limit headers, in any of the forms WaitHint knows.
 func readAnswer(resp *http.Response, err error, class Class, now time.Time) serverAnswer {
@@ -215,17 +222,17 @@ func readAnswer(resp *http.Response, err error, class Class, now time.Time) serv
 		remaining: -1,
 	}
 	h := resp.Header
-	for _, prefix := range []string{"X-Ratelimit-", "Ratelimit-"} {
-		v := h[prefix+"Remaining"]
+	for _, names := range countHeaders {
+		v := h[names.remaining]
 		if len(v) == 0 {
 			continue
 		}
 		if n, ok := leadingCount(v[0]); ok {
 			an.remaining = n
-			if l := h[prefix+"Limit"]; len(l) > 0 {
+			if l := h[names.limit]; len(l) > 0 {
 				an.limit, _ = leadingCount(l[0])
 			}
-			if r := h[prefix+"Reset"]; len(r) > 0 {
+			if r := h[names.reset]; len(r) > 0 {
 				an.reset, _ = parseReset(r[0], now)
 			}
 			return an

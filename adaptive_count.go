@@ -269,15 +269,14 @@ func leadingCount(value string) (int, bool) {
 // remaining is -1 when no policy says.
 func parseRateLimitQuota(value string, now time.Time) (name string, remaining int, reset time.Duration) {
 	remaining = -1
-	for p := range rateLimitPolicies(value, now) {
-		if len(p.remaining) == 0 {
-			continue
+	eachRateLimitPolicy(value, now, func(p rateLimitPolicy) {
+		if !p.hasRemaining {
+			return
 		}
-		n, ok := leadingCount(p.remaining[0])
-		if ok && (remaining < 0 || n < remaining) {
+		if n, ok := leadingCount(p.remaining); ok && (remaining < 0 || n < remaining) {
 			name, remaining, reset = p.name, n, p.reset
 		}
-	}
+	})
 	return name, remaining, reset
 }
 
@@ -285,11 +284,11 @@ func parseRateLimitQuota(value string, now time.Time) (name string, remaining in
 // RateLimit-Policy header; 0 when it is not there.
 func policyQuota(value, name string) int {
 	for member := range strings.SplitSeq(value, ",") {
-		params := strings.Split(member, ";")
-		if strings.TrimSpace(params[0]) != name {
+		policy, params, _ := strings.Cut(member, ";")
+		if strings.TrimSpace(policy) != name {
 			continue
 		}
-		for _, param := range params[1:] {
+		for param := range strings.SplitSeq(params, ";") {
 			if k, v, ok := strings.Cut(param, "="); ok && strings.TrimSpace(k) == "q" {
 				n, _ := leadingCount(v)
 				return n

@@ -1,7 +1,6 @@
 package ratewise
 
 import (
-	"iter"
 	"math"
 	"net/http"
 	"strings"
@@ -94,10 +93,12 @@ func WaitHint(resp *http.Response, now time.Time) (time.Duration, bool) {
 // quotaSpent reports whether a remaining-quota header is absent, zero, or
 // unreadable: anything but a count above zero.
 func quotaSpent(remaining []string) bool {
-	if len(remaining) == 0 {
-		return true
-	}
-	secs, frac, ok := splitDecimal(strings.TrimSpace(remaining[0]))
+	return len(remaining) == 0 || countSpent(remaining[0])
+}
+
+// countSpent reports whether a remaining count is zero or unreadable.
+func countSpent(value string) bool {
+	secs, frac, ok := splitDecimal(strings.TrimSpace(value))
 	return !ok || secs == 0 && frac == 0
 }
 
@@ -190,44 +191,47 @@ func parseRateLimitField(value string, now time.Time) (time.Duration, bool) {
 		longest time.Duration
 		found   bool
 	)
-	for p := range rateLimitPolicies(value, now) {
-		if p.hasReset && quotaSpent(p.remaining) && (!found || p.reset > longest) {
+	eachRateLimitPolicy(value, now, func(p rateLimitPolicy) {
+		spent := !p.hasRemaining || countSpent(p.remaining)
+		if p.hasReset && spent && (!found || p.reset > longest) {
 			longest, found = p.reset, true
 		}
-	}
+	})
 	return longest, found
 }
 
-// rateLimitPolicies yields the policies of an IETF draft RateLimit value
-// in either form: each item of the structured list, then the members of
-// the dictionary form gathered into one unnamed policy.
-func rateLimitPolicies(value string, now time.Time) iter.Seq[rateLimitPolicy] {
-	return func(yield func(rateLimitPolicy) bool) {
-		var dict rateLimitPolicy
-		for member := range strings.SplitSeq(value, ",") {
-			if !strings.Contains(member, ";") {
-				dict.set(member, now)
-				continue
-			}
-			params := strings.Split(member, ";")
-			item := rateLimitPolicy{name: strings.TrimSpace(params[0])}
-			for _, param := range params[1:] {
-				item.set(param, now)
-			}
-			if !yield(item) {
-				return
-			}
+// eachRateLimitPolicy calls fn with each policy of an IETF draft RateLimit
+// value, in either form: each item of the structured list, then the
+// members of the dictionary form gathered into one unnamed policy. It
+// cuts rather than splits, so that reading a header allocates nothing.
+func eachRateLimitPolicy(value string, now time.Time, fn func(rateLimitPolicy)) {
+	var dict rateLimitPolicy
+	for value != "" {
+		var member string
+		member, value, _ = strings.Cut(value, ",")
+		name, params, isItem := strings.Cut(member, ";")
+		if !isItem {
+			dict.set(member, now)
+			continue
 		}
-		yield(dict)
+		item := rateLimitPolicy{name: strings.TrimSpace(name)}
+		for params != "" {
+			var param string
+			param, params, _ = strings.Cut(params, ";")
+			item.set(param, now)
+		}
+		fn(item)
 	}
+	fn(dict)
 }
 
 // rateLimitPolicy is what the RateLimit header says of one policy.
 type rateLimitPolicy struct {
-	name      string // the list item's name; "" in the dictionary form
-	reset     time.Duration
-	hasReset  bool
-	remaining []string // empty when absent, as quotaSpent expects
+	name         string // the list item's name; "" in the dictionary form
+	reset        time.Duration
+	hasReset     bool
+	remaining    string
+	hasRemaining bool
 }
 
 // set reads one key=value parameter; other parameters are ignored.
@@ -241,6 +245,6 @@ func (p *rateLimitPolicy) set(param string, now time.Time) {
 	case "t", "reset":
 		p.reset, p.hasReset = parseReset(val, now)
 	case "r", "remaining":
-		p.remaining = []string{val}
+		p.remaining, p.hasRemaining = val, true
 	}
 }

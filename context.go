@@ -77,8 +77,6 @@ func WithPriority(ctx context.Context, p Priority) context.Context {
 // not the transport's values. An invalid p makes every request made with
 // the context fail with p's validation error.
 func WithRetryPolicy(ctx context.Context, p RetryPolicy) context.Context {
-	err := p.Validate()
-	p = p.WithDefaults()
-	p.RateLimitPhrases = append([]string(nil), p.RateLimitPhrases...)
-	return withOptions(ctx, func(o *callOptions) { o.retry, o.retryErr = &p, err })
+	prepared, err := p.prepared()
+	return withOptions(ctx, func(o *callOptions) { o.retry, o.retryErr = prepared, err })
 }

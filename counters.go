@@ -98,6 +98,15 @@ func (c *counters) recordEnd(gaveUp GiveUpReason) {
 	}
 }
 
+// retryReason names what a retry followed: its status ("429"), or, for 0,
+// a network error.
+func retryReason(status int) string {
+	if status == 0 {
+		return "network error"
+	}
+	return strconv.Itoa(status)
+}
+
 // recordError keeps the last error a call returned, and its request. It is
 // redacted when Stats reads it, since only the last one is ever shown: the
 // regular expressions cost more than the rest of a failed call. (A request
@@ -207,11 +216,7 @@ func (t *Transport) Stats() Stats {
 			if s.RetriesByReason == nil {
 				s.RetriesByReason = make(map[string]int64)
 			}
-			reason := "network error"
-			if status > 0 {
-				reason = strconv.Itoa(status)
-			}
-			s.RetriesByReason[reason] = n
+			s.RetriesByReason[retryReason(status)] = n
 		}
 	}
 	c.mu.Lock()

@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 )
@@ -264,15 +265,31 @@ func defaultNote(isDefault bool) string {
 // MaxDelay, then randomised by the Jitter mode. It ignores any server hint.
 func (p RetryPolicy) Backoff(retry int) time.Duration {
 	d := p.WithDefaults()
-	if d.Jitter == JitterNone {
-		return d.backoff(retry, 0)
+	return d.jittered(retry)
+}
+
+// jittered is Backoff of a policy whose defaults are filled in, as the
+// transport's are: it draws without copying the policy again.
+func (p *RetryPolicy) jittered(retry int) time.Duration {
+	if p.Jitter == JitterNone {
+		return p.backoff(retry, 0)
 	}
-	return d.backoff(retry, rand.Float64())
+	return p.backoff(retry, rand.Float64())
+}
+
+// prepared is p as a transport keeps it: validated, its defaults filled
+// in, its phrases its own, so that the caller changing them later changes
+// nothing.
+func (p RetryPolicy) prepared() (*RetryPolicy, error) {
+	err := p.Validate()
+	p = p.WithDefaults()
+	p.RateLimitPhrases = slices.Clone(p.RateLimitPhrases)
+	return &p, err
 }
 
 // backoff is Backoff with the random draw, in [0, 1), as an argument. It
 // expects p.WithDefaults() so that tests can pin every draw.
-func (p RetryPolicy) backoff(retry int, draw float64) time.Duration {
+func (p *RetryPolicy) backoff(retry int, draw float64) time.Duration {
 	retry = max(retry, 0)
 	maxDelay := float64(p.MaxDelay)
 	// In float64, so a large retry number saturates instead of overflowing.

@@ -17,12 +17,11 @@ import (
 // given to a call's context (WithRetryPolicy) still wins. An invalid p is
 // refused with its validation error and changes nothing.
 func (t *Transport) SetRetryPolicy(p RetryPolicy) error {
-	if err := p.Validate(); err != nil {
+	prepared, err := p.prepared()
+	if err != nil {
 		return err
 	}
-	p.RateLimitPhrases = slices.Clone(p.RateLimitPhrases)
-	p = p.WithDefaults()
-	t.retry.Store(&p)
+	t.retry.Store(prepared)
 	return nil
 }
 

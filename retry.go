@@ -14,7 +14,7 @@ import (
 // responseDelay is the wait before retrying after resp: the policy's
 // jittered backoff, raised to the server's hint unless IgnoreRetryAfter.
 func (c *call) responseDelay(resp *http.Response) time.Duration {
-	delay := c.policy.Backoff(c.attempts - 1)
+	delay := c.policy.jittered(c.attempts - 1)
 	if !c.policy.IgnoreRetryAfter {
 		if hint, ok := WaitHint(resp, time.Now()); ok && hint > delay {
 			delay = hint

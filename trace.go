@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"strconv"
 	"time"
 )
 
@@ -313,12 +312,12 @@ func (c *call) traceRetry(delay time.Duration, resp *http.Response) {
 	if !c.traced() {
 		return
 	}
-	reason := "network error"
+	status := 0
 	if resp != nil {
-		reason = strconv.Itoa(resp.StatusCode)
+		status = resp.StatusCode
 	}
 	fire(c, func(t *Trace) func(RetryInfo) { return t.RetryScheduled }, RetryInfo{Attempt: c.attempts,
-		MaxAttempts: c.policy.MaxAttempts, Delay: delay, Reason: reason, Key: c.host(), Endpoint: c.endpoint})
+		MaxAttempts: c.policy.MaxAttempts, Delay: delay, Reason: retryReason(status), Key: c.host(), Endpoint: c.endpoint})
 }
 
 // traceEnd reports the call's end.

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -108,13 +107,12 @@ func breakerListeners(onChange func(string, BreakerState, BreakerState), trace *
 // policy with MaxAttempts 1 turns retries off.
 func WithRetry(p RetryPolicy) Option {
 	return func(t *Transport) {
-		if err := p.Validate(); err != nil {
+		prepared, err := p.prepared()
+		if err != nil {
 			t.err = errors.Join(t.err, err)
 			return
 		}
-		p.RateLimitPhrases = slices.Clone(p.RateLimitPhrases)
-		p = p.WithDefaults()
-		t.retry.Store(&p)
+		t.retry.Store(prepared)
 	}
 }
 
@@ -264,7 +262,7 @@ func (c *call) run() (*http.Response, error) {
 				c.giveUp(final)
 				return c.lastOr(final)
 			}
-			delay = c.policy.Backoff(c.attempts - 1)
+			delay = c.policy.jittered(c.attempts - 1)
 		} else {
 			if class == Final || c.attempts >= c.policy.MaxAttempts || !c.replayable {
 				switch {
@@ -359,8 +357,7 @@ func (c *call) admit() error {
 		if !c.ticket.openedSince() {
 			return nil
 		}
-		c.held.release()
-		c.adaptive.drain(adaptiveTicket.cancel)
+		c.withdraw()
 		c.ticket.cancel(c)
 	}
 }
@@ -403,9 +400,15 @@ func (c *call) admitLimits() error {
 		if t.gate == nil || t.gate.idle() || !t.gate.paused(c.gateKey()) {
 			return nil
 		}
-		c.held.release()
-		c.adaptive.drain(adaptiveTicket.cancel)
+		c.withdraw()
 	}
+}
+
+// withdraw gives back what the scopes granted an attempt that will not be
+// sent now: its concurrency slots and its adaptive turns.
+func (c *call) withdraw() {
+	c.held.release()
+	c.adaptive.drain(adaptiveTicket.cancel)
 }
 
 // admitScopes takes the attempt through every limit scope in turn.
@@ -416,8 +419,7 @@ func (c *call) admitScopes() error {
 		seq, slotted, err := s.admit(c, key, &e.state)
 		if err != nil {
 			s.states.release(e)
-			c.held.release()
-			c.adaptive.drain(adaptiveTicket.cancel)
+			c.withdraw()
 			return err
 		}
 		if e.state.adapt != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -404,5 +405,18 @@ func TestOverLoopback(t *testing.T) {
 	}
 	if env.Attempts["comments"] != 2 || len(env.Data.Comments) != 3 || len(env.Data.Subtasks) != 3 || env.PartialError != nil {
 		t.Errorf("envelope over loopback = %+v", env)
+	}
+}
+
+func TestRetryOptionsWithDefaults(t *testing.T) {
+	got := kanbanize.RetryOptions{MaxAttempts: 3, FullJitter: ptr(false)}.WithDefaults()
+	want := kanbanize.RetryOptions{MaxAttempts: 3, InitialDelayMs: kanbanize.DefaultInitialDelayMs, MaxDelayMs: kanbanize.DefaultMaxDelayMs,
+		Multiplier: kanbanize.DefaultMultiplier, TotalWaitCapMs: kanbanize.DefaultTotalWaitCapMs}
+	if got.FullJitter == nil || *got.FullJitter || got.RespectRetryAfter == nil || !*got.RespectRetryAfter {
+		t.Errorf("flags: full jitter %v, respect Retry-After %v; want the given false kept and the unset true", got.FullJitter, got.RespectRetryAfter)
+	}
+	got.FullJitter, got.RespectRetryAfter = nil, nil
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("WithDefaults = %+v, want %+v", got, want)
 	}
 }

@@ -88,7 +88,7 @@ func (o RetryOptions) Validate() error {
 	if o.Multiplier != 0 && (math.IsNaN(o.Multiplier) || math.IsInf(o.Multiplier, 0) || o.Multiplier < 1) {
 		bad("multiplier (%v) must be at least 1", o.Multiplier)
 	}
-	d := o.withDefaults()
+	d := o.WithDefaults()
 	if d.MaxDelayMs < d.InitialDelayMs {
 		bad("max_delay_ms (%d) is below initial_delay_ms (%d)", d.MaxDelayMs, d.InitialDelayMs)
 	}
@@ -98,7 +98,9 @@ func (o RetryOptions) Validate() error {
 	return errors.Join(errs...)
 }
 
-func (o RetryOptions) withDefaults() RetryOptions {
+// WithDefaults returns o with every field left zero or nil set to its
+// default, the two flags to true: the options ReadCardWithRetry uses.
+func (o RetryOptions) WithDefaults() RetryOptions {
 	if o.MaxAttempts == 0 {
 		o.MaxAttempts = DefaultMaxAttempts
 	}
@@ -114,15 +116,23 @@ func (o RetryOptions) withDefaults() RetryOptions {
 	if o.TotalWaitCapMs == 0 {
 		o.TotalWaitCapMs = DefaultTotalWaitCapMs
 	}
+	if o.FullJitter == nil {
+		o.FullJitter = ptrTo(true)
+	}
+	if o.RespectRetryAfter == nil {
+		o.RespectRetryAfter = ptrTo(true)
+	}
 	return o
 }
+
+func ptrTo[T any](v T) *T { return &v }
 
 // RetryPolicy returns the ratewise policy of the options: theirs, plus
 // what Kanbanize needs. Error code RL02 counts as rate-limited whatever
 // the status, and 502, 503 and 504 are retried: Kanbanize answers them
 // when overloaded, often with no body.
 func (o RetryOptions) RetryPolicy() ratewise.RetryPolicy {
-	d := o.withDefaults()
+	d := o.WithDefaults()
 	p := ratewise.RetryPolicy{
 		MaxAttempts:      d.MaxAttempts,
 		InitialDelay:     time.Duration(d.InitialDelayMs) * time.Millisecond,
@@ -198,7 +208,7 @@ func (c *Client) ReadCardWithRetry(ctx context.Context, card string, opts RetryO
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	o := opts.withDefaults()
+	o := opts.WithDefaults()
 	ctx = ratewise.WithRetryPolicy(ctx, o.RetryPolicy())
 	if o.Progress != nil {
 		var mu sync.Mutex // the comments and subtasks wait side by side

@@ -82,7 +82,7 @@ type tools struct {
 
 // newServer returns the MCP server with its two tools.
 func newServer(client *kanbanize.Client, defaults kanbanize.RetryOptions, log *slog.Logger) (*mcp.Server, error) {
-	t := &tools{client: client, defaults: filled(defaults), log: log}
+	t := &tools{client: client, defaults: defaults.WithDefaults(), log: log}
 	schema, err := t.retrySchema()
 	if err != nil {
 		return nil, err
@@ -108,24 +108,6 @@ func (t *tools) throttleStats(context.Context, *mcp.CallToolRequest, struct{}) (
 		breakers = []ratewise.BreakerStatus{}
 	}
 	return nil, throttleStats{Stats: rw.Stats(), Breakers: breakers}, nil
-}
-
-// filled returns o with its defaults spelled out, for the schema to show.
-func filled(o kanbanize.RetryOptions) kanbanize.RetryOptions {
-	p := o.RetryPolicy()
-	yes := true
-	if o.FullJitter == nil {
-		o.FullJitter = &yes
-	}
-	if o.RespectRetryAfter == nil {
-		o.RespectRetryAfter = &yes
-	}
-	o.MaxAttempts = p.MaxAttempts
-	o.InitialDelayMs = int(p.InitialDelay.Milliseconds())
-	o.MaxDelayMs = int(p.MaxDelay.Milliseconds())
-	o.Multiplier = p.Multiplier
-	o.TotalWaitCapMs = int(p.TotalWaitCap.Milliseconds())
-	return o
 }
 
 // retrySchema is the inferred schema of read_card_with_retry's arguments,

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -561,6 +562,39 @@ func TestBreakerHoldsAttemptsQueuedWhenItOpens(t *testing.T) {
 		// queued for 100ms to 400ms.
 		if s.calls() != 1 || refused != 4 {
 			t.Errorf("%d requests sent and %d calls refused, want 1 sent and the 4 queued ones refused", s.calls(), refused)
+		}
+	})
+}
+
+// TestBreakerHalfOpenProbesBelowSuccessesToClose: HalfOpenProbes bounds
+// the probes in flight even when more successes are needed to close.
+func TestBreakerHalfOpenProbesBelowSuccessesToClose(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var fail atomic.Bool
+		fail.Store(true)
+		var sent atomic.Int32
+		base := roundTripFunc(func(*http.Request) (*http.Response, error) {
+			sent.Add(1)
+			if fail.Load() {
+				return &http.Response{StatusCode: 503, Body: http.NoBody}, nil
+			}
+			time.Sleep(time.Second)
+			return &http.Response{StatusCode: 200, Body: http.NoBody}, nil
+		})
+		tr := breakerTransport(base, BreakerPolicy{ConsecutiveFailures: 2, HalfOpenProbes: 1, SuccessesToClose: 3})
+		for range 2 {
+			_, _ = callOnce(t, tr, noWait())
+		}
+		fail.Store(false)
+		sent.Store(0)
+		time.Sleep(DefaultBreakerCooldown)
+		var wg sync.WaitGroup
+		for range 10 {
+			wg.Go(func() { _, _ = callOnce(t, tr, noWait()) })
+		}
+		wg.Wait()
+		if n := sent.Load(); n != 1 {
+			t.Errorf("%d probes sent at once, want HalfOpenProbes = 1", n)
 		}
 	})
 }

@@ -589,3 +589,37 @@ func TestSlotAccountingUnderChaos(t *testing.T) {
 		}
 	})
 }
+
+// TestSlotWaitSpendsTheCallsBudget: a wait for a concurrency slot comes
+// out of the call's own wait budget, so a later hint cannot take it past
+// TotalWaitCap.
+func TestSlotWaitSpendsTheCallsBudget(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// The slow request holds the only slot for 3s; every other one is
+		// refused with a 3s hint.
+		base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			if r.Header.Get("X-Slow") != "" {
+				time.Sleep(3 * time.Second)
+				return &http.Response{StatusCode: 200, Body: http.NoBody}, nil
+			}
+			return &http.Response{StatusCode: 429, Header: http.Header{"Retry-After": {"3"}}, Body: http.NoBody}, nil
+		})
+		tr := New(base, WithRetry(RetryPolicy{TotalWaitCap: 5 * time.Second}), WithLimit(Limit{MaxConcurrent: 1}), WithCooldown(CooldownPolicy{Off: true}))
+		go func() {
+			req := mustRequest(t, http.MethodGet, nil)
+			req.Header.Set("X-Slow", "1")
+			if resp, err := tr.RoundTrip(req); err == nil {
+				readAll(t, resp)
+			}
+		}()
+		synctest.Wait() // the slow request is out, holding the slot
+		ctx, stats := WithCallStats(context.Background())
+		resp, err := tr.RoundTrip(mustRequest(t, http.MethodGet, nil).WithContext(ctx))
+		if err == nil {
+			readAll(t, resp)
+		}
+		if w := stats.Waited(); w > 5*time.Second {
+			t.Errorf("waited %v, past the 5s TotalWaitCap", w)
+		}
+	})
+}

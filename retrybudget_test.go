@@ -146,3 +146,36 @@ func TestRetryBudgetGivenBackWhenRetryNotSent(t *testing.T) {
 		}
 	})
 }
+
+// TestRetryBudgetGrowsWithFirstAttempts: every first attempt pays
+// RetryBudget of a retry into its host's balance.
+func TestRetryBudgetGrowsWithFirstAttempts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := failingHost()
+		p := RetryPolicy{MaxAttempts: 5, InitialDelay: time.Millisecond, RetryBudget: 0.2, RetryBudgetFloor: 0.1}
+		tr := New(s.mock(), WithRetry(p))
+		getAll(t, tr, testURL, 200)
+		if retries := s.calls() - 200; retries < 21+40-1 {
+			t.Errorf("%d retries, want the 21 of a full balance and a fifth of 200 calls", retries)
+		}
+	})
+}
+
+// TestRetryBudgetRefillStopsAtItsCap: a long quiet spell saves no more
+// retries than the balance's cap.
+func TestRetryBudgetRefillStopsAtItsCap(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := failingHost()
+		p := RetryPolicy{MaxAttempts: 2, InitialDelay: time.Millisecond, RetryBudget: 1e-9, RetryBudgetFloor: 1}
+		tr := New(s.mock(), WithRetry(p))
+		getAll(t, tr, testURL, 20) // balance spent
+		time.Sleep(time.Second / 2)
+		getAll(t, tr, testURL, 1) // keep the balance alive (not evicted)
+		time.Sleep(time.Minute)
+		before := s.calls()
+		getAll(t, tr, testURL, 30)
+		if got := s.calls() - before - 30; got > 10 {
+			t.Errorf("%d retries after a minute, want at most the cap of 10", got)
+		}
+	})
+}

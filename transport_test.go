@@ -748,3 +748,22 @@ func TestCancelDuringRetryAdmissionEndsWithTheContextsError(t *testing.T) {
 		s.assertAllClosed(t)
 	})
 }
+
+// TestDeadlineDuringAnAttemptClosesItsResponse: a call whose deadline
+// passes while an attempt is out closes the response that attempt gets.
+func TestDeadlineDuringAnAttemptClosesItsResponse(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newScript(answer(429, "Retry-After", "1"))
+		base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			time.Sleep(2 * time.Second)
+			return s.respond(r)
+		})
+		tr := New(base)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		if _, err := tr.RoundTrip(mustRequest(t, http.MethodGet, nil).WithContext(ctx)); !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("err = %v", err)
+		}
+		s.assertAllClosed(t)
+	})
+}

@@ -65,10 +65,12 @@ func goodputErr(tr http.RoundTripper, workers, calls int) (time.Duration, int, s
 	return time.Since(start), failed, why
 }
 
-func TestAdaptiveTrace(t *testing.T) {
-	if testing.Short() || !testing.Verbose() {
-		t.Skip("a trace for tuning: go test -v -run TestAdaptiveTrace")
-	}
+// TestAdaptiveGoodputInFakeTime runs the goodput scenarios of the bench
+// module in fake time and holds adaptive pacing to their targets: within
+// 10% of the ideal time and 0.05 refusals a call from Retry-After alone,
+// 3% and 0.01 with rate-limit headers, no call failed. With -v it logs
+// every decision of the pacer, for tuning.
+func TestAdaptiveGoodputInFakeTime(t *testing.T) {
 	for _, sc := range []struct {
 		r           float64
 		burst, w, n int
@@ -77,14 +79,23 @@ func TestAdaptiveTrace(t *testing.T) {
 	}{{50, 10, 20, 500, 0, false}, {20, 10, 50, 300, 0, false}, {50, 10, 200, 500, 0, false}, {50, 10, 20, 500, 5 * time.Millisecond, false},
 		{50, 10, 20, 500, 0, true}, {20, 10, 50, 300, 0, true}} {
 		synctest.Test(t, func(t *testing.T) {
-			adaptiveTrace = t.Logf
-			defer func() { adaptiveTrace = nil }()
+			if testing.Verbose() {
+				adaptiveTrace = t.Logf
+				defer func() { adaptiveTrace = nil }()
+			}
 			srv := bucketAPI(sc.r, sc.burst, sc.latency, sc.headers)
 			tr := New(srv, WithRetry(RetryPolicy{MaxAttempts: 10}), WithLimit(Limit{Adaptive: true}))
 			wall, failed := goodput(tr, sc.w, sc.n)
 			ideal := float64(sc.n-sc.burst) / sc.r
-			t.Logf("%g/s w=%d n=%d: wall %.2fs (%.2f of ideal), %d received, %d refused (%.3f/call), %d failed",
-				sc.r, sc.w, sc.n, wall.Seconds(), wall.Seconds()/ideal, srv.Stats().Received, srv.Stats().Limited, float64(srv.Stats().Limited)/float64(sc.n), failed)
+			ratio, refused := wall.Seconds()/ideal, float64(srv.Stats().Limited)/float64(sc.n)
+			maxRatio, maxRefused := 1.10, 0.05
+			if sc.headers {
+				maxRatio, maxRefused = 1.03, 0.01
+			}
+			if ratio > maxRatio || refused > maxRefused || failed > 0 {
+				t.Errorf("%g/s w=%d n=%d headers %v: %.2f of ideal, %.3f refused a call, %d failed; want at most %.2f, %.2f, 0",
+					sc.r, sc.w, sc.n, sc.headers, ratio, refused, failed, maxRatio, maxRefused)
+			}
 		})
 	}
 }

@@ -36,6 +36,9 @@ import (
 // calls: go test -run TestSoak -soak=10m .
 var soakFor = flag.Duration("soak", 0, "run TestSoak for this long (such as 10m) instead of its bounded default")
 
+// soakSeed replays a run's faults: every run logs its seed.
+var soakSeed = flag.Uint64("soak.seed", 0, "the seed of TestSoak's faults; 0 draws one")
+
 // The soak's shape. Its default run makes soakCalls calls, about ten
 // seconds of work; every bound below is far from what a correct stack
 // needs, so a breach is a bug, not a slow machine.
@@ -110,6 +113,11 @@ type soak struct {
 func newSoak(t *testing.T) *soak {
 	s := &soak{outcomes: map[string]int{}, obs: &soakObserver{}}
 	flaky := soakHost(0)
+	seed := *soakSeed
+	if seed == 0 {
+		seed = rand.Uint64()
+	}
+	t.Logf("soak seed %d (replay with -soak.seed=%d)", seed, seed)
 	s.srv = ratewisetest.NewServer(ratewisetest.Config{
 		// The server's own bucket is well above the client's limits: its
 		// 429s come from the injected faults and from bursts.
@@ -133,7 +141,7 @@ func newSoak(t *testing.T) *soak {
 		// hints, not the gate.
 		FaultRetryAfter: 2 * time.Second,
 		SlowBodyDelay:   10 * time.Millisecond,
-		Seed:            uint64(time.Now().UnixNano()),
+		Seed:            seed,
 		OnRequest:       s.checkBody,
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			n, _ := strconv.Atoi(r.Header.Get("X-Soak-Call"))

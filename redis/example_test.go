@@ -22,12 +22,18 @@ func ExampleNew() {
 	defer client.Close()
 	store := rwredis.New(client, rwredis.Options{Prefix: "myservice:"})
 
-	httpClient := &http.Client{Transport: ratewise.New(http.DefaultTransport,
+	tr := ratewise.New(http.DefaultTransport,
 		ratewise.WithLimit(ratewise.Limit{Name: "api", Rate: 20, Burst: 5, Store: store}),
 		ratewise.WithCooldown(ratewise.CooldownPolicy{Store: store}),
 		ratewise.WithBreaker(ratewise.BreakerPolicy{Store: store}),
-	)}
+	)
+	httpClient := &http.Client{Transport: tr}
 	_ = httpClient // make calls as usual
+
+	l := tr.Limits()[0]
+	fmt.Printf("%s: %v/s, burst %d, shared: %v\n", l.Name, float64(l.Rate), l.Burst, l.Store == store)
+	// Output:
+	// api: 20/s, burst 5, shared: true
 }
 
 // While Redis does not answer, a FallbackLocal store lets each transport go

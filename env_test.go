@@ -1,6 +1,7 @@
 package ratewise
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -21,8 +22,7 @@ func TestPolicyFromEnvGoodValues(t *testing.T) {
 	}
 	want := RetryPolicy{MaxAttempts: 7, InitialDelay: 250 * time.Millisecond, MaxDelay: 90 * time.Second,
 		TotalWaitCap: 5 * time.Minute, Multiplier: 1.5, Jitter: JitterProportional}
-	if p.MaxAttempts != want.MaxAttempts || p.InitialDelay != want.InitialDelay || p.MaxDelay != want.MaxDelay ||
-		p.TotalWaitCap != want.TotalWaitCap || p.Multiplier != want.Multiplier || p.Jitter != want.Jitter {
+	if !reflect.DeepEqual(p, want) {
 		t.Errorf("PolicyFromEnv = %+v, want %+v", p, want)
 	}
 	if err := p.Validate(); err != nil {

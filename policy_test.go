@@ -4,6 +4,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -16,10 +17,7 @@ func TestDefaultRetryPolicy(t *testing.T) {
 		Jitter: JitterFull, JitterFraction: 0.2, TotalWaitCap: 2 * time.Minute, NetworkRetries: 2,
 		MaxBufferedBody: 1 << 20, RetryBudget: 0.2, RetryBudgetFloor: 10,
 	}
-	if p.MaxAttempts != want.MaxAttempts || p.InitialDelay != want.InitialDelay || p.MaxDelay != want.MaxDelay ||
-		p.Multiplier != want.Multiplier || p.Jitter != want.Jitter || p.JitterFraction != want.JitterFraction ||
-		p.TotalWaitCap != want.TotalWaitCap || p.NetworkRetries != want.NetworkRetries || p.MaxBufferedBody != want.MaxBufferedBody ||
-		p.RetryBudget != want.RetryBudget || p.RetryBudgetFloor != want.RetryBudgetFloor {
+	if !reflect.DeepEqual(p, want) {
 		t.Errorf("DefaultRetryPolicy() = %+v, want %+v", p, want)
 	}
 	if err := p.Validate(); err != nil {

@@ -76,8 +76,8 @@ func TestRunAllComplete(t *testing.T) {
 		var attempts []int
 		for _, o := range res.Branches {
 			names, attempts = append(names, o.Name), append(attempts, o.Attempts)
-			if !o.Completed || o.Err != nil {
-				t.Errorf("%s: completed %v, err %v", o.Name, o.Completed, o.Err)
+			if !o.Completed || o.Err != nil || o.LastStatus != 200 {
+				t.Errorf("%s: completed %v, err %v, last status %d; want complete with a 200", o.Name, o.Completed, o.Err, o.LastStatus)
 			}
 		}
 		if !slices.Equal(names, []string{"card", "comments", "subtasks"}) || !slices.Equal(attempts, []int{2, 3, 1}) {

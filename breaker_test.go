@@ -34,6 +34,17 @@ func callOnce(t *testing.T, tr *Transport, ctx context.Context) (int, error) {
 	return resp.StatusCode, nil
 }
 
+// goCallOnce is callOnce in a goroutine of its own; the channel gets its
+// error, nil for a response, when it returns.
+func goCallOnce(t *testing.T, tr *Transport, ctx context.Context) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		_, err := callOnce(t, tr, ctx)
+		done <- err
+	}()
+	return done
+}
+
 // noWait is a context whose calls may not wait at all.
 func noWait() context.Context { return WithBudget(context.Background(), 0) }
 
@@ -291,11 +302,7 @@ func TestBreakerProbeTimeout(t *testing.T) {
 			Escalation: []time.Duration{time.Hour}, ProbeTimeout: 10 * time.Second})
 		_, _ = callOnce(t, tr, noWait())
 		time.Sleep(time.Minute)
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			_, _ = callOnce(t, tr, noWait())
-		}()
+		done := goCallOnce(t, tr, noWait())
 		time.Sleep(10*time.Second + time.Millisecond)
 		st := tr.LimitStatus(host).Breaker
 		if st.State != BreakerOpen || st.ResetIn != time.Hour-time.Millisecond {

@@ -44,11 +44,7 @@ func TestSetRetryPolicyLeavesAContextsPolicy(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newScript(answer(429, "Retry-After", "1"))
 		tr := New(s.mock())
-		done := make(chan struct{})
-		go func() {
-			_, _ = callOnce(t, tr, WithRetryPolicy(context.Background(), RetryPolicy{MaxAttempts: 4}))
-			close(done)
-		}()
+		done := goCallOnce(t, tr, WithRetryPolicy(context.Background(), RetryPolicy{MaxAttempts: 4}))
 		time.Sleep(500 * time.Millisecond)
 		_ = tr.SetRetryPolicy(RetryPolicy{MaxAttempts: 1})
 		<-done
@@ -102,11 +98,7 @@ func TestSetLimitRaisedConcurrencyLetsWaitersThrough(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		done := make(chan struct{})
-		go func() {
-			_, _ = callOnce(t, tr, context.Background())
-			close(done)
-		}()
+		done := goCallOnce(t, tr, context.Background())
 		synctest.Wait()
 		select {
 		case <-done:
@@ -141,11 +133,7 @@ func TestSetLimitLoweredConcurrencyTakesSlotsBack(t *testing.T) {
 		if err := tr.SetLimit(Limit{Name: "api", MaxConcurrent: 1}); err != nil {
 			t.Fatal(err)
 		}
-		done := make(chan struct{})
-		go func() {
-			_, _ = callOnce(t, tr, context.Background())
-			close(done)
-		}()
+		done := goCallOnce(t, tr, context.Background())
 		readAll(t, open[0]) // one slot frees, but two were taken under a cap of one now
 		synctest.Wait()
 		select {

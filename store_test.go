@@ -483,16 +483,12 @@ func TestSharedPauseExtendedWhileWaiting(t *testing.T) {
 		b := New(rec, WithCooldown(CooldownPolicy{Store: store, Spread: time.Nanosecond}))
 		start := time.Now()
 		_ = store.Pause(context.Background(), host, start.Add(time.Second))
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			if _, err := callOnce(t, b, context.Background()); err != nil {
-				t.Error(err)
-			}
-		}()
+		done := goCallOnce(t, b, context.Background())
 		time.Sleep(100 * time.Millisecond)
 		_ = store.Pause(context.Background(), host, start.Add(10*time.Second)) // a later 429 elsewhere
-		<-done
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
 		if sent := rec.times[0].Sub(start); sent < 10*time.Second {
 			t.Errorf("sent %v after start, inside the fleet's pause to 10s", sent)
 		}
@@ -512,17 +508,13 @@ func TestSharedSuccessClearsFailuresCountedInFlight(t *testing.T) {
 			time.Sleep(time.Second)
 			return mock.RoundTrip(r)
 		}), WithBreaker(policy))
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			if _, err := callOnce(t, b, context.Background()); err != nil {
-				t.Error(err)
-			}
-		}()
+		done := goCallOnce(t, b, context.Background())
 		time.Sleep(100 * time.Millisecond)
 		_, _ = store.BreakerFailed(context.Background(), host, false, &rules)
 		_, _ = store.BreakerFailed(context.Background(), host, false, &rules)
-		<-done // b's success, after the two failures
+		if err := <-done; err != nil { // b's success, after the two failures
+			t.Error(err)
+		}
 		if sb, _ := store.BreakerFailed(context.Background(), host, false, &rules); sb.State != BreakerClosed || sb.Failures != 1 {
 			t.Errorf("fail, fail, success, fail: %+v, want closed with one failure", sb)
 		}

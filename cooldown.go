@@ -54,13 +54,18 @@ type CooldownPolicy struct {
 // WithCooldown configures the cooldown gate, which is on by default.
 func WithCooldown(p CooldownPolicy) Option {
 	return func(t *Transport) {
+		var errs []error
+		for _, d := range []struct {
+			name  string
+			value time.Duration
+		}{{"Spread", p.Spread}, {"IdleTimeout", p.IdleTimeout}, {"MaxPause", p.MaxPause}} {
+			if d.value < 0 {
+				errs = append(errs, fmt.Errorf("ratewise: CooldownPolicy.%s (%v) must not be negative", d.name, d.value))
+			}
+		}
 		switch {
-		case p.Spread < 0:
-			t.err = errors.Join(t.err, fmt.Errorf("ratewise: CooldownPolicy.Spread (%v) must not be negative", p.Spread))
-		case p.IdleTimeout < 0:
-			t.err = errors.Join(t.err, fmt.Errorf("ratewise: CooldownPolicy.IdleTimeout (%v) must not be negative", p.IdleTimeout))
-		case p.MaxPause < 0:
-			t.err = errors.Join(t.err, fmt.Errorf("ratewise: CooldownPolicy.MaxPause (%v) must not be negative", p.MaxPause))
+		case len(errs) > 0:
+			t.err = errors.Join(append([]error{t.err}, errs...)...)
 		case p.Off:
 			t.gate = nil
 		default:

@@ -84,6 +84,13 @@ func TestCooldownPolicyErrors(t *testing.T) {
 			t.Errorf("WithCooldown(%+v): RoundTrip returned no error", p)
 		}
 	}
+	// Every bad field is named at once, as Limit and BreakerPolicy do.
+	_, err := New(nil, WithCooldown(CooldownPolicy{Spread: -1, IdleTimeout: -1, MaxPause: -1})).RoundTrip(mustRequest(t, http.MethodGet, nil))
+	for _, field := range []string{"Spread", "IdleTimeout", "MaxPause"} {
+		if err == nil || !strings.Contains(err.Error(), "CooldownPolicy."+field) {
+			t.Errorf("three bad fields: %v, want %s named", err, field)
+		}
+	}
 }
 
 func TestPriorityString(t *testing.T) {

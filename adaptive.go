@@ -22,9 +22,11 @@ import (
 // again the next time the bucket runs dry: each measure spans longer, so
 // each is closer.
 //
-// Before that, a key sends unpaced, but with a slow start: a window of
-// requests in flight that grows with each success, so that the bucket
-// running dry finds few requests on their way. A refusal of a request
+// Before that, a key sends unpaced: it has learned nothing until its
+// first rate-limit signal. Its first refusal starts the search: the pace
+// starts high, halves at each refusal that comes too soon to measure, and
+// doubles with each span of successes, until two refusals far enough
+// apart measure the server. A refusal of a request
 // sent before the last decrease is a sibling of the event that caused it,
 // and does not decrease the pace again. After a long pause (a cooldown of
 // more than a second, or a breaker that closes again) the pace resumes at
@@ -35,10 +37,12 @@ import (
 
 // Tuning of the adaptive pacer.
 const (
-	// adaptiveStartWindow and adaptiveWindowGrowth make the slow start:
-	// requests in flight at first, and the growth per success.
-	adaptiveStartWindow  = 2
-	adaptiveWindowGrowth = 0.25
+	// adaptiveProbeStart is where the search for a pace starts, from the
+	// first refusal of a key that learned nothing before it: high, since
+	// each halving costs one refusal and a few milliseconds, while each
+	// doubling from too low costs a span of sending below the server's
+	// rate.
+	adaptiveProbeStart = 100
 	// adaptiveMinSample is the shortest span between two empty buckets
 	// worth a measure; shorter ones hold more error than signal.
 	adaptiveMinSample = 100 * time.Millisecond
@@ -91,9 +95,8 @@ type adaptiveState struct {
 	// count is what the server says of its quota, nil until it says it.
 	count *serverCount
 
-	// Before the first refusal: the slow start.
-	slowStart bool
-	window    float64 // requests allowed in flight
+	// unpaced is set until the first refusal: nothing learned yet.
+	unpaced bool
 
 	// The pace climbs from rampFrom to rampTo over adaptiveRamp of
 	// succeeding, then probes beyond; before the first measure, probing
@@ -118,7 +121,7 @@ func newAdaptiveState(start, ceiling float64) *adaptiveState {
 	if start > 0 && !math.IsInf(start, 1) {
 		a.setPace(start, start, 0, 0)
 	} else {
-		a.slowStart, a.window = true, adaptiveStartWindow
+		a.unpaced = true
 	}
 	return a
 }
@@ -126,7 +129,7 @@ func newAdaptiveState(start, ceiling float64) *adaptiveState {
 // rate is the learned pace at now, in requests a second; +Inf while
 // unpaced.
 func (a *adaptiveState) rate(now time.Time) float64 {
-	if a.slowStart || a.count != nil {
+	if a.unpaced {
 		return a.ceiling
 	}
 	var r float64
@@ -244,6 +247,9 @@ func (a *adaptiveState) takeLocked(now time.Time) (seq uint64, delay time.Durati
 	a.sent++
 	a.inFlight++
 	a.lastSend = now
+	if a.count != nil {
+		a.count.markSent(a.sent)
+	}
 	return a.sent, 0, nil, true
 }
 
@@ -262,8 +268,6 @@ func (a *adaptiveState) wait(now time.Time) (time.Duration, <-chan struct{}) {
 			return d, nil // the ceiling's pace binds
 		}
 		return cd, ready
-	case a.slowStart && math.IsInf(a.rate(now), 1) && float64(a.inFlight) >= a.window:
-		return 0, a.answered()
 	}
 	return d, nil
 }
@@ -282,7 +286,7 @@ func (a *adaptiveState) resume(now time.Time) {
 	if a.resumeAt.IsZero() || now.Before(a.resumeAt) {
 		return
 	}
-	if r := a.rate(now); !math.IsInf(r, 1) && a.count == nil {
+	if r := a.rate(now); !math.IsInf(r, 1) {
 		a.setPace(r*adaptiveResume, r, a.band, a.hold)
 		a.next = now
 	}
@@ -320,11 +324,23 @@ func (a *adaptiveState) outcome(seq uint64, an serverAnswer, now time.Time) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.settle()
+	a.learn(seq, seq > a.cutAt, an, now)
+}
+
+// untracked learns from the answer to a request the key did not pace,
+// sent before it had learned anything: the signal that armed it when
+// first, else a sibling of that signal. The request is not in flight.
+func (a *adaptiveState) untracked(an serverAnswer, first bool, now time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.learn(0, first, an, now)
+}
+
+// learn takes in the answer to request seq, with a.mu held; newEvent
+// says a refusal in it is not the sibling of one already answered.
+func (a *adaptiveState) learn(seq uint64, newEvent bool, an serverAnswer, now time.Time) {
 	if an.ok {
 		a.successes++
-		if a.slowStart {
-			a.window += adaptiveWindowGrowth
-		}
 		if !a.lastSuccess.IsZero() {
 			credit := min(now.Sub(a.lastSuccess), adaptiveMaxCredit)
 			if r := a.rate(now); !math.IsInf(r, 1) {
@@ -334,11 +350,12 @@ func (a *adaptiveState) outcome(seq uint64, an serverAnswer, now time.Time) {
 		}
 		a.lastSuccess = now
 	}
-	if a.counted(seq, an, now) {
-		return
-	}
-	if an.refused {
-		if seq > a.cutAt {
+	explained := a.counted(seq, an, now)
+	if an.refused && !explained {
+		// A long pause the server asks of a key that paces nothing yet
+		// answers the refusal: the cooldown holds the key, and it resumes
+		// unpaced.
+		if newEvent && !(a.unpaced && an.hint > time.Second) {
 			a.decrease(now)
 		}
 		a.lastEmpty, a.successesAtEmpty = now, a.successes
@@ -369,21 +386,25 @@ func (a *adaptiveState) decrease(now time.Time) {
 	}
 	a.cutAt = a.sent
 	defer func() { a.slack = false }() // a new span begins
-	wasSlowStart := a.slowStart
-	a.slowStart = false
-	if span := now.Sub(a.lastEmpty); !a.lastEmpty.IsZero() && span >= adaptiveMinSample && !a.slack {
+	wasUnpaced := a.unpaced
+	a.unpaced = false
+	if span := now.Sub(a.lastEmpty); !wasUnpaced && !a.lastEmpty.IsZero() && span >= adaptiveMinSample && !a.slack {
 		// A measure: between the two refusals the key kept the server
 		// busy, and the server refilled what it let through, give or take
 		// a token. Send at the low end, which it can always serve, and
 		// climb to the high end.
+		// A span that began below the server's rate measures it low: the
+		// pace that ran the server dry is above it, and a cut of it is
+		// not far below.
 		s := float64(a.successes - a.successesAtEmpty)
-		a.setPace(math.Max(s-1, 1)/span.Seconds(), (s+1)/span.Seconds(), 0, min(span, adaptiveMaxHold))
-	} else if wasSlowStart {
-		// Nothing to measure yet: start from what went through in the
-		// first second or so, and double until a refusal measures.
-		elapsed := math.Max(now.Sub(a.firstSend).Seconds(), 1)
+		low := math.Max(math.Max(s-1, 1)/span.Seconds(), a.rate(now)*adaptiveCut)
+		a.setPace(low, math.Max((s+1)/span.Seconds(), low), 0, min(span, adaptiveMaxHold))
+	} else if wasUnpaced {
+		// Nothing to measure yet: search, from high, halving at each
+		// refusal and doubling while requests succeed, until a refusal
+		// measures.
 		a.probing = true
-		a.rampFrom = math.Min(math.Max(float64(a.successes)/elapsed, 1), a.ceiling)
+		a.rampFrom = math.Min(adaptiveProbeStart, a.ceiling)
 		a.succeeding = 0
 	} else if a.probing {
 		// Refused again too soon to measure: back off half, probe on.

@@ -88,6 +88,11 @@ func (k *keyed[S]) acquire(key string, create bool) *keyedEntry[S] {
 	if created {
 		if !create {
 			sh.mu.Unlock()
+			// A miss is a lookup too: keys that keep no state (an
+			// adaptive scope's that learned nothing) drive the sweeps.
+			if k.lookups.Add(1)%sweepCheckEvery == 0 {
+				k.maybeSweep(time.Now())
+			}
 			return nil
 		}
 		e = new(keyedEntry[S])

@@ -14,7 +14,7 @@ import (
 // then its turn by the bucket, the spacing or the adaptive pace. It returns
 // the request's number in an adaptive scope's key. A request that must not
 // wait, or not that long, gets a *LimitError instead.
-func (s *scope) admit(c *call, key string, st *scopeState) (seq uint64, slotted bool, err error) {
+func (s *scope) admit(c *call, key string, st *scopeState) (seq uint64, slotted, scout bool, err error) {
 	if st.gen.Load() != s.gen.Load() {
 		st.mu.Lock()
 		s.catchUp(st, time.Now())
@@ -29,12 +29,12 @@ func (s *scope) admit(c *call, key string, st *scopeState) (seq uint64, slotted 
 	// slot would be spent late, in a burst with others.
 	if l.MaxConcurrent > 0 {
 		if err := s.acquireSlot(c, key, st, deadline, l); err != nil {
-			return 0, false, err
+			return 0, false, false, err
 		}
 		slotted = true
 	}
-	if st.adapt != nil { // fixed for the state's life
-		seq, err = s.admitAdaptive(c, key, st, deadline, l)
+	if s.adaptive {
+		seq, scout, err = s.admitLearned(c, key, st, deadline, l)
 	} else {
 		err = s.pace(c, key, st, deadline, l)
 	}
@@ -42,7 +42,7 @@ func (s *scope) admit(c *call, key string, st *scopeState) (seq uint64, slotted 
 		s.releaseSlot(st)
 		slotted = false
 	}
-	return seq, slotted, err
+	return seq, slotted, scout, err
 }
 
 // turn is a place taken in a key's pace, which can be given back when the

@@ -136,7 +136,7 @@ func (s *scope) status(key string, now time.Time) ScopeStatus {
 		out.Tokens = math.Max(st.bucket.TokensAt(now), 0)
 	}
 	out.InFlight, out.Waiting = st.inFlight, st.waiting
-	if a := st.adapt; a != nil {
+	if a := st.adapt.Load(); a != nil {
 		a.mu.Lock()
 		defer a.mu.Unlock()
 		out.InFlight = max(out.InFlight, a.inFlight)
@@ -146,7 +146,7 @@ func (s *scope) status(key string, now time.Time) ScopeStatus {
 		}
 		if c := a.count; c != nil {
 			out.Counted, out.QuotaRemaining = true, c.remaining
-			if r := math.Min(c.refill(now), a.ceiling); r > 0 && out.LearnedRate == 0 {
+			if r := math.Min(c.refill(), a.ceiling); r > 0 && out.LearnedRate == 0 {
 				out.LearnedRate = r
 			}
 		}

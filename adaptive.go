@@ -72,8 +72,10 @@ const (
 	// measure before probing beyond it.
 	adaptiveMaxHold = 30 * time.Second
 	// adaptiveMaxRate bounds every pace, so that a long run of successes
-	// cannot probe it to infinity.
+	// cannot probe it to infinity; adaptiveMinRate is the slowest a pace
+	// goes, one request a minute.
 	adaptiveMaxRate = 1e6
+	adaptiveMinRate = 1.0 / 60
 )
 
 // adaptiveState is what an adaptive scope has learned of one key.
@@ -94,6 +96,15 @@ type adaptiveState struct {
 
 	// count is what the server says of its quota, nil until it says it.
 	count *serverCount
+	// win is what refusals taught of a server that gives its quota back
+	// all at once, nil unless the key is windowed. notWindowed is set once
+	// a window gave less than two requests: a slow bucket, or a sliding
+	// window whose hints overstate the wait. dryTarget is the earliest
+	// instant the hints of the refusals since the last success said to
+	// come back.
+	win         *learnedWindow
+	notWindowed bool
+	dryTarget   time.Time
 
 	// unpaced is set until the first refusal: nothing learned yet.
 	unpaced bool
@@ -268,8 +279,25 @@ func (a *adaptiveState) wait(now time.Time) (time.Duration, <-chan struct{}) {
 			return d, nil // the ceiling's pace binds
 		}
 		return cd, ready
+	case a.win != nil:
+		wd, ready := a.win.wait(a, now)
+		if d > wd {
+			return d, nil
+		}
+		return wd, ready
 	}
 	return d, nil
+}
+
+// floorRate is the slowest a refusal cuts a pace to: one request a
+// minute, or one per the refusal's hint, which says a request may pass
+// after it. The hint is honoured for its request anyway: a pace slower
+// than it would hold the key's requests longer than the server asked.
+func floorRate(hint time.Duration) float64 {
+	if hint <= 0 {
+		return adaptiveMinRate
+	}
+	return math.Max(1/hint.Seconds(), adaptiveMinRate)
 }
 
 // interval is the time between two requests at r a second.
@@ -346,20 +374,59 @@ func (a *adaptiveState) learn(seq uint64, newEvent bool, an serverAnswer, now ti
 			if r := a.rate(now); !math.IsInf(r, 1) {
 				credit = min(credit, 2*interval(r))
 			}
+			if a.probing {
+				credit = min(credit, adaptiveProbeGrowth) // at most a doubling a success
+			}
 			a.succeeding += credit
 		}
 		a.lastSuccess = now
+		a.dryTarget = time.Time{}
+		if a.win != nil {
+			a.win.succeeded(now)
+		}
 	}
 	explained := a.counted(seq, an, now)
 	if an.refused && !explained {
-		// A long pause the server asks of a key that paces nothing yet
-		// answers the refusal: the cooldown holds the key, and it resumes
-		// unpaced.
-		if newEvent && !(a.unpaced && an.hint > time.Second) {
-			a.decrease(now)
-		}
-		a.lastEmpty, a.successesAtEmpty = now, a.successes
+		a.refused(newEvent, an.hint, now)
 	}
+}
+
+// refused learns from a refusal no count explains, with a.mu held.
+func (a *adaptiveState) refused(newEvent bool, hint time.Duration, now time.Time) {
+	defer func() { a.lastEmpty, a.successesAtEmpty = now, a.successes }()
+	var target time.Time
+	if hint > 0 {
+		target = now.Add(hint)
+		if a.dryTarget.IsZero() || target.Before(a.dryTarget) {
+			a.dryTarget = target
+		}
+	}
+	if a.win != nil {
+		if a.windowRefused(target, now) {
+			return
+		}
+		a.notWindowed = true
+	}
+	// Refused again a while after the last refusal, nothing let through
+	// since: the server refilled nothing, a window's way. A pause of more
+	// than a second the server asks for is one too, until it shows
+	// otherwise.
+	dry := newEvent && !a.lastEmpty.IsZero() && a.successes == a.successesAtEmpty && now.Sub(a.lastEmpty) >= windowDryGap
+	switch {
+	case !a.notWindowed && (dry || hint > time.Second):
+		a.becomeWindowed(a.dryTarget, now)
+	case newEvent:
+		a.decrease(hint, now)
+	}
+}
+
+// hintPausesKey reports whether a refusal's long hint should pause the
+// key's other requests too, with a.mu not held: not once the key showed
+// its hints overstate when the quota comes back.
+func (a *adaptiveState) hintPausesKey() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return !a.notWindowed
 }
 
 // pause holds the pace until until, a long pause of the server's: then it
@@ -376,7 +443,7 @@ func (a *adaptiveState) pause(until time.Time) {
 var adaptiveTrace func(format string, args ...any)
 
 // decrease answers a new refusal, with a.mu held.
-func (a *adaptiveState) decrease(now time.Time) {
+func (a *adaptiveState) decrease(hint time.Duration, now time.Time) {
 	if adaptiveTrace != nil {
 		defer func(before float64) {
 			adaptiveTrace("%v decrease: rate %.1f -> %.1f (probing %v, climb %.1f->%.1f) successes %d in %v",
@@ -388,29 +455,34 @@ func (a *adaptiveState) decrease(now time.Time) {
 	defer func() { a.slack = false }() // a new span begins
 	wasUnpaced := a.unpaced
 	a.unpaced = false
-	if span := now.Sub(a.lastEmpty); !wasUnpaced && !a.lastEmpty.IsZero() && span >= adaptiveMinSample && !a.slack {
+	s := float64(a.successes - a.successesAtEmpty)
+	switch span := now.Sub(a.lastEmpty); {
+	case !wasUnpaced && !a.lastEmpty.IsZero() && span >= adaptiveMinSample && !a.slack && s >= 2:
 		// A measure: between the two refusals the key kept the server
 		// busy, and the server refilled what it let through, give or take
 		// a token. Send at the low end, which it can always serve, and
-		// climb to the high end.
-		// A span that began below the server's rate measures it low: the
-		// pace that ran the server dry is above it, and a cut of it is
-		// not far below.
-		s := float64(a.successes - a.successesAtEmpty)
-		low := math.Max(math.Max(s-1, 1)/span.Seconds(), a.rate(now)*adaptiveCut)
+		// climb to the high end. A span that began below the server's
+		// rate measures it low: the pace that ran the server dry is above
+		// it, and a cut of it is not far below.
+		low := math.Max((s-1)/span.Seconds(), a.rate(now)*adaptiveCut)
 		a.setPace(low, math.Max((s+1)/span.Seconds(), low), 0, min(span, adaptiveMaxHold))
-	} else if wasUnpaced {
+	case wasUnpaced:
 		// Nothing to measure yet: search, from high, halving at each
 		// refusal and doubling while requests succeed, until a refusal
-		// measures.
+		// measures. A server that asks for long waits is searched from
+		// lower: each refusal holds its request that long.
+		start := float64(adaptiveProbeStart)
+		if hint > time.Second {
+			start = math.Max(adaptiveProbeStart*adaptiveProbeGrowth.Seconds()/hint.Seconds(), adaptiveMinRate)
+		}
 		a.probing = true
-		a.rampFrom = math.Min(adaptiveProbeStart, a.ceiling)
+		a.rampFrom = math.Min(start, a.ceiling)
 		a.succeeding = 0
-	} else if a.probing {
+	case a.probing:
 		// Refused again too soon to measure: back off half, probe on.
-		a.rampFrom, a.succeeding = math.Max(a.rate(now)/2, 1), 0
-	} else {
-		r := a.rate(now) * adaptiveCut
+		a.rampFrom, a.succeeding = math.Max(a.rate(now)/2, floorRate(hint)), 0
+	default:
+		r := math.Max(a.rate(now)*adaptiveCut, floorRate(hint))
 		a.setPace(r, r, 0, 0)
 	}
 	// The bucket is empty now: the first request at the new pace waits

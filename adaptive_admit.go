@@ -196,9 +196,8 @@ func (s *scope) arm(key string, st *scopeState, now time.Time) (a *adaptiveState
 // learnUntracked tells every adaptive scope the request passed unpaced
 // (its key had learned nothing when it was admitted) of a rate-limit
 // signal in its answer: a refusal, or a count of the server's quota. The
-// key's learning starts with it. hint is the refusal's wait hint, and
-// pausedUntil, when set, the pause the cooldown gate made of it.
-func (c *call) learnUntracked(resp *http.Response, class Class, hint time.Duration, pausedUntil time.Time) {
+// key's learning starts with it. hint is the refusal's wait hint.
+func (c *call) learnUntracked(resp *http.Response, class Class, hint time.Duration) {
 	now := time.Now()
 	an := readAnswer(resp, nil, class, now)
 	an.hint = hint
@@ -212,9 +211,6 @@ func (c *call) learnUntracked(resp *http.Response, class Class, hint time.Durati
 		key := s.key(c.req)
 		e := s.states.acquire(key, true)
 		a, created := s.arm(key, &e.state, now)
-		if !pausedUntil.IsZero() {
-			a.pause(pausedUntil)
-		}
 		a.untracked(an, created, now)
 		s.states.release(e)
 	}

@@ -130,6 +130,12 @@ func (a *adaptiveState) counted(seq uint64, an serverAnswer, now time.Time) (exp
 		c.consumed++
 	}
 	explained = an.refused && an.remaining == 0
+	if explained && !c.refills && !c.resetAt.IsZero() && !now.Before(c.resetAt) {
+		// Refused after the reset the counts said: the quota does not
+		// come back at once (a sliding window), but bit by bit. Let
+		// limit/reset say how fast, until it fails too.
+		c.refills, c.noBound = true, false
+	}
 	if an.refused && c.sentOnRefill(seq) {
 		// A request sent on the refill limit/reset promised was refused:
 		// it is no refill to count on (a window, or other clients). One

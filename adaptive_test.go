@@ -364,36 +364,61 @@ func TestAdaptiveForgetsIdleKey(t *testing.T) {
 
 func TestAdaptiveBreakerCloseResumesGently(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		srv := bucketAPI(1000, 1000, 0, false)
-		tr := New(srv, WithLimit(Limit{Adaptive: true, StartRate: 40}))
-		// A refusal with a long hint pauses the key: the pace resumes at half.
-		resp := &http.Response{StatusCode: 429, Header: http.Header{"Retry-After": {"5"}}, Body: http.NoBody}
-		req := mustRequest(t, http.MethodGet, nil)
-		c := call{t: tr, policy: tr.retry.Load(), req: req, out: req, ctx: context.Background()}
-		if err := c.admitScopes(); err != nil {
-			t.Fatal(err)
+		// A 503 opens the breaker; its probe's success closes it: the
+		// server just recovered, and the key's pace resumes at half.
+		s := newScript(answer(503), answer(200))
+		tr := New(s.mock(), WithRetry(RetryPolicy{MaxAttempts: 1}), WithLimit(Limit{Adaptive: true, StartRate: 40}),
+			WithBreaker(BreakerPolicy{ConsecutiveFailures: 1, Cooldown: 10 * time.Second}))
+		if status, _ := callOnce(t, tr, context.Background()); status != 503 {
+			t.Fatalf("first call = %d, want the 503", status)
 		}
-		c.feedBack(resp, nil, RateLimited)
-		e := tr.scopes[0].states.acquire(req.URL.Host, false)
+		e := tr.scopes[0].states.acquire(host, false)
 		defer tr.scopes[0].states.release(e)
 		a := e.state.adapt.Load()
 		a.mu.Lock()
-		cut := a.rate(time.Now())
-		resumeAt := a.resumeAt
+		before := a.rate(time.Now())
 		a.mu.Unlock()
-		if !resumeAt.Equal(time.Now().Add(5 * time.Second)) {
-			t.Fatalf("resume at %v, want at the end of the 5s hint", resumeAt)
+		if status, err := callOnce(t, tr, context.Background()); status != 200 || err != nil {
+			t.Fatalf("the probe = %d, %v; want the 200 after the cooldown", status, err)
 		}
-		time.Sleep(5 * time.Second)
-		r, err := tr.RoundTrip(mustRequest(t, http.MethodGet, nil))
-		if err != nil {
-			t.Fatal(err)
-		}
-		_ = r.Body.Close()
+		// The key's next request resumes at half (see
+		// TestAdaptiveResumesAtHalfAfterLongPause).
 		a.mu.Lock()
 		defer a.mu.Unlock()
-		if got := a.rate(time.Now()); math.Abs(got-cut*adaptiveResume) > 0.5 {
-			t.Errorf("pace after the pause = %.1f, want half of %.1f", got, cut)
+		if a.resumeAt != time.Now() {
+			t.Fatalf("resume at %v, want now, as the breaker closed", a.resumeAt)
+		}
+		a.resume(time.Now())
+		if got := a.rate(time.Now()); got != before*adaptiveResume {
+			t.Errorf("pace after the breaker closed = %.1f, want half of %.1f", got, before)
+		}
+	})
+}
+
+// TestAdaptiveLongHintHoldsTheKeyAsAWindow: a refusal asking for more
+// than a second holds every request of the key until then, as a window's
+// end; then they go at once, not at the pace the key had.
+func TestAdaptiveLongHintHoldsTheKeyAsAWindow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newScript(answer(429, "Retry-After", "5"), answer(200))
+		tr := New(s.mock(), WithRetry(RetryPolicy{MaxAttempts: 1}), WithCooldown(CooldownPolicy{Off: true}),
+			WithLimit(Limit{Adaptive: true, StartRate: 2}))
+		start := time.Now()
+		if status, _ := callOnce(t, tr, context.Background()); status != 429 {
+			t.Fatalf("first call = %d, want the 429", status)
+		}
+		var wg sync.WaitGroup
+		for range 5 {
+			wg.Go(func() {
+				if status, err := callOnce(t, tr, context.Background()); status != 200 {
+					t.Errorf("call = %d, %v; want 200", status, err)
+				}
+			})
+		}
+		wg.Wait()
+		at := s.offsets(start)
+		if want := []time.Duration{0, 5 * time.Second, 5 * time.Second, 5 * time.Second, 5 * time.Second, 5 * time.Second}; !slices.Equal(at, want) {
+			t.Errorf("requests at %v, want the refused one, then the other five at the end of its 5s hint, at once", at)
 		}
 	})
 }

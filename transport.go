@@ -504,35 +504,46 @@ func (c *call) feedBack(resp *http.Response, err error, class Class) {
 	c.ticket = breakerTicket{}
 	// hint is the server's wait hint on a refusal it is honoured for.
 	var hint time.Duration
-	var pausedUntil time.Time
+	now := time.Now()
 	if err == nil && class != Final && !c.policy.IgnoreRetryAfter {
-		now := time.Now()
 		if h, ok := WaitHint(resp, now); ok && h > 0 {
-			hint = h
-			if c.t.gate != nil && (h > time.Second || !c.t.paced.Load()) {
-				pausedUntil = now.Add(min(h, c.t.gate.MaxPause))
-				c.t.gate.pause(c.ctx, c.gateKey(), pausedUntil)
-			}
+			// No hint holds a key longer than the gate's longest pause.
+			hint = min(h, c.t.maxPause())
 		}
 	}
 	if c.t.learns && err == nil && (class == RateLimited || c.sampleQuota(resp)) {
-		c.learnUntracked(resp, class, hint, pausedUntil)
+		c.learnUntracked(resp, class, hint)
 	}
-	if c.adaptive.n > 0 {
-		now := time.Now()
-		if probed && err == nil && class == Final {
-			pausedUntil = now // the breaker closes: resume gently
-		}
-		c.adaptive.drain(func(t adaptiveTicket) {
-			if !pausedUntil.IsZero() && t.a != nil {
-				t.a.pause(pausedUntil)
+	// A hint pauses the key's other requests too: all of them when
+	// nothing paces the key, else only a hint of more than a second, and
+	// not once the key's learned pace has seen its server's hints
+	// overstate when its quota comes back.
+	pausesKey := hint > 0 && c.t.gate != nil && (hint > time.Second || !c.t.paced.Load())
+	closed := probed && err == nil && class == Final
+	c.adaptive.drain(func(t adaptiveTicket) {
+		t.finish(resp, err, class, hint, now)
+		if t.a != nil {
+			pausesKey = pausesKey && t.a.hintPausesKey()
+			if closed {
+				t.a.pause(now) // the breaker closes: resume gently
 			}
-			t.finish(resp, err, class, hint, now)
-		})
+		}
+	})
+	if pausesKey {
+		c.t.gate.pause(c.ctx, c.gateKey(), now.Add(hint))
 	}
 	if err != nil {
 		c.held.release()
 	}
+}
+
+// maxPause is the longest one hint holds a key: the cooldown gate's
+// MaxPause, or its default without a gate.
+func (t *Transport) maxPause() time.Duration {
+	if t.gate != nil {
+		return t.gate.MaxPause
+	}
+	return DefaultCooldownMaxPause
 }
 
 // deliver hands resp to the caller, its body freeing the slots it holds.

@@ -105,6 +105,9 @@ type adaptiveState struct {
 	win         *learnedWindow
 	notWindowed bool
 	dryTarget   time.Time
+	// dry counts the refusals in a row, each a while after the last with
+	// nothing let through between: two say the server refills nothing.
+	dry int
 
 	// unpaced is set until the first refusal: nothing learned yet.
 	unpaced bool
@@ -380,7 +383,7 @@ func (a *adaptiveState) learn(seq uint64, newEvent bool, an serverAnswer, now ti
 			a.succeeding += credit
 		}
 		a.lastSuccess = now
-		a.dryTarget = time.Time{}
+		a.dryTarget, a.dry = time.Time{}, 0
 		if a.win != nil {
 			a.win.succeeded(now)
 		}
@@ -407,13 +410,16 @@ func (a *adaptiveState) refused(newEvent bool, hint time.Duration, now time.Time
 		}
 		a.notWindowed = true
 	}
-	// Refused again a while after the last refusal, nothing let through
-	// since: the server refilled nothing, a window's way. A pause of more
-	// than a second the server asks for is one too, until it shows
-	// otherwise.
-	dry := newEvent && !a.lastEmpty.IsZero() && a.successes == a.successesAtEmpty && now.Sub(a.lastEmpty) >= windowDryGap
+	// Refused twice in a row, each a while after the last refusal,
+	// nothing let through since: the server refills nothing, a window's
+	// way. (Once could be other clients taking what it refilled.) A pause
+	// of more than a second the server asks for is one too, until it
+	// shows otherwise.
+	if newEvent && !a.lastEmpty.IsZero() && a.successes == a.successesAtEmpty && now.Sub(a.lastEmpty) >= windowDryGap {
+		a.dry++
+	}
 	switch {
-	case !a.notWindowed && (dry || hint > time.Second):
+	case !a.notWindowed && (a.dry >= 2 || hint > time.Second):
 		a.becomeWindowed(a.dryTarget, now)
 	case newEvent:
 		a.decrease(hint, now)

@@ -502,10 +502,14 @@ func (c *call) feedBack(resp *http.Response, err error, class Class) {
 	probed := c.ticket.probe != nil
 	c.ticket.outcome(c, resp, err, class)
 	c.ticket = breakerTicket{}
-	// hint is the server's wait hint on a refusal it is honoured for.
+	// hint is the server's wait hint on a refusal it is honoured for. The
+	// clock is read only when something needs the time: on this machine's
+	// kind a reading costs as much as the rest of a request that needs no
+	// help.
 	var hint time.Duration
-	now := time.Now()
+	var now time.Time
 	if err == nil && class != Final && !c.policy.IgnoreRetryAfter {
+		now = time.Now()
 		if h, ok := WaitHint(resp, now); ok && h > 0 {
 			// No hint holds a key longer than the gate's longest pause.
 			hint = min(h, c.t.maxPause())
@@ -520,6 +524,9 @@ func (c *call) feedBack(resp *http.Response, err error, class Class) {
 	// overstate when its quota comes back.
 	pausesKey := hint > 0 && c.t.gate != nil && (hint > time.Second || !c.t.paced.Load())
 	closed := probed && err == nil && class == Final
+	if c.adaptive.n > 0 && now.IsZero() {
+		now = time.Now()
+	}
 	c.adaptive.drain(func(t adaptiveTicket) {
 		t.finish(resp, err, class, hint, now)
 		if t.a != nil {

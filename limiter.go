@@ -95,23 +95,31 @@ type Limit struct {
 	// IdleTimeout is how long a key's state outlives its last request;
 	// zero means DefaultIdleTimeout.
 	IdleTimeout time.Duration
-	// Adaptive makes the scope learn each key's pace from the server
-	// rather than be told it. Where responses count the quota
-	// (X-RateLimit-Remaining/Reset, RateLimit-Remaining/Reset, or the
-	// IETF draft RateLimit and RateLimit-Policy), a key sends no more than
-	// the count allows: what remains, less what is on its way, plus what
-	// the server surely refills; a quota of a window of a minute or more
-	// is spread evenly until its reset. Where only refusals tell, the
-	// scope measures the server's rate between them and paces just under
-	// it, climbing while requests succeed, so that refusals stay few and
-	// the server stays busy; the refusals of one event slow the key once.
+	// Adaptive makes the scope learn each key's limit from the server
+	// rather than be told it; New adds one such scope by default (see
+	// LearnedScope). A key that has seen no rate-limit signal goes
+	// unpaced and costs nothing but its first request, which goes alone:
+	// the others of its first wave wait for its answer. From its first
+	// signal on, a refusal or a count of the quota, the key is paced by
+	// what it learned:
+	//   - where responses count the quota (X-RateLimit-*, RateLimit-*,
+	//     the IETF draft RateLimit and RateLimit-Policy, and vendors'
+	//     forms), it sends what the count says is left, less what is on
+	//     its way, at once; then what the server refills, as the counts
+	//     measure it for a bucket, or nothing until the reset for a
+	//     window;
+	//   - where only refusals tell, it measures the server's rate between
+	//     refusals and paces just under it, climbing while requests
+	//     succeed, and the refusals of one event slow it once;
+	//   - a server that refills nothing between refusals, or asks for
+	//     pauses of more than a second, is taken for a window: the key
+	//     waits for the window to reopen, then sends its quota at once.
 	// Rate, when set, is a ceiling the pace never passes; Burst is not
-	// used. A key starts unpaced, with a slow start, or at StartRate;
-	// after a long cooldown or a breaker that closes again it resumes at
-	// half its pace; it forgets what it learned when it goes idle.
+	// used. After a breaker that closes again the pace resumes at half.
+	// A key forgets what it learned when it goes idle.
 	Adaptive bool
 	// StartRate is the pace of a key an adaptive scope has not learned
-	// yet; zero means unpaced, with a slow start.
+	// yet; zero means unpaced until the key's first signal.
 	StartRate rate.Limit
 	// Store, when set, keeps the scope's token buckets where several
 	// transports share them (ratewise/redis, or a MemoryStore), so that a

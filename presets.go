@@ -127,9 +127,9 @@ func TheAudioDBLimit() Limit { return perWindow("theaudiodb", 30, time.Minute) }
 
 // GitHubLimit is the GitHub REST API's primary limit for an authenticated
 // client: 5,000 requests an hour, with at most 100 in flight. GitHub
-// counts the quota in X-RateLimit-* headers, so the limit is adaptive and
-// spreads what the hour has left evenly until its reset; 5,000 an hour is
-// its ceiling.
+// counts the quota in X-RateLimit-* headers, so the limit is adaptive: it
+// sends what the hour has left and then waits for its reset, never faster
+// than its ceiling of 5,000 an hour.
 // https://docs.github.com/en/rest/using-the-rest-api/rate-limits-for-the-rest-api
 func GitHubLimit() Limit {
 	return Limit{Name: "github", Adaptive: true, Rate: rate.Every(time.Hour / 5000), MaxConcurrent: 100}

@@ -38,11 +38,11 @@ import (
 // Tuning of the adaptive pacer.
 const (
 	// adaptiveProbeStart is where the search for a pace starts, from the
-	// first refusal of a key that learned nothing before it: high, since
-	// each halving costs one refusal and a few milliseconds, while each
-	// doubling from too low costs a span of sending below the server's
-	// rate.
-	adaptiveProbeStart = 100
+	// first refusal of a key that learned nothing before it. Each halving
+	// costs a refusal (several, when other clients share the server), and
+	// each doubling one success, a few milliseconds at a fast server's
+	// rate: a start a little below most APIs' rates finds them soonest.
+	adaptiveProbeStart = 25
 	// adaptiveMinSample is the shortest span between two empty buckets
 	// worth a measure; shorter ones hold more error than signal.
 	adaptiveMinSample = 100 * time.Millisecond

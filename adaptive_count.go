@@ -40,6 +40,10 @@ const (
 	// countMaxReask bounds the wait before asking again when a count says
 	// nothing is left and not when it comes back.
 	countMaxReask = time.Minute
+	// countMinShare and countShareRegain bound and restore the share of a
+	// count a key takes when others take from it too.
+	countMinShare    = 1.0 / 16
+	countShareRegain = 1.02
 )
 
 // serverAnswer is what the answer to a request tells the pacer.
@@ -86,6 +90,10 @@ type serverCount struct {
 	// onRefillNow says whether the last wait let one go so.
 	onRefill    uint64
 	onRefillNow bool
+	// share is the part of what the count says is left that the key
+	// takes: less than all once a request the count let go was refused,
+	// the quota taken meanwhile by other clients it shares with.
+	share float64
 }
 
 // markSent notes how request seq was let go, with a.mu held.
@@ -123,7 +131,7 @@ func (a *adaptiveState) counted(seq uint64, an serverAnswer, now time.Time) (exp
 		}
 		return false
 	case c == nil:
-		c = &serverCount{}
+		c = &serverCount{share: 1}
 		a.count = c
 	}
 	if an.ok {
@@ -136,12 +144,18 @@ func (a *adaptiveState) counted(seq uint64, an serverAnswer, now time.Time) (exp
 		// limit/reset say how fast, until it fails too.
 		c.refills, c.noBound = true, false
 	}
-	if an.refused && c.sentOnRefill(seq) {
+	switch {
+	case an.refused && c.sentOnRefill(seq):
 		// A request sent on the refill limit/reset promised was refused:
-		// it is no refill to count on (a window, or other clients). One
-		// that the count itself let go was refused for a count out of
-		// date, which says nothing of the refill.
+		// it is no refill to count on (a window, or other clients).
 		c.noBound = true
+	case explained && seq > 0:
+		// A request the count let go, refused for none left: others took
+		// the quota meanwhile. Take half as much of what is left; a
+		// success on the count wins a little back.
+		c.share = max(c.share/2, countMinShare)
+	case an.ok && seq > 0:
+		c.share = min(c.share*countShareRegain, 1)
 	}
 	// The server may take requests sent together in any order, and their
 	// answers may overtake each other: of counts that come close together,
@@ -202,7 +216,7 @@ func (c *serverCount) noteReset(reset time.Duration, now time.Time) {
 // allow a request, with a.mu held, and a channel closed at the next
 // answer, which may allow it sooner: nil when none is on its way.
 func (c *serverCount) wait(a *adaptiveState, now time.Time) (time.Duration, <-chan struct{}) {
-	left := float64(c.remaining - a.inFlight)
+	left := math.Floor(float64(c.remaining)*c.share) - float64(a.inFlight)
 	if a.inFlight > 0 {
 		// Requests on their way may reach the server in another order
 		// than sent, and a count may miss one: keep a token for that.

@@ -229,6 +229,12 @@ func (c *serverCount) wait(a *adaptiveState, now time.Time) (time.Duration, <-ch
 		return 0, nil
 	}
 	c.onRefillNow = false
+	if c.refills && refill > 0 {
+		// A bucket, or a sliding window: what is left comes back bit by
+		// bit, and its reset says nothing of when the next one does.
+		d := time.Duration((1 - credit) / refill * float64(time.Second))
+		return max(d, 1), c.nextAnswer(a)
+	}
 	// Nothing left now. The quota comes back at the reset, or, without
 	// one, is asked for again after a while; a refusal's hint that ends
 	// sooner says when to ask.

@@ -479,7 +479,7 @@ func (a *adaptiveState) decrease(hint time.Duration, now time.Time) {
 		// lower: each refusal holds its request that long.
 		start := float64(adaptiveProbeStart)
 		if hint > time.Second {
-			start = math.Max(adaptiveProbeStart*adaptiveProbeGrowth.Seconds()/hint.Seconds(), adaptiveMinRate)
+			start = math.Max(adaptiveProbeStart/hint.Seconds(), adaptiveMinRate)
 		}
 		a.probing = true
 		a.rampFrom = math.Min(start, a.ceiling)

@@ -428,11 +428,12 @@ func (a *adaptiveState) refused(newEvent bool, hint time.Duration, now time.Time
 
 // hintPausesKey reports whether a refusal's long hint should pause the
 // key's other requests too, with a.mu not held: not once the key showed
-// its hints overstate when the quota comes back.
+// its hints overstate when the quota comes back, nor while the server
+// counts its quota, whose count says when requests may go.
 func (a *adaptiveState) hintPausesKey() bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return !a.notWindowed
+	return !a.notWindowed && a.count == nil
 }
 
 // pause holds the pace until until, a long pause of the server's: then it

@@ -3,7 +3,6 @@ package ratewisetest
 import (
 	"context"
 	"io"
-	"math"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -88,38 +87,6 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 // ctx or by Close.
 func (s *Server) sleep(ctx context.Context, d time.Duration) bool {
 	return sleep(ctx, d, s.done)
-}
-
-// bucketState describes a bucket holding tokens, refilled at perSecond up
-// to burst.
-func bucketState(tokens, perSecond float64, burst int) verdict {
-	tokens = max(tokens, 0)
-	v := verdict{remaining: int(math.Floor(tokens))}
-	if tokens < 1 {
-		v.untilOne = fromSeconds((1 - tokens) / perSecond)
-	}
-	if b := float64(burst); tokens < b {
-		v.untilFull = fromSeconds((b - tokens) / perSecond)
-	}
-	return v
-}
-
-// retryAfter returns the Retry-After value telling a client refused at now
-// to come back after wait, or "" for none.
-func retryAfter(mode RetryAfterMode, now time.Time, wait time.Duration) string {
-	switch mode {
-	case RetryAfterSeconds:
-		return fakehttp.RetryAfterSeconds(wait)
-	case RetryAfterHTTPDate:
-		return fakehttp.RetryAfterDate(now, wait)
-	}
-	return ""
-}
-
-// fromSeconds converts seconds to a duration, rounding up to the
-// nanosecond so that later rounding to seconds never comes out short.
-func fromSeconds(sec float64) time.Duration {
-	return time.Duration(math.Ceil(sec * float64(time.Second)))
 }
 
 func okHandler(w http.ResponseWriter, _ *http.Request) {

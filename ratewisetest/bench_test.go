@@ -2,8 +2,10 @@ package ratewisetest
 
 import (
 	"io"
+	"math"
 	"net/http"
 	"testing"
+	"time"
 )
 
 // BenchmarkBucketAdmitted measures the in-process answer to a request the
@@ -16,6 +18,10 @@ func BenchmarkBucketAdmitted(b *testing.B) {
 		{name: "NoLimit", give: Config{}},
 		{name: "TokenBucket", give: Config{Rate: 1e12, Burst: 1}},
 		{name: "TokenBucketHeaders", give: Config{Rate: 1e12, Burst: 1, PublishHeaders: true, IETFHeaders: true}},
+		{name: "LeakyBucket", give: Config{Model: LeakyBucket, Rate: 1e12, NoDelay: true}},
+		{name: "FixedWindow", give: Config{Model: FixedWindow, Limit: math.MaxInt, Window: time.Hour}},
+		{name: "SlidingWindow", give: Config{Model: SlidingWindow, Limit: math.MaxInt, Window: time.Hour}},
+		{name: "SlidingWindowHeaders", give: Config{Model: SlidingWindow, Limit: math.MaxInt, Window: time.Hour, PublishHeaders: true, IETFHeaders: true}},
 	}
 	for _, bm := range benchmarks {
 		b.Run(bm.name, func(b *testing.B) {
@@ -41,5 +47,30 @@ func benchAdmitted(b *testing.B, cfg Config) {
 		}
 		_, _ = io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
+	}
+}
+
+// BenchmarkTake measures a model's own decision on an admitted request,
+// without the recorder and response around it.
+func BenchmarkTake(b *testing.B) {
+	benchmarks := []struct {
+		name string
+		give Config
+	}{
+		{name: "TokenBucket", give: Config{Rate: 1e12, Burst: 1}},
+		{name: "LeakyBucket", give: Config{Model: LeakyBucket, Rate: 1e12, NoDelay: true}},
+		{name: "FixedWindow", give: Config{Model: FixedWindow, Limit: math.MaxInt, Window: time.Hour}},
+		{name: "SlidingWindow", give: Config{Model: SlidingWindow, Limit: math.MaxInt, Window: time.Hour}},
+	}
+	for _, bm := range benchmarks {
+		b.Run(bm.name, func(b *testing.B) {
+			a := newAPI(bm.give)
+			b.ReportAllocs()
+			for b.Loop() {
+				if v, _ := a.take(""); !v.admitted {
+					b.Fatal("refused")
+				}
+			}
+		})
 	}
 }

@@ -221,24 +221,28 @@ func bucketState(tokens, perSecond float64, size int) verdict {
 // Ideal returns the least time calls requests take against the limit c
 // describes, from the first request's arrival to the last one's admission
 // (for a queued LeakyBucket, to its answer), for a client that sends each
-// request the moment the limit would admit it, starting on a fresh key
-// at a window's start; latency and faults aside. It is the yardstick of a
-// client's pacing: a client cannot do better, and one that waits too long
-// takes longer. For a Config that Validate refuses it returns 0.
+// request the moment the limit would admit it, starting on a fresh key at
+// a window's start; latency and faults aside. It is the yardstick of a
+// client's pacing: such a client takes Ideal, and one that waits too long
+// or is refused takes longer. A client that starts late in a clock-aligned
+// window (FixedWindow, SlidingWindow) can do up to a Window better, since
+// its first window is short. For a Config that Validate refuses it
+// returns 0.
 //
-//   - TokenBucket: (calls − Burst)/Rate, and 0 without a limit.
+//   - TokenBucket: (calls − Burst)/Rate, a zero Burst counting as 1, and
+//     0 without a limit.
 //   - LeakyBucket with NoDelay: (calls − Burst − 1)/Rate.
 //   - LeakyBucket queued: (calls − 1)/Rate, the last answer's wait
 //     included.
 //   - FixedWindow and FixedWindowFromFirst: (⌈calls/Limit⌉ − 1)·Window.
-//     A client that starts late in a clock-aligned window can do up to a
-//     Window better, since its first window is short.
 //   - SlidingWindow: (calls − 1)·Window/Limit when calls > Limit, else 0:
-//     Limit pass at once, then, with the previous window full, one every
-//     Window/Limit; each passes a nanosecond after that time, when the
-//     weighted count falls below Limit.
+//     Limit pass at once, then, with the previous window counting in
+//     full, one every Window/Limit. Since a request passes only once the
+//     weighted count is below Limit, the last passes up to a nanosecond
+//     later.
 //
-// Times below the nanosecond are rounded up.
+// Times below the nanosecond are rounded up, and those past the longest
+// duration saturate.
 func (c Config) Ideal(calls int) time.Duration {
 	if calls <= 0 || c.Validate() != nil {
 		return 0
@@ -266,21 +270,21 @@ func (c Config) Ideal(calls int) time.Duration {
 	return 0
 }
 
-// perRate returns the time n requests take at perSecond, 0 for n <= 0.
+// perRate returns the time n requests take at perSecond, 0 for n <= 0,
+// saturating at the longest duration.
 func perRate(n int, perSecond float64) time.Duration {
 	if n <= 0 {
 		return 0
 	}
-	return fromSeconds(float64(n) / perSecond)
+	sec := float64(n) / perSecond
+	if sec >= math.MaxInt64/float64(time.Second) {
+		return math.MaxInt64
+	}
+	return fromSeconds(sec)
 }
 
 // fromSeconds converts seconds to a duration, rounding up to the
-// nanosecond so that later rounding to seconds never comes out short, and
-// saturating at the longest duration.
+// nanosecond so that later rounding to seconds never comes out short.
 func fromSeconds(sec float64) time.Duration {
-	ns := math.Ceil(sec * float64(time.Second))
-	if ns >= math.MaxInt64 {
-		return math.MaxInt64
-	}
-	return time.Duration(ns)
+	return time.Duration(math.Ceil(sec * float64(time.Second)))
 }

@@ -14,17 +14,19 @@ import (
 // defaultSeed is what a zero Config.Seed means: fixed, so runs repeat.
 const defaultSeed = 0x5eed
 
-// limitedBody is the body of every 429.
+// limitedBody is the body of every refusal but an HTMLRefusal one, and of
+// Fault429.
 const limitedBody = `{"error":"rate limited"}`
 
-// Stats counts what a [Server] did. Every request is Received; it then ends
-// in exactly one of Admitted (passed to the handler), Limited (answered
-// 429) or Faults (given an injected fault), unless it was abandoned during
-// the latency, which only Received counts.
+// Stats counts what a [Server] or [Bucket] did. Every request is Received;
+// it then ends in exactly one of Admitted (passed to the handler), Limited
+// (refused by the limit) or Faults (given an injected fault), unless it was
+// abandoned during the latency or in a LeakyBucket's queue, which only
+// Received counts.
 type Stats struct {
 	Received int `json:"received"` // Received counts every request.
 	Admitted int `json:"admitted"` // Admitted counts requests passed to the handler.
-	Limited  int `json:"limited"`  // Limited counts requests answered 429.
+	Limited  int `json:"limited"`  // Limited counts requests the limit refused.
 	Faults   int `json:"faults"`   // Faults counts injected faults.
 }
 
@@ -32,9 +34,10 @@ type Stats struct {
 // [httptest.Server]. Create it with [NewServer] and stop it with
 // [Server.Close]. A Server is safe for concurrent use.
 //
-// Each request waits out the configured latency first, then meets its
-// token bucket: a request abandoned during the latency never reached the
-// "application", so it takes no token.
+// Each request waits out the configured latency first, then meets the
+// limit of its key: a request abandoned during the latency never reached
+// the "application", so it is not counted. A LeakyBucket's queued request
+// then waits its turn before the handler answers it.
 type Server struct {
 	// URL is the base URL of the server, of the form http://127.0.0.1:port,
 	// with no trailing slash.

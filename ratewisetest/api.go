@@ -129,7 +129,7 @@ func (a *api) serve(w http.ResponseWriter, r *http.Request, sleep func(context.C
 		return
 	}
 	a.setHeaders(w.Header(), v, now)
-	if !sleep(r.Context(), v.delay) {
+	if v.delay > 0 && !sleep(r.Context(), v.delay) {
 		panic(http.ErrAbortHandler) // gone while queued, as during the latency
 	}
 	a.admit(w, r, sleep)

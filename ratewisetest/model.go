@@ -223,8 +223,8 @@ func bucketState(tokens, perSecond float64, size int) verdict {
 // (for a queued LeakyBucket, to its answer), for a client that sends each
 // request the moment the limit would admit it, starting on a fresh key at
 // a window's start; latency and faults aside. It is the yardstick of a
-// client's pacing: such a client takes Ideal, and one that waits too long
-// or is refused takes longer. A client that starts late in a clock-aligned
+// client's pacing: such a client takes Ideal, and one that waits longer
+// than it must takes longer. A client that starts late in a clock-aligned
 // window (FixedWindow, SlidingWindow) can do up to a Window better, since
 // its first window is short. For a Config that Validate refuses it
 // returns 0.

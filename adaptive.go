@@ -105,6 +105,11 @@ type adaptiveState struct {
 	win         *learnedWindow
 	notWindowed bool
 	dryTarget   time.Time
+	// sentBeforeRefusal is how many requests the transport sent before
+	// the first it saw refused, of those sent before the key learned
+	// anything: the quota of a window that ran out then, when the
+	// transport calls this one server.
+	sentBeforeRefusal int64
 	// dry counts the refusals since the last success, the first of them
 	// at dryFrom: a streak long enough says the server refills nothing.
 	dry     int
@@ -361,10 +366,14 @@ func (a *adaptiveState) outcome(seq uint64, an serverAnswer, now time.Time) {
 
 // untracked learns from the answer to a request the key did not pace,
 // sent before it had learned anything: the signal that armed it when
-// first, else a sibling of that signal. The request is not in flight.
-func (a *adaptiveState) untracked(an serverAnswer, first bool, now time.Time) {
+// first, else a sibling of that signal. The request is not in flight;
+// sentBefore is how many requests its transport sent before it.
+func (a *adaptiveState) untracked(an serverAnswer, first bool, sentBefore int64, now time.Time) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if an.refused && sentBefore > 0 && (a.sentBeforeRefusal == 0 || sentBefore < a.sentBeforeRefusal) {
+		a.sentBeforeRefusal = sentBefore
+	}
 	a.learn(0, first, an, now)
 }
 

@@ -211,7 +211,7 @@ func (c *call) learnUntracked(resp *http.Response, class Class, hint time.Durati
 		key := s.key(c.req)
 		e := s.states.acquire(key, true)
 		a, created := s.arm(key, &e.state, now)
-		a.untracked(an, created, now)
+		a.untracked(an, created, c.sent-1, now)
 		s.states.release(e)
 	}
 }

@@ -1,6 +1,9 @@
 package ratewise
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // This file is the adaptive pacer's reading of a server that gives its
 // quota back all at once (a fixed window) rather than bit by bit (a
@@ -35,9 +38,12 @@ const (
 
 // learnedWindow is what a windowed key learned of its server's window.
 type learnedWindow struct {
-	quota int       // what the last window let through; 0 before one was counted
-	used  int       // successes since the window reopened
-	opens time.Time // when the exhausted window reopens; zero while open
+	quota int // what the last window let through; 0 before one was counted
+	// confirmed is set once a window reopened and gave its quota; before,
+	// the quota is the transport's guess, and a hint may not be a turn.
+	confirmed bool
+	used      int       // successes since the window reopened
+	opens     time.Time // when the exhausted window reopens; zero while open
 	// probe is the wait before asking again when no hint said when the
 	// window reopens.
 	probe time.Duration
@@ -66,11 +72,18 @@ func (a *adaptiveState) windowRefused(target, now time.Time) bool {
 		}
 		return true
 	}
-	if w.used < 2 {
+	if adaptiveTrace != nil {
+		adaptiveTrace("%v window refused: used %d, quota %d, opens in %v", now.Sub(a.firstSend).Round(time.Millisecond),
+			w.used, w.quota, target.Sub(now))
+	}
+	// A window that gave less than two, or a quarter of the last one's
+	// quota, is no window: a slow bucket, or a sliding window, whose
+	// turns give what the last one left.
+	if w.used < 2 || w.used*4 < w.quota {
 		a.win = nil
 		return false
 	}
-	w.quota = w.used
+	w.quota, w.confirmed = w.used, true
 	a.cutAt = a.sent // requests on their way are refused with it
 	switch {
 	case !target.IsZero():
@@ -90,7 +103,16 @@ func (a *adaptiveState) becomeWindowed(opens, now time.Time) {
 	if opens.IsZero() || !opens.After(now) {
 		opens = now.Add(windowProbeStart)
 	}
+	if adaptiveTrace != nil {
+		adaptiveTrace("%v windowed: opens in %v", now.Sub(a.firstSend).Round(time.Millisecond), opens.Sub(now))
+	}
 	a.win = &learnedWindow{opens: opens, probe: windowProbeStart}
+	if a.successes == 0 && a.sentBeforeRefusal > 0 {
+		// Nothing paced has passed yet: the window that ran out is the
+		// first, and what the transport sent before its first refusal is
+		// its quota, or more, when the transport calls other servers too.
+		a.win.quota = int(min(a.sentBeforeRefusal, math.MaxInt32))
+	}
 	a.cutAt = a.sent
 	// The window, not a pace, says when requests go.
 	a.unpaced, a.probing, a.next = true, false, time.Time{}
@@ -130,8 +152,14 @@ func (w *learnedWindow) wait(a *adaptiveState, now time.Time) (time.Duration, <-
 		}
 		w.opens, w.used, w.openedAt = time.Time{}, 0, now
 	}
-	if w.quota > 0 && w.used+a.inFlight >= w.quota && a.inFlight > 0 {
+	switch {
+	case w.quota > 0 && w.used+a.inFlight >= w.quota && a.inFlight > 0:
 		return 0, a.answered() // the last window's quota is on its way
+	case !w.confirmed && w.used == 0 && a.inFlight > 0:
+		// No reopening has been seen yet: one request asks first, and the
+		// rest go once it is let through, or learn with it that the
+		// window did not reopen (the hint overstated the wait).
+		return 0, a.answered()
 	}
 	return 0, nil
 }

@@ -1,0 +1,148 @@
+package ratewise
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/ratewise/ratewise/ratewisetest"
+)
+
+// learnedModels are the kinds of limit real servers keep, as
+// ratewisetest's fake keeps them, each with what it tells a refused
+// client, in the batches the tables use: buckets at 50/s burst
+// 10 with 20 workers and 500 calls; windows of 50 per second with 20
+// workers and 500 calls, and of 30 per 10s with 10 workers and 120.
+var learnedModels = []struct {
+	name           string
+	cfg            ratewisetest.Config
+	workers, calls int
+	// counted servers say their quota on every answer: the key's first
+	// answer tells the first wave what it may take. Others refuse the
+	// requests on their way when the first quota runs out: up to
+	// firstRefusals a worker each, twice where the hint is a whole
+	// sliding window, after which the window still counts the first
+	// requests in full, and the first refused are refused again.
+	counted       bool
+	firstRefusals int
+}{
+	{"token bucket, Retry-After", ratewisetest.Config{Rate: 50, Burst: 10}, 20, 500, false, 1},
+	{"token bucket, counts", ratewisetest.Config{Rate: 50, Burst: 10, PublishHeaders: true, IETFHeaders: true}, 20, 500, true, 0},
+	{"nginx limit_req nodelay, HTML 429", ratewisetest.Config{Model: ratewisetest.LeakyBucket, Rate: 50, Burst: 10, NoDelay: true,
+		HTMLRefusal: true}, 20, 500, false, 1},
+	{"nginx limit_req queued, HTML 429", ratewisetest.Config{Model: ratewisetest.LeakyBucket, Rate: 50, Burst: 10,
+		HTMLRefusal: true}, 20, 500, false, 1},
+	{"fixed window 50/1s, Unix reset, no Retry-After", ratewisetest.Config{Model: ratewisetest.FixedWindow, Limit: 50,
+		Window: time.Second, PublishHeaders: true, Reset: ratewisetest.ResetUnix, RetryAfter: ratewisetest.RetryAfterNone}, 20, 500, true, 0},
+	{"fixed window 50/1s, Retry-After to its end", ratewisetest.Config{Model: ratewisetest.FixedWindow, Limit: 50,
+		Window: time.Second}, 20, 500, false, 1},
+	{"fixed window 30/10s, Retry-After to its end", ratewisetest.Config{Model: ratewisetest.FixedWindow, Limit: 30,
+		Window: 10 * time.Second}, 10, 120, false, 1},
+	{"window from the first request 30/10s, Retry-After to its end", ratewisetest.Config{Model: ratewisetest.FixedWindowFromFirst,
+		Limit: 30, Window: 10 * time.Second}, 10, 120, false, 1},
+	{"window from the first request 50/1s, Retry-After to its end", ratewisetest.Config{Model: ratewisetest.FixedWindowFromFirst,
+		Limit: 50, Window: time.Second}, 20, 500, false, 1},
+	{"sliding window 50/1s, Retry-After the whole window", ratewisetest.Config{Model: ratewisetest.SlidingWindow, Limit: 50,
+		Window: time.Second, RetryAfter: ratewisetest.RetryAfterWindow}, 20, 500, false, 2},
+	{"sliding window 30/10s, Retry-After the whole window", ratewisetest.Config{Model: ratewisetest.SlidingWindow, Limit: 30,
+		Window: 10 * time.Second, RetryAfter: ratewisetest.RetryAfterWindow}, 10, 120, false, 2},
+	{"sliding window 30/10s, counts and Retry-After the whole window", ratewisetest.Config{Model: ratewisetest.SlidingWindow,
+		Limit: 30, Window: 10 * time.Second, RetryAfter: ratewisetest.RetryAfterWindow, PublishHeaders: true,
+		Reset: ratewisetest.ResetUnix}, 10, 120, true, 0},
+}
+
+// TestLearnedPaceOnEveryModel holds the defaults, not told anything, to
+// the targets on every kind of limit: within 10% of the least time the
+// batch can take, at most 0.05 refusals a call, and no call failed. Where
+// the server says nothing of its quota before it refuses, nothing can
+// keep the first exhaustion's requests on their way from being refused
+// too: those come on top (firstRefusals).
+func TestLearnedPaceOnEveryModel(t *testing.T) {
+	for _, m := range learnedModels {
+		t.Run(m.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				// Fake time starts in 2000, below the 10^9 seconds that
+				// tell a Unix reset from a delta: start where servers are.
+				time.Sleep(time.Until(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)))
+				srv := ratewisetest.NewBucket(m.cfg)
+				// The pacer's decisions, logged when the run misses its target.
+				var logs []string
+				adaptiveTrace = func(f string, a ...any) { logs = append(logs, fmt.Sprintf(f, a...)) }
+				defer func() { adaptiveTrace = nil }()
+				defer func() {
+					if t.Failed() {
+						t.Log(strings.Join(logs, "\n"))
+					}
+				}()
+				wall, failed, why := goodputErr(New(srv), m.workers, m.calls)
+				ideal := m.cfg.Ideal(m.calls)
+				ratio := wall.Seconds() / ideal.Seconds()
+				refused := float64(srv.Stats().Limited) / float64(m.calls)
+				maxRefused := 0.05 + float64(m.firstRefusals*m.workers)/float64(m.calls)
+				if ratio > 1.10 || refused > maxRefused || failed != 0 {
+					t.Errorf("%v, %.2f of the ideal %v; %.3f refused a call; %d failed (%s); want at most 1.10, %.3f, none",
+						wall, ratio, ideal, refused, failed, why, maxRefused)
+				}
+			})
+		})
+	}
+}
+
+// TestLearnedFleetOfFour: four transports, each learning alone, share
+// one bucket's 50/s. Each learns the others' share by its refusals, which
+// the retry jitter makes a draw: over seven fleets, the median within 15%
+// of the least time and none past twice it, no call failed.
+func TestLearnedFleetOfFour(t *testing.T) {
+	const fleets = 7
+	ratios := make([]float64, 0, fleets)
+	for range fleets {
+		synctest.Test(t, func(t *testing.T) {
+			cfg := ratewisetest.Config{Rate: 50, Burst: 10}
+			srv := ratewisetest.NewBucket(cfg)
+			jobs := make(chan struct{})
+			var wg sync.WaitGroup
+			var mu sync.Mutex
+			failed := 0
+			start := time.Now()
+			for range 4 {
+				tr := New(srv)
+				for range 5 {
+					wg.Go(func() {
+						for range jobs {
+							req, _ := http.NewRequest(http.MethodGet, "http://api.test/items", nil)
+							resp, err := tr.RoundTrip(req)
+							if err == nil {
+								_, _ = io.Copy(io.Discard, resp.Body)
+								_ = resp.Body.Close()
+							}
+							if err != nil || resp.StatusCode != 200 {
+								mu.Lock()
+								failed++
+								mu.Unlock()
+							}
+						}
+					})
+				}
+			}
+			for range 500 {
+				jobs <- struct{}{}
+			}
+			close(jobs)
+			wg.Wait()
+			if failed != 0 {
+				t.Errorf("%d calls failed, want none", failed)
+			}
+			ratios = append(ratios, time.Since(start).Seconds()/cfg.Ideal(500).Seconds())
+		})
+	}
+	slices.Sort(ratios)
+	if median, worst := ratios[fleets/2], ratios[fleets-1]; median > 1.15 || worst > 2 {
+		t.Errorf("fleets took %.2f of the ideal; want the median at most 1.15 and none past twice it", ratios)
+	}
+}

@@ -22,9 +22,11 @@ import (
 // again the next time the bucket runs dry: each measure spans longer, so
 // each is closer.
 //
-// Before that, a key sends unpaced, but with a slow start: a window of
-// requests in flight that grows with each success, so that the bucket
-// running dry finds few requests on their way. A refusal of a request
+// Before that, a key sends unpaced: it has learned nothing until its
+// first rate-limit signal. Its first refusal starts the search: the pace
+// starts high, halves at each refusal that comes too soon to measure, and
+// doubles with each span of successes, until two refusals far enough
+// apart measure the server. A refusal of a request
 // sent before the last decrease is a sibling of the event that caused it,
 // and does not decrease the pace again. After a long pause (a cooldown of
 // more than a second, or a breaker that closes again) the pace resumes at
@@ -35,10 +37,12 @@ import (
 
 // Tuning of the adaptive pacer.
 const (
-	// adaptiveStartWindow and adaptiveWindowGrowth make the slow start:
-	// requests in flight at first, and the growth per success.
-	adaptiveStartWindow  = 2
-	adaptiveWindowGrowth = 0.25
+	// adaptiveProbeStart is where the search for a pace starts, from the
+	// first refusal of a key that learned nothing before it. Each halving
+	// costs a refusal (several, when other clients share the server), and
+	// each doubling one success, a few milliseconds at a fast server's
+	// rate: a start a little below most APIs' rates finds them soonest.
+	adaptiveProbeStart = 25
 	// adaptiveMinSample is the shortest span between two empty buckets
 	// worth a measure; shorter ones hold more error than signal.
 	adaptiveMinSample = 100 * time.Millisecond
@@ -68,8 +72,10 @@ const (
 	// measure before probing beyond it.
 	adaptiveMaxHold = 30 * time.Second
 	// adaptiveMaxRate bounds every pace, so that a long run of successes
-	// cannot probe it to infinity.
+	// cannot probe it to infinity; adaptiveMinRate is the slowest a pace
+	// goes, one request a minute.
 	adaptiveMaxRate = 1e6
+	adaptiveMinRate = 1.0 / 60
 )
 
 // adaptiveState is what an adaptive scope has learned of one key.
@@ -90,10 +96,21 @@ type adaptiveState struct {
 
 	// count is what the server says of its quota, nil until it says it.
 	count *serverCount
+	// win is what refusals taught of a server that gives its quota back
+	// all at once, nil unless the key is windowed. notWindowed is set once
+	// a window gave less than two requests: a slow bucket, or a sliding
+	// window whose hints overstate the wait. dryTarget is the earliest
+	// instant the hints of the refusals since the last success said to
+	// come back.
+	win         *learnedWindow
+	notWindowed bool
+	dryTarget   time.Time
+	// dry counts the refusals in a row, each a while after the last with
+	// nothing let through between: two say the server refills nothing.
+	dry int
 
-	// Before the first refusal: the slow start.
-	slowStart bool
-	window    float64 // requests allowed in flight
+	// unpaced is set until the first refusal: nothing learned yet.
+	unpaced bool
 
 	// The pace climbs from rampFrom to rampTo over adaptiveRamp of
 	// succeeding, then probes beyond; before the first measure, probing
@@ -118,7 +135,7 @@ func newAdaptiveState(start, ceiling float64) *adaptiveState {
 	if start > 0 && !math.IsInf(start, 1) {
 		a.setPace(start, start, 0, 0)
 	} else {
-		a.slowStart, a.window = true, adaptiveStartWindow
+		a.unpaced = true
 	}
 	return a
 }
@@ -126,7 +143,7 @@ func newAdaptiveState(start, ceiling float64) *adaptiveState {
 // rate is the learned pace at now, in requests a second; +Inf while
 // unpaced.
 func (a *adaptiveState) rate(now time.Time) float64 {
-	if a.slowStart || a.count != nil {
+	if a.unpaced {
 		return a.ceiling
 	}
 	var r float64
@@ -244,6 +261,9 @@ func (a *adaptiveState) takeLocked(now time.Time) (seq uint64, delay time.Durati
 	a.sent++
 	a.inFlight++
 	a.lastSend = now
+	if a.count != nil {
+		a.count.markSent(a.sent)
+	}
 	return a.sent, 0, nil, true
 }
 
@@ -262,10 +282,25 @@ func (a *adaptiveState) wait(now time.Time) (time.Duration, <-chan struct{}) {
 			return d, nil // the ceiling's pace binds
 		}
 		return cd, ready
-	case a.slowStart && math.IsInf(a.rate(now), 1) && float64(a.inFlight) >= a.window:
-		return 0, a.answered()
+	case a.win != nil:
+		wd, ready := a.win.wait(a, now)
+		if d > wd {
+			return d, nil
+		}
+		return wd, ready
 	}
 	return d, nil
+}
+
+// floorRate is the slowest a refusal cuts a pace to: one request a
+// minute, or one per the refusal's hint, which says a request may pass
+// after it. The hint is honoured for its request anyway: a pace slower
+// than it would hold the key's requests longer than the server asked.
+func floorRate(hint time.Duration) float64 {
+	if hint <= 0 {
+		return adaptiveMinRate
+	}
+	return math.Max(1/hint.Seconds(), adaptiveMinRate)
 }
 
 // interval is the time between two requests at r a second.
@@ -282,7 +317,7 @@ func (a *adaptiveState) resume(now time.Time) {
 	if a.resumeAt.IsZero() || now.Before(a.resumeAt) {
 		return
 	}
-	if r := a.rate(now); !math.IsInf(r, 1) && a.count == nil {
+	if r := a.rate(now); !math.IsInf(r, 1) {
 		a.setPace(r*adaptiveResume, r, a.band, a.hold)
 		a.next = now
 	}
@@ -320,29 +355,85 @@ func (a *adaptiveState) outcome(seq uint64, an serverAnswer, now time.Time) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.settle()
+	a.learn(seq, seq > a.cutAt, an, now)
+}
+
+// untracked learns from the answer to a request the key did not pace,
+// sent before it had learned anything: the signal that armed it when
+// first, else a sibling of that signal. The request is not in flight.
+func (a *adaptiveState) untracked(an serverAnswer, first bool, now time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.learn(0, first, an, now)
+}
+
+// learn takes in the answer to request seq, with a.mu held; newEvent
+// says a refusal in it is not the sibling of one already answered.
+func (a *adaptiveState) learn(seq uint64, newEvent bool, an serverAnswer, now time.Time) {
 	if an.ok {
 		a.successes++
-		if a.slowStart {
-			a.window += adaptiveWindowGrowth
-		}
 		if !a.lastSuccess.IsZero() {
 			credit := min(now.Sub(a.lastSuccess), adaptiveMaxCredit)
 			if r := a.rate(now); !math.IsInf(r, 1) {
 				credit = min(credit, 2*interval(r))
 			}
+			if a.probing {
+				credit = min(credit, adaptiveProbeGrowth) // at most a doubling a success
+			}
 			a.succeeding += credit
 		}
 		a.lastSuccess = now
-	}
-	if a.counted(seq, an, now) {
-		return
-	}
-	if an.refused {
-		if seq > a.cutAt {
-			a.decrease(now)
+		a.dryTarget, a.dry = time.Time{}, 0
+		if a.win != nil {
+			a.win.succeeded(now)
 		}
-		a.lastEmpty, a.successesAtEmpty = now, a.successes
 	}
+	explained := a.counted(seq, an, now)
+	if an.refused && !explained {
+		a.refused(newEvent, an.hint, now)
+	}
+}
+
+// refused learns from a refusal no count explains, with a.mu held.
+func (a *adaptiveState) refused(newEvent bool, hint time.Duration, now time.Time) {
+	defer func() { a.lastEmpty, a.successesAtEmpty = now, a.successes }()
+	var target time.Time
+	if hint > 0 {
+		target = now.Add(hint)
+		if a.dryTarget.IsZero() || target.Before(a.dryTarget) {
+			a.dryTarget = target
+		}
+	}
+	if a.win != nil {
+		if a.windowRefused(target, now) {
+			return
+		}
+		a.notWindowed = true
+	}
+	// Refused twice in a row, each a while after the last refusal,
+	// nothing let through since: the server refills nothing, a window's
+	// way. (Once could be other clients taking what it refilled.) A pause
+	// of more than a second the server asks for is one too, until it
+	// shows otherwise.
+	if newEvent && !a.lastEmpty.IsZero() && a.successes == a.successesAtEmpty && now.Sub(a.lastEmpty) >= windowDryGap {
+		a.dry++
+	}
+	switch {
+	case !a.notWindowed && (a.dry >= 2 || hint > time.Second):
+		a.becomeWindowed(a.dryTarget, now)
+	case newEvent:
+		a.decrease(hint, now)
+	}
+}
+
+// hintPausesKey reports whether a refusal's long hint should pause the
+// key's other requests too, with a.mu not held: not once the key showed
+// its hints overstate when the quota comes back, nor while the server
+// counts its quota, whose count says when requests may go.
+func (a *adaptiveState) hintPausesKey() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return !a.notWindowed && a.count == nil
 }
 
 // pause holds the pace until until, a long pause of the server's: then it
@@ -359,7 +450,7 @@ func (a *adaptiveState) pause(until time.Time) {
 var adaptiveTrace func(format string, args ...any)
 
 // decrease answers a new refusal, with a.mu held.
-func (a *adaptiveState) decrease(now time.Time) {
+func (a *adaptiveState) decrease(hint time.Duration, now time.Time) {
 	if adaptiveTrace != nil {
 		defer func(before float64) {
 			adaptiveTrace("%v decrease: rate %.1f -> %.1f (probing %v, climb %.1f->%.1f) successes %d in %v",
@@ -369,27 +460,36 @@ func (a *adaptiveState) decrease(now time.Time) {
 	}
 	a.cutAt = a.sent
 	defer func() { a.slack = false }() // a new span begins
-	wasSlowStart := a.slowStart
-	a.slowStart = false
-	if span := now.Sub(a.lastEmpty); !a.lastEmpty.IsZero() && span >= adaptiveMinSample && !a.slack {
+	wasUnpaced := a.unpaced
+	a.unpaced = false
+	s := float64(a.successes - a.successesAtEmpty)
+	switch span := now.Sub(a.lastEmpty); {
+	case !wasUnpaced && !a.lastEmpty.IsZero() && span >= adaptiveMinSample && !a.slack && s >= 2:
 		// A measure: between the two refusals the key kept the server
 		// busy, and the server refilled what it let through, give or take
 		// a token. Send at the low end, which it can always serve, and
-		// climb to the high end.
-		s := float64(a.successes - a.successesAtEmpty)
-		a.setPace(math.Max(s-1, 1)/span.Seconds(), (s+1)/span.Seconds(), 0, min(span, adaptiveMaxHold))
-	} else if wasSlowStart {
-		// Nothing to measure yet: start from what went through in the
-		// first second or so, and double until a refusal measures.
-		elapsed := math.Max(now.Sub(a.firstSend).Seconds(), 1)
+		// climb to the high end. A span that began below the server's
+		// rate measures it low: the pace that ran the server dry is above
+		// it, and a cut of it is not far below.
+		low := math.Max((s-1)/span.Seconds(), a.rate(now)*adaptiveCut)
+		a.setPace(low, math.Max((s+1)/span.Seconds(), low), 0, min(span, adaptiveMaxHold))
+	case wasUnpaced:
+		// Nothing to measure yet: search, from high, halving at each
+		// refusal and doubling while requests succeed, until a refusal
+		// measures. A server that asks for long waits is searched from
+		// lower: each refusal holds its request that long.
+		start := float64(adaptiveProbeStart)
+		if hint > time.Second {
+			start = math.Max(adaptiveProbeStart/hint.Seconds(), adaptiveMinRate)
+		}
 		a.probing = true
-		a.rampFrom = math.Min(math.Max(float64(a.successes)/elapsed, 1), a.ceiling)
+		a.rampFrom = math.Min(start, a.ceiling)
 		a.succeeding = 0
-	} else if a.probing {
+	case a.probing:
 		// Refused again too soon to measure: back off half, probe on.
-		a.rampFrom, a.succeeding = math.Max(a.rate(now)/2, 1), 0
-	} else {
-		r := a.rate(now) * adaptiveCut
+		a.rampFrom, a.succeeding = math.Max(a.rate(now)/2, floorRate(hint)), 0
+	default:
+		r := math.Max(a.rate(now)*adaptiveCut, floorRate(hint))
 		a.setPace(r, r, 0, 0)
 	}
 	// The bucket is empty now: the first request at the new pace waits

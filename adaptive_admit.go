@@ -1,6 +1,8 @@
 package ratewise
 
 import (
+	"hash/maphash"
+	"math/rand/v2"
 	"net/http"
 	"time"
 )
@@ -8,12 +10,82 @@ import (
 // This file ties the adaptive pacer into the attempt loop: admission in a
 // scope, and the tickets that carry each serverAnswer back.
 
+// admitLearned waits for the request's turn in an adaptive scope. A key
+// that has learned something is paced by it (admitAdaptive); one that
+// has had answers but no rate-limit signal goes unpaced; one never
+// answered sends its first request alone, the scout, and the others wait
+// for its answer: a server that counts its quota says in it what the
+// first wave may take, rather than refusing most of it. It returns the
+// number the request is sent under when paced, and whether it scouts.
+func (s *scope) admitLearned(c *call, key string, st *scopeState, deadline time.Time, l *Limit) (seq uint64, scout bool, err error) {
+	for {
+		a := st.adapt.Load()
+		if a == nil && pacedFromStart(l) {
+			a, _ = s.arm(key, st, time.Now())
+		}
+		switch {
+		case a != nil:
+			seq, err = s.admitAdaptive(c, key, a, st, deadline, l)
+			return seq, false, err
+		case s.answered(key) || !s.lazy():
+			return 0, false, nil
+		}
+		st.mu.Lock()
+		out := st.scout
+		if out == nil {
+			st.scout = make(chan struct{})
+			st.mu.Unlock()
+			return 0, true, nil
+		}
+		st.mu.Unlock()
+		if err := c.waitUntil(out, deadline, WaitPacing, 0); err != nil {
+			return 0, false, s.waitError(err, key, deadline, c)
+		}
+	}
+}
+
+// keyHash is key's hash in the warm slots: odd, so never 0 (an empty
+// slot) nor what a learning key leaves there (learning).
+func (s *scope) keyHash(key string) uint64 {
+	return maphash.String(s.states.seed, key) | 1
+}
+
+// answered reports whether key has had an answer and learned nothing, as
+// far as the warm slots remember: it then goes unpaced without a look at
+// its state.
+func (s *scope) answered(key string) bool {
+	h := s.keyHash(key)
+	return s.warm[h%warmSlots].Load() == h
+}
+
+// learning marks key's warm slot: the key has learned something, and its
+// requests look up what.
+func (s *scope) learning(key string) {
+	h := s.keyHash(key)
+	s.warm[h%warmSlots].Store(h &^ 1)
+}
+
+// endScout ends the scout of the key whose state st is: answered marks
+// the key warm, and the requests waiting for the scout go on, or, when it
+// was withdrawn unanswered, one of them scouts in its place.
+func (s *scope) endScout(st *scopeState, key string, answered bool) {
+	if answered && st.adapt.Load() == nil { // its answer taught it nothing
+		h := s.keyHash(key)
+		s.warm[h%warmSlots].Store(h)
+	}
+	st.mu.Lock()
+	if st.scout != nil {
+		close(st.scout)
+		st.scout = nil
+	}
+	st.mu.Unlock()
+}
+
 // admitAdaptive waits for the request's turn in an adaptive scope: its
 // place in the key's line, then, at the head, room in the slow start or
 // its place in the pace. It returns the number the request is sent
 // under.
-func (s *scope) admitAdaptive(c *call, key string, st *scopeState, deadline time.Time, l *Limit) (uint64, error) {
-	a := st.adapt
+func (s *scope) admitAdaptive(c *call, key string, a *adaptiveState, st *scopeState, deadline time.Time, l *Limit) (uint64, error) {
 	now := time.Now()
 	if seq, sent := a.takeAlone(now); sent {
 		return seq, nil
@@ -73,19 +145,92 @@ func (s *scope) waitError(err error, key string, deadline time.Time, c *call) er
 type adaptiveTicket struct {
 	scope *scope
 	entry *keyedEntry[scopeState]
-	seq   uint64 // the request's number in its key
+	a     *adaptiveState // what the scope learned of the request's key; nil for a scout
+	seq   uint64         // the request's number in its key
+	// scoutKey is the key of a scout: the first request of a key never
+	// answered.
+	scoutKey string
 }
 
 // finish tells the scope how the request went, and releases its entry.
-func (t adaptiveTicket) finish(resp *http.Response, err error, class Class, now time.Time) {
-	t.entry.state.adapt.outcome(t.seq, readAnswer(resp, err, class, now), now)
+// A scout's answer, learned from as any unpaced request's is, lets the
+// key's other requests go.
+func (t adaptiveTicket) finish(resp *http.Response, err error, class Class, hint time.Duration, now time.Time) {
+	if t.a == nil {
+		t.scope.endScout(&t.entry.state, t.scoutKey, true)
+	} else {
+		an := readAnswer(resp, err, class, now)
+		an.hint = hint
+		t.a.outcome(t.seq, an, now)
+	}
 	t.scope.states.release(t.entry)
 }
 
 // cancel withdraws a request that will not be sent.
 func (t adaptiveTicket) cancel() {
-	t.entry.state.adapt.cancel()
+	if t.a == nil {
+		t.scope.endScout(&t.entry.state, t.scoutKey, false)
+	} else {
+		t.a.cancel()
+	}
 	t.scope.states.release(t.entry)
+}
+
+// arm returns what the scope learned of key, whose state st is, making
+// it on the key's first rate-limit signal. created reports whether it was
+// made now.
+func (s *scope) arm(key string, st *scopeState, now time.Time) (a *adaptiveState, created bool) {
+	if a := st.adapt.Load(); a != nil {
+		return a, false
+	}
+	l := s.limit()
+	a = newAdaptiveState(float64(l.StartRate), adaptiveCeiling(l))
+	a.firstSend = now
+	if !st.adapt.CompareAndSwap(nil, a) {
+		return st.adapt.Load(), false
+	}
+	s.learning(key)
+	return a, true
+}
+
+// learnUntracked tells every adaptive scope the request passed unpaced
+// (its key had learned nothing when it was admitted) of a rate-limit
+// signal in its answer: a refusal, or a count of the server's quota. The
+// key's learning starts with it. hint is the refusal's wait hint.
+func (c *call) learnUntracked(resp *http.Response, class Class, hint time.Duration) {
+	now := time.Now()
+	an := readAnswer(resp, nil, class, now)
+	an.hint = hint
+	if !an.refused && an.remaining < 0 {
+		return // no signal after all
+	}
+	for _, s := range c.t.scopes {
+		if !s.adaptive || c.adaptive.has(func(t adaptiveTicket) bool { return t.scope == s && t.a != nil }) {
+			continue // paced: its ticket tells the scope
+		}
+		key := s.key(c.req)
+		e := s.states.acquire(key, true)
+		a, created := s.arm(key, &e.state, now)
+		a.untracked(an, created, now)
+		s.states.release(e)
+	}
+}
+
+// quotaSampleEvery is how often, one response in this many, the answer to
+// a request paced by nothing is read for a count of the server's quota:
+// reading every one would cost a key that is never throttled more than
+// the whole transport, and a server that counts does so on every answer.
+const quotaSampleEvery = 16
+
+// quotaReadFirst is how many of a transport's first answers are all read
+// for a count: a transport is most often made for one API, whose first
+// answers then say what its first wave may take.
+const quotaReadFirst = 64
+
+// sampleQuota reports whether resp, an answer to a request no adaptive
+// scope paced, is read for a count of the server's quota.
+func (c *call) sampleQuota(resp *http.Response) bool {
+	return len(resp.Header) > 0 && (c.sent <= quotaReadFirst || rand.Uint32()%quotaSampleEvery == 0)
 }
 
 // adaptiveTickets are the tickets an attempt holds, one per adaptive

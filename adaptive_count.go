@@ -7,25 +7,27 @@ import (
 
 // This file is the adaptive pacer's reading of a server that counts its
 // quota in rate-limit headers: X-RateLimit-Limit/Remaining/Reset,
-// RateLimit-Limit/Remaining/Reset, or the IETF draft RateLimit and
-// RateLimit-Policy.
+// RateLimit-Limit/Remaining/Reset, the IETF draft RateLimit and
+// RateLimit-Policy, and the vendors' own forms.
 //
-// The last count says how many requests the server will take now. The
-// pacer sends no more than that, less those already on their way, plus
-// what the server surely refills meanwhile. A short reset (under
-// adaptiveQuotaWindow) is taken for a token bucket's: it refills at least
-// (limit − remaining) / reset, and the counts themselves measure the
-// refill, since between two counts the server refilled what it let
-// through plus what the count grew, give or take one. A refusal shows
-// that the first bound does not hold (a fixed window that empties before
-// its reset, or other clients) and the pacer keeps only the measure. A
-// long reset (an hourly quota, say) is a window: its remaining quota is
-// spread evenly over the time left.
+// The last count says how many requests the server will take now: the
+// pacer sends that many at once, less those already on their way, and
+// then what the server surely refills meanwhile. Whether the quota comes
+// back bit by bit (a token bucket) or all at once at its reset (a window)
+// the counts themselves tell: between two counts of one window the server
+// refilled what it let through plus what the count grew, give or take
+// one. A bucket's refill is paced by; a window's quota is waited for
+// until its reset, then sent at once, as a client that knows the window
+// does best. Before the counts have measured anything, a bucket refills
+// at least (limit − remaining) / reset; a refusal shows that bound wrong
+// (a window, or other clients) and it is dropped.
+//
+// A reset given in whole seconds is rounded, so counts taken at several
+// moments of one window are kept together: the earliest instant they say
+// is the reset, which a count taken early in the window gives to the
+// millisecond.
 
 const (
-	// adaptiveQuotaWindow is the shortest reset that makes a remaining
-	// quota one to spread evenly: shorter resets are a bucket's refill.
-	adaptiveQuotaWindow = time.Minute
 	// countSampleEvery and countSamples keep the counts the refill is
 	// measured over: one at most this often, this many, the oldest first.
 	countSampleEvery = 250 * time.Millisecond
@@ -33,6 +35,13 @@ const (
 	// countSettle is how close together two counts must come for the
 	// lower to be taken as the later, whatever their order.
 	countSettle = 10 * time.Millisecond
+	// countMaxReask bounds the wait before asking again when a count says
+	// nothing is left and not when it comes back.
+	countMaxReask = time.Minute
+	// countMinShare and countShareRegain bound and restore the share of a
+	// count a key takes when others take from it too.
+	countMinShare    = 1.0 / 16
+	countShareRegain = 1.02
 )
 
 // serverAnswer is what the answer to a request tells the pacer.
@@ -41,6 +50,9 @@ type serverAnswer struct {
 	remaining   int           // quota left, -1 when the answer does not say
 	limit       int           // the full quota, 0 when it does not say
 	reset       time.Duration // until the quota resets, when it says
+	// hint is a refusal's wait hint (Retry-After and the like), when it
+	// has one the call honours.
+	hint time.Duration
 }
 
 // serverCount is the key's last count of the server's quota.
@@ -49,19 +61,53 @@ type serverCount struct {
 	at        time.Time
 	remaining int
 	limit     int
-	reset     time.Duration
-	// window is set once a reset of adaptiveQuotaWindow or more has been
-	// seen: the quota comes back at the reset, and is spread until then.
-	window bool
+	// reset is what the last count said of its reset, and resetAt when the
+	// server says its quota comes back: for a window, the earliest
+	// instant the counts of this window say; zero when they do not say.
+	reset   time.Duration
+	resetAt time.Time
+	// refills is set once the count has grown before its reset: the
+	// server refills bit by bit (a bucket), not at once (a window).
+	refills bool
+	// retryAt is when the last refusal the count explains asked the client
+	// to come back: when the count has nothing left, one request asks
+	// then, if its reset is later.
+	retryAt time.Time
 	// noBound is set by a refusal: limit/reset is no refill to count on.
 	noBound bool
 	// reask is how long after a count of none left without a reset the
 	// key asks again.
 	reask time.Duration
 	// consumed counts the successes since counting began; samples holds
-	// earlier (at, consumed, remaining) to measure the refill over.
+	// earlier (at, consumed, remaining) of this window to measure the
+	// refill over.
 	consumed int64
 	samples  []countSample
+	// onRefill marks, by seq modulo 64, the recent requests sent on the
+	// refill's credit rather than on what the count said was left;
+	// onRefillNow says whether the last wait let one go so.
+	onRefill    uint64
+	onRefillNow bool
+	// share is the part of what the count says is left that the key
+	// takes: less than all once a request the count let go was refused,
+	// the quota taken meanwhile by other clients it shares with.
+	share float64
+}
+
+// markSent notes how request seq was let go, with a.mu held.
+func (c *serverCount) markSent(seq uint64) {
+	bit := uint64(1) << (seq % 64)
+	if c.onRefillNow {
+		c.onRefill |= bit
+	} else {
+		c.onRefill &^= bit
+	}
+}
+
+// sentOnRefill reports whether request seq, among the last 64 sent, was
+// let go on the refill's credit.
+func (c *serverCount) sentOnRefill(seq uint64) bool {
+	return seq > 0 && c.onRefill&(uint64(1)<<(seq%64)) != 0
 }
 
 type countSample struct {
@@ -70,30 +116,44 @@ type countSample struct {
 	remaining int
 }
 
-// counted takes in a count an answer carries, with a.mu held, and says
-// whether the server counts its quota: then the count, not a learned
-// pace, governs the key.
-func (a *adaptiveState) counted(seq uint64, an serverAnswer, now time.Time) bool {
+// counted takes in a count an answer carries, with a.mu held, and reports
+// whether the count explains the answer's refusal: it says nothing was
+// left. A refusal while the count says there was quota comes from some
+// other limit, which the learned pace answers.
+func (a *adaptiveState) counted(seq uint64, an serverAnswer, now time.Time) (explained bool) {
 	c := a.count
 	switch {
 	case an.remaining < 0:
 		if c != nil && an.ok {
-			// Successes no longer carry a count: learn a pace again, from
-			// a slow start.
-			a.count, a.slowStart, a.window = nil, true, adaptiveStartWindow
+			a.count = nil // successes no longer carry a count
 		}
-		return a.count != nil
+		return false
 	case c == nil:
-		c = &serverCount{}
-		a.count, a.slowStart = c, false
+		c = &serverCount{share: 1}
+		a.count = c
 	}
 	if an.ok {
 		c.consumed++
 	}
-	if an.refused {
-		// Whatever the count says (another limit may bind), nothing is
-		// left now, and limit/reset is no refill to count on.
-		c.noBound, an.remaining = true, 0
+	explained = an.refused && an.remaining == 0
+	if explained && !c.refills && !c.resetAt.IsZero() && !now.Before(c.resetAt) {
+		// Refused after the reset the counts said: the quota does not
+		// come back at once (a sliding window), but bit by bit. Let
+		// limit/reset say how fast, until it fails too.
+		c.refills, c.noBound = true, false
+	}
+	switch {
+	case an.refused && c.sentOnRefill(seq):
+		// A request sent on the refill limit/reset promised was refused:
+		// it is no refill to count on (a window, or other clients).
+		c.noBound = true
+	case explained && seq > 0:
+		// A request the count let go, refused for none left: others took
+		// the quota meanwhile. Take half as much of what is left; a
+		// success on the count wins a little back.
+		c.share = max(c.share/2, countMinShare)
+	case an.ok && seq > 0:
+		c.share = min(c.share*countShareRegain, 1)
 	}
 	// The server may take requests sent together in any order, and their
 	// answers may overtake each other: of counts that come close together,
@@ -101,77 +161,101 @@ func (a *adaptiveState) counted(seq uint64, an serverAnswer, now time.Time) bool
 	// latest.
 	settled := now.Sub(c.at) >= countSettle
 	if an.remaining > c.remaining && (!settled || seq < c.seq) {
-		return true
+		return explained
+	}
+	if grew := !c.at.IsZero() && an.remaining > c.remaining; grew && !c.refills {
+		if c.resetAt.IsZero() || now.Before(c.resetAt) {
+			c.refills = true // grown before the reset: a bucket
+		} else {
+			// A window turned: what came back at once is no refill to
+			// measure, and the next reset is another instant.
+			c.samples, c.resetAt = c.samples[:0], time.Time{}
+		}
 	}
 	c.seq = max(c.seq, seq)
 	c.at, c.remaining, c.limit, c.reset = now, an.remaining, an.limit, an.reset
+	c.noteReset(an.reset, now)
 	switch {
 	case an.remaining > 0:
 		c.reask = 0
-	case an.reset <= 0:
+	case an.reset <= 0 && an.hint <= 0:
 		// Nothing left and no reset said: ask again after a while, twice
 		// as long each time the answer is the same.
-		c.reask = min(max(2*c.reask, time.Second), adaptiveQuotaWindow)
+		c.reask = min(max(2*c.reask, time.Second), countMaxReask)
 	}
-	c.window = c.window || an.reset >= adaptiveQuotaWindow
+	if explained && an.hint > 0 {
+		c.retryAt = now.Add(an.hint)
+	}
 	if n := len(c.samples); n == 0 || now.Sub(c.samples[n-1].at) >= countSampleEvery {
 		if n == countSamples {
 			c.samples = append(c.samples[:0], c.samples[1:]...)
 		}
 		c.samples = append(c.samples, countSample{at: now, consumed: c.consumed, remaining: an.remaining})
 	}
-	return true
+	return explained
+}
+
+// noteReset takes in a count's reset, with a.mu held. Of the instants
+// the counts of one window say, the earliest is kept: rounding only
+// delays them. A reset that says an instant a second or more past the
+// one kept is another window's, and a bucket's time to fill moves on with
+// every count: they replace it.
+func (c *serverCount) noteReset(reset time.Duration, now time.Time) {
+	if reset <= 0 {
+		return
+	}
+	at := now.Add(reset)
+	if c.refills || c.resetAt.IsZero() || at.Before(c.resetAt) || at.Sub(c.resetAt) >= time.Second {
+		c.resetAt = at
+	}
 }
 
 // wait is how long the head of the line waits at now for the count to
 // allow a request, with a.mu held, and a channel closed at the next
 // answer, which may allow it sooner: nil when none is on its way.
 func (c *serverCount) wait(a *adaptiveState, now time.Time) (time.Duration, <-chan struct{}) {
-	left := float64(c.remaining - a.inFlight)
+	left := math.Floor(float64(c.remaining)*c.share) - float64(a.inFlight)
 	if a.inFlight > 0 {
 		// Requests on their way may reach the server in another order
 		// than sent, and a count may miss one: keep a token for that.
 		left--
 	}
-	resetAt := c.at.Add(c.reset)
-	if c.reset <= 0 {
-		resetAt = c.at.Add(c.reask)
-	}
-	if c.window {
-		switch {
-		case !now.Before(resetAt):
-			// The window has turned: one request learns the new count.
-			if a.inFlight > 0 {
-				return 0, a.answered()
-			}
-			return 0, nil
-		case left < 1:
-			return resetAt.Sub(now), c.nextAnswer(a)
-		}
-		// Spread what is left evenly over the time left.
-		gap := time.Duration(float64(resetAt.Sub(now)) / left)
-		if d := a.lastSend.Add(gap).Sub(now); d > 0 {
-			return d, c.nextAnswer(a)
-		}
-		return 0, nil
-	}
-	refill := c.refill(now)
+	refill := c.refill()
 	credit := left + refill*now.Sub(c.at).Seconds()
-	// By the reset the server has its quota back, however slowly it seems
-	// to refill; a count without a reset is asked again after a while.
-	untilReset := max(resetAt.Sub(now), adaptiveMinSample)
-	switch {
-	case credit >= 1:
+	if credit >= 1 {
+		c.onRefillNow = left < 1
 		return 0, nil
-	case !now.Before(resetAt) && a.inFlight == 0:
-		return 0, nil // the count is out of date: one request learns the new one
-	case refill > 0:
-		d := time.Duration(math.Min((1-credit)/refill*float64(time.Second), float64(untilReset)))
-		return max(d, 1), c.nextAnswer(a)
-	case a.inFlight > 0:
-		return 0, a.answered()
 	}
-	return untilReset, nil
+	c.onRefillNow = false
+	if c.refills && refill > 0 {
+		// A bucket, or a sliding window: what is left comes back bit by
+		// bit, and its reset says nothing of when the next one does.
+		d := time.Duration((1 - credit) / refill * float64(time.Second))
+		return max(d, 1), c.nextAnswer(a)
+	}
+	// Nothing left now. The quota comes back at the reset, or, without
+	// one, is asked for again after a while; a refusal's hint that ends
+	// sooner says when to ask.
+	backAt := c.resetAt
+	if backAt.IsZero() {
+		backAt = c.at.Add(max(c.reask, adaptiveMinSample))
+	}
+	if !c.retryAt.IsZero() && c.retryAt.Before(backAt) {
+		backAt = c.retryAt
+	}
+	if !now.Before(backAt) {
+		// The count is out of date: one request learns the new one.
+		if a.inFlight > 0 {
+			return 0, a.answered()
+		}
+		return 0, nil
+	}
+	d := backAt.Sub(now)
+	if refill > 0 {
+		// A bucket refills before its reset.
+		d = time.Duration(math.Min((1-credit)/refill*float64(time.Second), float64(d)))
+	}
+	return max(d, 1), c.nextAnswer(a)
 }
 
 // nextAnswer is a channel closed at the next answer, or nil when no
@@ -184,8 +268,8 @@ func (c *serverCount) nextAnswer(a *adaptiveState) <-chan struct{} {
 }
 
 // refill is the least the server surely refills a second: the larger of
-// limit/reset and the refill measured between counts.
-func (c *serverCount) refill(now time.Time) float64 {
+// limit/reset and the refill measured between the counts of this window.
+func (c *serverCount) refill() float64 {
 	var r float64
 	if !c.noBound && c.limit > c.remaining && c.reset > 0 {
 		r = float64(c.limit-c.remaining) / c.reset.Seconds()

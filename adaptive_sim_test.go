@@ -68,8 +68,10 @@ func goodputErr(tr http.RoundTripper, workers, calls int) (time.Duration, int, s
 // TestAdaptiveGoodputInFakeTime runs the goodput scenarios of the bench
 // module in fake time and holds adaptive pacing to their targets: within
 // 10% of the ideal time and 0.05 refusals a call from Retry-After alone,
-// 3% and 0.01 with rate-limit headers, no call failed. With -v it logs
-// every decision of the pacer, for tuning.
+// 3% and 0.01 with rate-limit headers, no call failed. Without headers
+// nothing can keep the first wave of workers from a bucket smaller than
+// it (the key has learned nothing yet): its refusals come on top. With -v
+// it logs every decision of the pacer, for tuning.
 func TestAdaptiveGoodputInFakeTime(t *testing.T) {
 	for _, sc := range []struct {
 		r           float64
@@ -84,11 +86,11 @@ func TestAdaptiveGoodputInFakeTime(t *testing.T) {
 				defer func() { adaptiveTrace = nil }()
 			}
 			srv := bucketAPI(sc.r, sc.burst, sc.latency, sc.headers)
-			tr := New(srv, WithRetry(RetryPolicy{MaxAttempts: 10}), WithLimit(Limit{Adaptive: true}))
+			tr := New(srv, WithRetry(RetryPolicy{MaxAttempts: 10}))
 			wall, failed := goodput(tr, sc.w, sc.n)
 			ideal := float64(sc.n-sc.burst) / sc.r
 			ratio, refused := wall.Seconds()/ideal, float64(srv.Stats().Limited)/float64(sc.n)
-			maxRatio, maxRefused := 1.10, 0.05
+			maxRatio, maxRefused := 1.10, 0.05+float64(max(sc.w-sc.burst, 0))/float64(sc.n)
 			if sc.headers {
 				maxRatio, maxRefused = 1.03, 0.01
 			}

@@ -137,41 +137,6 @@ func TestAdaptiveMeasuresBetweenRefusals(t *testing.T) {
 	}
 }
 
-func TestAdaptiveSlowStart(t *testing.T) {
-	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	a := newAdaptiveState(0, math.Inf(1))
-	var seqs []uint64
-	for range adaptiveStartWindow {
-		seq, _, _, sent := a.take(t0)
-		if !sent {
-			t.Fatal("the start window does not send at once")
-		}
-		seqs = append(seqs, seq)
-	}
-	_, _, ready, sent := a.take(t0)
-	if sent || ready == nil {
-		t.Fatalf("a third request before any answer: sent %v, want a wait for an answer", sent)
-	}
-	// Each success widens the window by a quarter: two make it 2.5, room
-	// for a third request in flight, not a fourth.
-	for _, seq := range seqs {
-		a.outcome(seq, succeeded, t0)
-	}
-	select {
-	case <-ready:
-	default:
-		t.Fatal("an answer does not wake the line")
-	}
-	for range 3 {
-		if _, _, _, sent := a.take(t0); !sent {
-			t.Fatal("the window does not reopen after answers")
-		}
-	}
-	if _, _, _, sent := a.take(t0); sent {
-		t.Error("window 2.5 let a fourth request in flight")
-	}
-}
-
 func TestAdaptiveResumesAtHalfAfterLongPause(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	a := newAdaptiveState(40, math.Inf(1))
@@ -249,27 +214,31 @@ func TestAdaptiveCountedBucketIsNeverRefused(t *testing.T) {
 	}
 }
 
-func TestAdaptiveCountedWindowIsSpreadAndNeverRefused(t *testing.T) {
+// TestAdaptiveCountedWindowIsSentAtOnce: a window's quota, counted, is
+// sent at once and then waited for until the reset the count says, as a
+// client that knows the window does: the refill a count of none left
+// suggests (limit/reset) is tried once, the one refusal.
+func TestAdaptiveCountedWindowIsSentAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv := &windowServer{limit: 30, window: time.Minute}
-		tr := New(srv, WithLimit(Limit{Adaptive: true}))
-		_, failed := goodput(tr, 10, 45)
-		if srv.refusals != 0 || failed != 0 {
-			t.Fatalf("%d refused, %d failed calls, want none", srv.refusals, failed)
+		tr := New(srv)
+		wall, failed := goodput(tr, 10, 45)
+		if srv.refusals > 1 || failed != 0 {
+			t.Fatalf("%d refused, %d failed calls, want at most the one try of the refill and none", srv.refusals, failed)
 		}
-		// The first window's quota is spread over the minute, not spent at
-		// once: no 10 seconds of it hold more than a third.
 		first := srv.times[0]
+		var inFirstSecond, beforeReset int
 		for _, at := range srv.times {
-			n := 0
-			for _, other := range srv.times {
-				if !other.Before(at) && other.Sub(at) < 10*time.Second && other.Sub(first) < time.Minute {
-					n++
-				}
+			switch d := at.Sub(first); {
+			case d < time.Second:
+				inFirstSecond++
+			case d < time.Minute:
+				beforeReset++
 			}
-			if n > 10 {
-				t.Fatalf("%d requests in the 10s from %v, want the quota spread", n, at.Sub(first))
-			}
+		}
+		if inFirstSecond != 30 || beforeReset > 1 || wall != time.Minute {
+			t.Errorf("%d requests in the first second, %d more before the reset, all done in %v; want the quota of 30 at once, "+
+				"at most the one try before the reset, the rest at the reset, 1m", inFirstSecond, beforeReset, wall)
 		}
 	})
 }
@@ -374,14 +343,17 @@ func TestAdaptiveForgetsIdleKey(t *testing.T) {
 			get("api.test") // refused at first, then paced
 		}
 		s := tr.scopes[0]
-		if e := s.states.acquire("api.test", false); e == nil || e.state.adapt.slowStart {
+		if e := s.states.acquire("api.test", false); e == nil || e.state.adapt.Load().unpaced {
 			t.Fatal("the key learned nothing from its refusals")
 		} else {
 			s.states.release(e)
 		}
+		// Requests to other hosts, which learn nothing, drive the sweeps.
 		for i := range 4 {
 			time.Sleep(30 * time.Second)
-			get("other-" + strconv.Itoa(i) + ".test")
+			for range sweepCheckEvery {
+				get("other-" + strconv.Itoa(i) + ".test")
+			}
 		}
 		if e := s.states.acquire("api.test", false); e != nil {
 			s.states.release(e)
@@ -392,36 +364,61 @@ func TestAdaptiveForgetsIdleKey(t *testing.T) {
 
 func TestAdaptiveBreakerCloseResumesGently(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		srv := bucketAPI(1000, 1000, 0, false)
-		tr := New(srv, WithLimit(Limit{Adaptive: true, StartRate: 40}))
-		// A refusal with a long hint pauses the key: the pace resumes at half.
-		resp := &http.Response{StatusCode: 429, Header: http.Header{"Retry-After": {"5"}}, Body: http.NoBody}
-		req := mustRequest(t, http.MethodGet, nil)
-		c := call{t: tr, policy: tr.retry.Load(), req: req, out: req, ctx: context.Background()}
-		if err := c.admitScopes(); err != nil {
-			t.Fatal(err)
+		// A 503 opens the breaker; its probe's success closes it: the
+		// server just recovered, and the key's pace resumes at half.
+		s := newScript(answer(503), answer(200))
+		tr := New(s.mock(), WithRetry(RetryPolicy{MaxAttempts: 1}), WithLimit(Limit{Adaptive: true, StartRate: 40}),
+			WithBreaker(BreakerPolicy{ConsecutiveFailures: 1, Cooldown: 10 * time.Second}))
+		if status, _ := callOnce(t, tr, context.Background()); status != 503 {
+			t.Fatalf("first call = %d, want the 503", status)
 		}
-		c.feedBack(resp, nil, RateLimited)
-		e := tr.scopes[0].states.acquire(req.URL.Host, false)
+		e := tr.scopes[0].states.acquire(host, false)
 		defer tr.scopes[0].states.release(e)
-		a := e.state.adapt
+		a := e.state.adapt.Load()
 		a.mu.Lock()
-		cut := a.rate(time.Now())
-		resumeAt := a.resumeAt
+		before := a.rate(time.Now())
 		a.mu.Unlock()
-		if !resumeAt.Equal(time.Now().Add(5 * time.Second)) {
-			t.Fatalf("resume at %v, want at the end of the 5s hint", resumeAt)
+		if status, err := callOnce(t, tr, context.Background()); status != 200 || err != nil {
+			t.Fatalf("the probe = %d, %v; want the 200 after the cooldown", status, err)
 		}
-		time.Sleep(5 * time.Second)
-		r, err := tr.RoundTrip(mustRequest(t, http.MethodGet, nil))
-		if err != nil {
-			t.Fatal(err)
-		}
-		_ = r.Body.Close()
+		// The key's next request resumes at half (see
+		// TestAdaptiveResumesAtHalfAfterLongPause).
 		a.mu.Lock()
 		defer a.mu.Unlock()
-		if got := a.rate(time.Now()); math.Abs(got-cut*adaptiveResume) > 0.5 {
-			t.Errorf("pace after the pause = %.1f, want half of %.1f", got, cut)
+		if a.resumeAt != time.Now() {
+			t.Fatalf("resume at %v, want now, as the breaker closed", a.resumeAt)
+		}
+		a.resume(time.Now())
+		if got := a.rate(time.Now()); got != before*adaptiveResume {
+			t.Errorf("pace after the breaker closed = %.1f, want half of %.1f", got, before)
+		}
+	})
+}
+
+// TestAdaptiveLongHintHoldsTheKeyAsAWindow: a refusal asking for more
+// than a second holds every request of the key until then, as a window's
+// end; then they go at once, not at the pace the key had.
+func TestAdaptiveLongHintHoldsTheKeyAsAWindow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newScript(answer(429, "Retry-After", "5"), answer(200))
+		tr := New(s.mock(), WithRetry(RetryPolicy{MaxAttempts: 1}), WithCooldown(CooldownPolicy{Off: true}),
+			WithLimit(Limit{Adaptive: true, StartRate: 2}))
+		start := time.Now()
+		if status, _ := callOnce(t, tr, context.Background()); status != 429 {
+			t.Fatalf("first call = %d, want the 429", status)
+		}
+		var wg sync.WaitGroup
+		for range 5 {
+			wg.Go(func() {
+				if status, err := callOnce(t, tr, context.Background()); status != 200 {
+					t.Errorf("call = %d, %v; want 200", status, err)
+				}
+			})
+		}
+		wg.Wait()
+		at := s.offsets(start)
+		if want := []time.Duration{0, 5 * time.Second, 5 * time.Second, 5 * time.Second, 5 * time.Second, 5 * time.Second}; !slices.Equal(at, want) {
+			t.Errorf("requests at %v, want the refused one, then the other five at the end of its 5s hint, at once", at)
 		}
 	})
 }

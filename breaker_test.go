@@ -20,7 +20,7 @@ const host = "api.example.com"
 // breaker outcome, with the cooldown gate off so that only the breaker
 // holds requests back.
 func breakerTransport(base http.RoundTripper, p BreakerPolicy) *Transport {
-	return New(base, WithRetry(RetryPolicy{MaxAttempts: 1}), WithCooldown(CooldownPolicy{Off: true}), WithBreaker(p))
+	return New(base, WithRetry(RetryPolicy{MaxAttempts: 1}), WithCooldown(CooldownPolicy{Off: true}), WithoutLearning(), WithBreaker(p))
 }
 
 // callOnce sends one GET with ctx and returns its status, or its error.

@@ -100,7 +100,7 @@ func TestCooldownIsPerKey(t *testing.T) {
 func TestCooldownOff(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newScript(answer(429, "Retry-After", "30"), answer(200))
-		tr := New(s.mock(), WithRetry(RetryPolicy{MaxAttempts: 1}), WithCooldown(CooldownPolicy{Off: true}))
+		tr := New(s.mock(), WithRetry(RetryPolicy{MaxAttempts: 1}), WithCooldown(CooldownPolicy{Off: true}), WithoutLearning())
 		resp, _ := tr.RoundTrip(mustRequest(t, http.MethodGet, nil))
 		readAll(t, resp)
 		start := time.Now()

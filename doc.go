@@ -2,9 +2,10 @@
 // rate-limited APIs. Its [Transport] is an [http.RoundTripper] that wraps
 // another one and retries what the server refused for rate: it honours
 // Retry-After and the rate-limit reset headers exactly, backs off with full
-// jitter otherwise, and never waits past a total budget. It paces requests
-// to the limits you know ([Limit]) or learns them from the server
-// ([Limit.Adaptive]), pauses a host while the server asks, stops sending to
+// jitter otherwise, and never waits past a total budget. By default it
+// learns each host's limit from the server as soon as the server shows
+// one ([LearnedScope], [Limit.Adaptive]), and paces to the limits you tell
+// it ([Limit]); it pauses a host while the server asks, stops sending to
 // a server that keeps failing ([WithBreaker]), and keeps retries within a
 // share of a host's traffic ([RetryPolicy.RetryBudget]). A store
 // ([BucketStore], [CooldownStore], [BreakerStore]; the ratewise/redis

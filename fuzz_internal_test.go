@@ -257,10 +257,10 @@ func checkPace(t *testing.T, a *adaptiveState, an serverAnswer, now time.Time) {
 		t.Fatalf("after %+v: rate %v, wait %v, expected %v; want none negative or NaN", an, r, d, expected)
 	}
 	if c := a.count; c != nil {
-		if refill := c.refill(now); math.IsNaN(refill) || refill < 0 || refill > 1e6 {
+		if refill := c.refill(); math.IsNaN(refill) || refill < 0 || refill > 1e6 {
 			t.Fatalf("after %+v: refill %v a second, want within [0, 1e6]", an, refill)
 		}
-		if c.remaining < 0 || c.limit < 0 || c.reset < 0 {
+		if c.remaining < 0 || c.limit < 0 || c.consumed < 0 {
 			t.Fatalf("after %+v: count %+v, want none negative", an, c)
 		}
 	}

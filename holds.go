@@ -28,3 +28,18 @@ func (h *holds[T]) drain(f func(T)) {
 	}
 	*h = holds[T]{}
 }
+
+// has reports whether f holds for one of those held.
+func (h *holds[T]) has(f func(T) bool) bool {
+	for i := range min(h.n, len(h.inline)) {
+		if f(h.inline[i]) {
+			return true
+		}
+	}
+	for _, v := range h.more {
+		if f(v) {
+			return true
+		}
+	}
+	return false
+}

@@ -71,11 +71,9 @@ func TestHostileWaitHints(t *testing.T) {
 		{name: "milliseconds, fractional", header: []string{"Retry-After-Ms", "1500.5"}, retryAt: 1500500 * time.Microsecond},
 		{name: "milliseconds beyond any duration", header: []string{"X-Ms-Retry-After-Ms", "99999999999999999999"}, retryAt: backoff},
 		{name: "milliseconds with an exponent", header: []string{"X-Ms-Retry-After-Ms", "1e3"}, retryAt: backoff},
-		{
-			name:    "seconds from now, negative",
-			header:  []string{"X-RateLimit-Remaining", "0", "X-RateLimit-Reset-After", "-64.57"},
-			retryAt: backoff,
-		},
+		// (No remaining count beside it: a count of 0 paces the key on
+		// its own.)
+		{name: "seconds from now, negative", header: []string{"X-RateLimit-Reset-After", "-64.57"}, retryAt: backoff},
 		{
 			name:    "a Go duration, negative",
 			header:  []string{"X-RateLimit-Remaining-Tokens", "0", "X-RateLimit-Reset-Tokens", "-6m0s"},

@@ -95,23 +95,31 @@ type Limit struct {
 	// IdleTimeout is how long a key's state outlives its last request;
 	// zero means DefaultIdleTimeout.
 	IdleTimeout time.Duration
-	// Adaptive makes the scope learn each key's pace from the server
-	// rather than be told it. Where responses count the quota
-	// (X-RateLimit-Remaining/Reset, RateLimit-Remaining/Reset, or the
-	// IETF draft RateLimit and RateLimit-Policy), a key sends no more than
-	// the count allows: what remains, less what is on its way, plus what
-	// the server surely refills; a quota of a window of a minute or more
-	// is spread evenly until its reset. Where only refusals tell, the
-	// scope measures the server's rate between them and paces just under
-	// it, climbing while requests succeed, so that refusals stay few and
-	// the server stays busy; the refusals of one event slow the key once.
+	// Adaptive makes the scope learn each key's limit from the server
+	// rather than be told it; New adds one such scope by default (see
+	// LearnedScope). A key that has seen no rate-limit signal goes
+	// unpaced and costs nothing but its first request, which goes alone:
+	// the others of its first wave wait for its answer. From its first
+	// signal on, a refusal or a count of the quota, the key is paced by
+	// what it learned:
+	//   - where responses count the quota (X-RateLimit-*, RateLimit-*,
+	//     the IETF draft RateLimit and RateLimit-Policy, and vendors'
+	//     forms), it sends what the count says is left, less what is on
+	//     its way, at once; then what the server refills, as the counts
+	//     measure it for a bucket, or nothing until the reset for a
+	//     window;
+	//   - where only refusals tell, it measures the server's rate between
+	//     refusals and paces just under it, climbing while requests
+	//     succeed, and the refusals of one event slow it once;
+	//   - a server that refills nothing between refusals, or asks for
+	//     pauses of more than a second, is taken for a window: the key
+	//     waits for the window to reopen, then sends its quota at once.
 	// Rate, when set, is a ceiling the pace never passes; Burst is not
-	// used. A key starts unpaced, with a slow start, or at StartRate;
-	// after a long cooldown or a breaker that closes again it resumes at
-	// half its pace; it forgets what it learned when it goes idle.
+	// used. After a breaker that closes again the pace resumes at half.
+	// A key forgets what it learned when it goes idle.
 	Adaptive bool
 	// StartRate is the pace of a key an adaptive scope has not learned
-	// yet; zero means unpaced, with a slow start.
+	// yet; zero means unpaced until the key's first signal.
 	StartRate rate.Limit
 	// Store, when set, keeps the scope's token buckets where several
 	// transports share them (ratewise/redis, or a MemoryStore), so that a
@@ -240,21 +248,36 @@ type scope struct {
 	cfg      atomic.Pointer[Limit]
 	gen      atomic.Uint64 // SetLimits so far; each state catches up on its next admission
 	states   *keyed[scopeState]
+	// warm marks, for an adaptive scope, the keys that have had an answer
+	// (see scout): a key's hash in the slot its hash picks.
+	warm [warmSlots]atomic.Uint64
 }
+
+// warmSlots is how many keys an adaptive scope remembers as answered
+// without keeping a state for them. Two keys that share a slot take turns:
+// the one pushed out scouts again, which costs one round trip.
+const warmSlots = 256
 
 // limit is the Limit in force, defaults filled in.
 func (s *scope) limit() *Limit { return s.cfg.Load() }
 
 // scopeState is one key's state in a scope.
 type scopeState struct {
-	mu        sync.Mutex
-	gen       atomic.Uint64  // the scope's gen the state is set up for; written under mu
-	bucket    *rate.Limiter  // nil without a Rate, or when Adaptive
-	adapt     *adaptiveState // set when Adaptive
-	nextStart time.Time      // with MinSpacing: the earliest next start; guarded by mu
-	inFlight  int            // guarded by mu
-	waiting   int            // requests waiting in the scope; guarded by mu
-	queue     []*slotWaiter  // waiting for a concurrency slot, by priority; guarded by mu
+	mu     sync.Mutex
+	gen    atomic.Uint64 // the scope's gen the state is set up for; written under mu
+	bucket *rate.Limiter // nil without a Rate, or when Adaptive
+	// adapt is what an Adaptive scope learned of the key: nil until the
+	// key's first rate-limit signal arms it (or its first request, with a
+	// StartRate), then set for the state's life.
+	adapt     atomic.Pointer[adaptiveState]
+	nextStart time.Time     // with MinSpacing: the earliest next start; guarded by mu
+	inFlight  int           // guarded by mu
+	waiting   int           // requests waiting in the scope; guarded by mu
+	queue     []*slotWaiter // waiting for a concurrency slot, by priority; guarded by mu
+	// scout, for an adaptive scope's key never answered, is closed when
+	// the request sent first has its answer; nil when none is out.
+	// Guarded by mu.
+	scout chan struct{}
 }
 
 // slotWaiter is a request waiting for a concurrency slot.
@@ -295,13 +318,29 @@ func (s *scope) initState(st *scopeState) {
 	st.gen.Store(s.gen.Load())
 	l := s.limit()
 	if l.Adaptive {
-		st.adapt = newAdaptiveState(float64(l.StartRate), adaptiveCeiling(l))
-		return
+		return // armed by the key's first signal, or its first admission (admit)
 	}
 	if finiteRate(l.Rate) { // an unlimited bucket needs no state
 		st.bucket = rate.NewLimiter(l.Rate, l.Burst)
 	}
 }
+
+// lazy reports whether the scope keeps no state for a key that needs
+// none: an adaptive scope's key answered without a rate-limit signal, as
+// its warm slot says, unless the scope counts slots or paces from the
+// start (pacedFromStart). A bucket, a spacing or slots need a state for
+// every key.
+func (s *scope) lazy() bool {
+	if !s.adaptive {
+		return false
+	}
+	l := s.limit()
+	return l.MaxConcurrent == 0 && !pacedFromStart(l)
+}
+
+// pacedFromStart reports whether an adaptive Limit paces a key before its
+// first rate-limit signal: at its StartRate, or under its ceiling.
+func pacedFromStart(l *Limit) bool { return l.StartRate > 0 || finiteRate(l.Rate) }
 
 // finiteRate reports whether r is a rate to pace by.
 func finiteRate(r rate.Limit) bool { return r != 0 && r != rate.Inf }
@@ -326,13 +365,13 @@ func (s *scope) catchUp(st *scopeState, now time.Time) {
 	}
 	l := s.limit()
 	st.gen.Store(gen)
-	if st.adapt != nil {
-		st.adapt.mu.Lock()
-		st.adapt.ceiling = adaptiveCeiling(l)
-		st.adapt.mu.Unlock()
-		return
-	}
 	switch {
+	case s.adaptive:
+		if a := st.adapt.Load(); a != nil {
+			a.mu.Lock()
+			a.ceiling = adaptiveCeiling(l)
+			a.mu.Unlock()
+		}
 	case !finiteRate(l.Rate):
 		st.bucket = nil
 	case st.bucket == nil:
@@ -351,10 +390,10 @@ func (s *scope) catchUp(st *scopeState, now time.Time) {
 // forgettable reports whether st holds nothing worth keeping: a full
 // bucket, a spacing that has passed, no request in flight.
 func (s *scope) forgettable(st *scopeState, now time.Time) bool {
-	if st.adapt != nil {
-		st.adapt.mu.Lock()
-		busy := st.adapt.inFlight > 0
-		st.adapt.mu.Unlock()
+	if a := st.adapt.Load(); a != nil {
+		a.mu.Lock()
+		busy := a.inFlight > 0
+		a.mu.Unlock()
 		if busy {
 			return false // an idle key's learning may go: it is forgotten by design
 		}

@@ -212,7 +212,7 @@ func cmpOr(a, b string) string {
 func TestStatsAfterAScriptedRun(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newScript(answer(429, "Retry-After", "1"), answer(503, "Retry-After", "2"), answer(200))
-		tr := New(s.mock(), WithRetry(RetryPolicy{Jitter: JitterNone, InitialDelay: time.Millisecond, MaxAttempts: 3}))
+		tr := New(s.mock(), WithRetry(RetryPolicy{Jitter: JitterNone, InitialDelay: time.Millisecond, MaxAttempts: 3}), WithoutLearning())
 		if status, _ := callOnce(t, tr, context.Background()); status != 200 {
 			t.Fatalf("first call = %d", status)
 		}

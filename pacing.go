@@ -4,7 +4,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"slices"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -14,7 +14,7 @@ import (
 // then its turn by the bucket, the spacing or the adaptive pace. It returns
 // the request's number in an adaptive scope's key. A request that must not
 // wait, or not that long, gets a *LimitError instead.
-func (s *scope) admit(c *call, key string, st *scopeState) (seq uint64, slotted bool, err error) {
+func (s *scope) admit(c *call, key string, st *scopeState) (seq uint64, slotted, scout bool, err error) {
 	if st.gen.Load() != s.gen.Load() {
 		st.mu.Lock()
 		s.catchUp(st, time.Now())
@@ -29,12 +29,12 @@ func (s *scope) admit(c *call, key string, st *scopeState) (seq uint64, slotted 
 	// slot would be spent late, in a burst with others.
 	if l.MaxConcurrent > 0 {
 		if err := s.acquireSlot(c, key, st, deadline, l); err != nil {
-			return 0, false, err
+			return 0, false, false, err
 		}
 		slotted = true
 	}
-	if st.adapt != nil { // fixed for the state's life
-		seq, err = s.admitAdaptive(c, key, st, deadline, l)
+	if s.adaptive {
+		seq, scout, err = s.admitLearned(c, key, st, deadline, l)
 	} else {
 		err = s.pace(c, key, st, deadline, l)
 	}
@@ -42,7 +42,7 @@ func (s *scope) admit(c *call, key string, st *scopeState) (seq uint64, slotted 
 		s.releaseSlot(st)
 		slotted = false
 	}
-	return seq, slotted, err
+	return seq, slotted, scout, err
 }
 
 // turn is a place taken in a key's pace, which can be given back when the
@@ -57,6 +57,9 @@ type turn struct {
 // pace waits for the request's turn; at once when the key has no bucket
 // and no spacing.
 func (s *scope) pace(c *call, key string, st *scopeState, deadline time.Time, l *Limit) error {
+	if !finiteRate(l.Rate) && l.MinSpacing <= 0 {
+		return nil // nothing paces (catchUp keeps no bucket for such a limit)
+	}
 	if l.Store != nil {
 		done, err := s.paceShared(c, key, st, deadline, l)
 		if done {
@@ -337,8 +340,8 @@ func (s heldSlot) free() {
 // are freed when the body is closed or read to its end.
 type slotBody struct {
 	io.ReadCloser
-	once  sync.Once
-	slots heldSlots
+	released atomic.Bool
+	slots    heldSlots
 }
 
 func (b *slotBody) Read(p []byte) (int, error) {
@@ -355,4 +358,10 @@ func (b *slotBody) Close() error {
 	return err
 }
 
-func (b *slotBody) release() { b.once.Do(b.slots.release) }
+// release frees the slots the first time only; a Close racing a Read's
+// end frees them once.
+func (b *slotBody) release() {
+	if b.released.CompareAndSwap(false, true) {
+		b.slots.release()
+	}
+}

@@ -18,14 +18,16 @@ import (
 //	MaxDelay             1m                  30s                 10s
 //	TotalWaitCap         5m                  2m                  1m
 //	retry budget         10% + 2/s           20% + 10/s          50% + 20/s
-//	limit                adaptive from 1/s,  adaptive            adaptive
-//	                     4 in flight
+//	limit                learned (the        learned             learned
+//	                     default), 4 in flight
 //	breaker trips after  3 failures          5 failures          10 failures
 //	breaker cooldown     2m, then 10m, 1h    1m                  15s
 
 // Preset is a configuration of the whole stack: a retry policy, limit
 // scopes and a breaker. Give it to [New] with [WithPreset]; options after
-// it add to it or replace its parts (a later WithRetry wins).
+// it add to it or replace its parts (a later WithRetry wins). Every preset
+// learns each host's limit, as [New] does by default: none paces a host
+// that the server has not yet refused or counted.
 type Preset struct {
 	Name    string
 	Retry   RetryPolicy
@@ -49,41 +51,38 @@ func WithPreset(p Preset) Option {
 
 // Conservative is for an API that must not be annoyed, or a background
 // job with time to spare: few attempts, long waits, a small retry budget,
-// an adaptive pace that starts at one request a second with at most four
-// in flight, and a breaker that trips early and stays open longer each
-// time its probe fails.
+// at most four requests in flight per host, and a breaker that trips
+// early and stays open longer each time its probe fails.
 func Conservative() Preset {
 	return Preset{
 		Name: "conservative",
 		Retry: RetryPolicy{MaxAttempts: 3, InitialDelay: 2 * time.Second, MaxDelay: time.Minute,
 			TotalWaitCap: 5 * time.Minute, RetryBudget: 0.1, RetryBudgetFloor: 2},
-		Limits: []Limit{{Name: "adaptive", Adaptive: true, StartRate: 1, MaxConcurrent: 4}},
+		Limits: []Limit{{Name: "in flight", MaxConcurrent: 4}},
 		Breaker: &BreakerPolicy{ConsecutiveFailures: 3, Cooldown: 2 * time.Minute,
 			Escalation: []time.Duration{10 * time.Minute, time.Hour}},
 	}
 }
 
-// Moderate is the default policy with an adaptive pace and the default
+// Moderate is the default policy, the learned pace and the default
 // breaker: the preset to start from for an API whose limits you do not
 // know.
 func Moderate() Preset {
 	return Preset{
 		Name:    "moderate",
 		Retry:   DefaultRetryPolicy(),
-		Limits:  []Limit{{Name: "adaptive", Adaptive: true}},
 		Breaker: &BreakerPolicy{},
 	}
 }
 
 // Aggressive is for a user waiting on the answer of an API that recovers
-// fast: more attempts, short waits, a large retry budget, an adaptive pace
+// fast: more attempts, short waits, a large retry budget, the learned pace
 // and a breaker that trips late and tries again soon.
 func Aggressive() Preset {
 	return Preset{
 		Name: "aggressive",
 		Retry: RetryPolicy{MaxAttempts: 8, InitialDelay: 250 * time.Millisecond, MaxDelay: 10 * time.Second,
 			TotalWaitCap: time.Minute, RetryBudget: 0.5, RetryBudgetFloor: 20},
-		Limits:  []Limit{{Name: "adaptive", Adaptive: true}},
 		Breaker: &BreakerPolicy{ConsecutiveFailures: 10, Cooldown: 15 * time.Second},
 	}
 }
@@ -128,9 +127,9 @@ func TheAudioDBLimit() Limit { return perWindow("theaudiodb", 30, time.Minute) }
 
 // GitHubLimit is the GitHub REST API's primary limit for an authenticated
 // client: 5,000 requests an hour, with at most 100 in flight. GitHub
-// counts the quota in X-RateLimit-* headers, so the limit is adaptive and
-// spreads what the hour has left evenly until its reset; 5,000 an hour is
-// its ceiling.
+// counts the quota in X-RateLimit-* headers, so the limit is adaptive: it
+// sends what the hour has left and then waits for its reset, never faster
+// than its ceiling of 5,000 an hour.
 // https://docs.github.com/en/rest/using-the-rest-api/rate-limits-for-the-rest-api
 func GitHubLimit() Limit {
 	return Limit{Name: "github", Adaptive: true, Rate: rate.Every(time.Hour / 5000), MaxConcurrent: 100}

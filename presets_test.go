@@ -14,36 +14,37 @@ func TestPresetTable(t *testing.T) {
 		attempts                 int
 		initial, maxDelay, total time.Duration
 		budget, floor            float64
-		startRate                float64
 		inFlight, failures       int
 		cooldown                 time.Duration
 	}{
-		{Conservative(), "conservative", 3, 2 * time.Second, time.Minute, 5 * time.Minute, 0.1, 2, 1, 4, 3, 2 * time.Minute},
-		{Moderate(), "moderate", 5, time.Second, 30 * time.Second, 2 * time.Minute, 0.2, 10, 0, 0, 5, time.Minute},
-		{Aggressive(), "aggressive", 8, 250 * time.Millisecond, 10 * time.Second, time.Minute, 0.5, 20, 0, 0, 10, 15 * time.Second},
+		{Conservative(), "conservative", 3, 2 * time.Second, time.Minute, 5 * time.Minute, 0.1, 2, 4, 3, 2 * time.Minute},
+		{Moderate(), "moderate", 5, time.Second, 30 * time.Second, 2 * time.Minute, 0.2, 10, 0, 5, time.Minute},
+		{Aggressive(), "aggressive", 8, 250 * time.Millisecond, 10 * time.Second, time.Minute, 0.5, 20, 0, 10, 15 * time.Second},
 	} {
 		p := tt.preset
 		r := p.Retry.WithDefaults()
 		b := p.Breaker.WithDefaults()
-		l := p.Limits[0]
 		if p.Name != tt.name || r.MaxAttempts != tt.attempts || r.InitialDelay != tt.initial || r.MaxDelay != tt.maxDelay ||
 			r.TotalWaitCap != tt.total || r.RetryBudget != tt.budget || r.RetryBudgetFloor != tt.floor ||
-			!l.Adaptive || float64(l.StartRate) != tt.startRate || l.MaxConcurrent != tt.inFlight ||
 			b.ConsecutiveFailures != tt.failures || b.Cooldown != tt.cooldown {
-			t.Errorf("%s = %+v, limit %+v, breaker %+v; want the documented table", tt.name, r, l, b)
+			t.Errorf("%s = %+v, breaker %+v; want the documented table", tt.name, r, b)
 		}
 		if err := r.Validate(); err != nil {
 			t.Errorf("%s retry: %v", tt.name, err)
 		}
-		if err := l.Validate(); err != nil {
-			t.Errorf("%s limit: %v", tt.name, err)
-		}
 		if err := b.Validate(); err != nil {
 			t.Errorf("%s breaker: %v", tt.name, err)
 		}
+		// Every preset learns, as New does: its last scope is the learned
+		// one; the in-flight cap, where it has one, comes first.
 		tr := New(nil, WithPreset(p))
-		if tr.err != nil || tr.breakers == nil || len(tr.scopes) != 1 || tr.RetryPolicy().MaxAttempts != tt.attempts {
-			t.Errorf("New(WithPreset(%s)): err %v, %d scopes, breaker %v", tt.name, tr.err, len(tr.scopes), tr.breakers != nil)
+		limits := tr.Limits()
+		if tr.err != nil || tr.breakers == nil || tr.RetryPolicy().MaxAttempts != tt.attempts || len(limits) == 0 ||
+			limits[len(limits)-1].Name != LearnedScope || !limits[len(limits)-1].Adaptive {
+			t.Errorf("New(WithPreset(%s)): err %v, limits %+v, breaker %v; want the learned scope last", tt.name, tr.err, limits, tr.breakers != nil)
+		}
+		if inFlight := limits[0].MaxConcurrent; inFlight != tt.inFlight {
+			t.Errorf("%s: %d in flight, want %d", tt.name, inFlight, tt.inFlight)
 		}
 	}
 }

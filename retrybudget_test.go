@@ -32,7 +32,7 @@ func TestRetryBudgetBoundsRetriesToAFailingHost(t *testing.T) {
 		s := failingHost()
 		// A floor of 0.1 a second: the balance holds 1 + 0.2×100 = 21.
 		p := RetryPolicy{MaxAttempts: 5, InitialDelay: time.Millisecond, RetryBudget: 0.2, RetryBudgetFloor: 0.1}
-		tr := New(s.mock(), WithRetry(p))
+		tr := New(s.mock(), WithRetry(p), WithoutLearning())
 		const calls = 200
 		start := time.Now()
 		for range calls {
@@ -63,7 +63,7 @@ func TestRetryBudgetOffRetriesEveryCall(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := failingHost()
 		p := RetryPolicy{MaxAttempts: 5, InitialDelay: time.Millisecond, RetryBudget: NoRetryBudget}
-		tr := New(s.mock(), WithRetry(p))
+		tr := New(s.mock(), WithRetry(p), WithoutLearning())
 		getAll(t, tr, testURL, 50)
 		if got := s.calls(); got != 50*5 {
 			t.Errorf("server calls = %d, want every call's 5 attempts, 250", got)
@@ -76,7 +76,7 @@ func TestRetryBudgetRefillsFromTheFloor(t *testing.T) {
 		s := failingHost()
 		// The balance holds 1×10 + 0 = 10 retries and regains one a second.
 		p := RetryPolicy{MaxAttempts: 2, InitialDelay: time.Millisecond, RetryBudget: 1e-9, RetryBudgetFloor: 1}
-		tr := New(s.mock(), WithRetry(p))
+		tr := New(s.mock(), WithRetry(p), WithoutLearning())
 		getAll(t, tr, testURL, 20)
 		if got := s.calls(); got != 20+10 {
 			t.Fatalf("server calls = %d, want 20 calls and the 10 retries of a full balance", got)
@@ -94,7 +94,7 @@ func TestRetryBudgetIsPerHost(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := failingHost()
 		p := RetryPolicy{MaxAttempts: 2, InitialDelay: time.Millisecond, RetryBudget: 1e-9, RetryBudgetFloor: 0.1}
-		tr := New(s.mock(), WithRetry(p))
+		tr := New(s.mock(), WithRetry(p), WithoutLearning())
 		getAll(t, tr, "https://a.example.com/", 5)
 		if got := s.calls(); got != 5+1 {
 			t.Fatalf("host a: server calls = %d, want 5 calls and the one retry its balance holds", got)
@@ -110,7 +110,7 @@ func TestRetryBudgetExhaustedAfterNetworkError(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newScript(step{err: errReset})
 		p := RetryPolicy{InitialDelay: time.Millisecond, RetryBudget: 1e-9, RetryBudgetFloor: 0.1}
-		tr := New(s.mock(), WithRetry(p))
+		tr := New(s.mock(), WithRetry(p), WithoutLearning())
 		if _, err := tr.RoundTrip(mustRequest(t, http.MethodGet, nil)); err == nil {
 			t.Fatal("first call: no error")
 		}
@@ -130,7 +130,7 @@ func TestRetryBudgetGivenBackWhenRetryNotSent(t *testing.T) {
 		// A balance of 1 + 0.01: one retry. No cooldown, so that every call
 		// sends its first attempt.
 		p := RetryPolicy{MaxAttempts: 2, RetryBudget: 0.01, RetryBudgetFloor: 0.1}
-		tr := New(s.mock(), WithRetry(p), WithCooldown(CooldownPolicy{Off: true}))
+		tr := New(s.mock(), WithRetry(p), WithCooldown(CooldownPolicy{Off: true}), WithoutLearning())
 		for range 3 {
 			ctx, cancel := context.WithCancel(context.Background())
 			time.AfterFunc(time.Second, cancel) // during the 30s backoff
@@ -153,7 +153,7 @@ func TestRetryBudgetGrowsWithFirstAttempts(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := failingHost()
 		p := RetryPolicy{MaxAttempts: 5, InitialDelay: time.Millisecond, RetryBudget: 0.2, RetryBudgetFloor: 0.1}
-		tr := New(s.mock(), WithRetry(p))
+		tr := New(s.mock(), WithRetry(p), WithoutLearning())
 		getAll(t, tr, testURL, 200)
 		if retries := s.calls() - 200; retries < 21+40-1 {
 			t.Errorf("%d retries, want the 21 of a full balance and a fifth of 200 calls", retries)
@@ -167,7 +167,7 @@ func TestRetryBudgetRefillStopsAtItsCap(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := failingHost()
 		p := RetryPolicy{MaxAttempts: 2, InitialDelay: time.Millisecond, RetryBudget: 1e-9, RetryBudgetFloor: 1}
-		tr := New(s.mock(), WithRetry(p))
+		tr := New(s.mock(), WithRetry(p), WithoutLearning())
 		getAll(t, tr, testURL, 20) // balance spent
 		time.Sleep(time.Second / 2)
 		getAll(t, tr, testURL, 1) // keep the balance alive (not evicted)

@@ -43,8 +43,12 @@ type Transport struct {
 	breakers *breakers // nil without WithBreaker
 	// paced is set when a scope paces its keys (a Rate, or Adaptive): that
 	// pace, not the gate, answers a hint of a second or less.
-	paced    atomic.Bool
-	reloadMu sync.Mutex // serializes SetLimit
+	paced atomic.Bool
+	// learns is set when a scope is Adaptive: its keys learn from the
+	// signals of requests it did not pace. noLearning is WithoutLearning.
+	learns     bool
+	noLearning bool
+	reloadMu   sync.Mutex // serializes SetLimit
 	// err is the first invalid option; every RoundTrip returns it so that
 	// a bad configuration is loud rather than silently replaced.
 	err error
@@ -61,10 +65,16 @@ type Option func(*Transport)
 
 // New returns a Transport that sends requests through base, or through
 // [http.DefaultTransport] when base is nil. Without options it retries with
-// [DefaultRetryPolicy] and holds a host's requests while the host's wait
-// hint lasts; it has no limit scope and no breaker. An invalid option
-// makes every RoundTrip return an error naming the bad fields; check
-// policies with their Validate methods to catch that at start-up.
+// [DefaultRetryPolicy], holds a host's requests while the host's wait hint
+// lasts, and learns each host's limit: a host sends unpaced until its
+// first rate-limit signal (a refusal, or a count of its quota in the
+// headers), then at the pace it learned from the server (see
+// [Limit.Adaptive]). That learning is the scope named [LearnedScope]; a
+// Limit you give that paces (a Rate, a MinSpacing, or Adaptive with a key
+// or ceiling of your own) replaces it, and [WithoutLearning] turns it
+// off. There is no breaker unless [WithBreaker] adds one. An invalid
+// option makes every RoundTrip return an error naming the bad fields;
+// check policies with their Validate methods to catch that at start-up.
 func New(base http.RoundTripper, opts ...Option) *Transport {
 	if base == nil {
 		base = http.DefaultTransport
@@ -77,6 +87,12 @@ func New(base http.RoundTripper, opts ...Option) *Transport {
 		if opt != nil {
 			opt(t)
 		}
+	}
+	if !t.noLearning && !t.paced.Load() {
+		WithLimit(Limit{Name: LearnedScope, Adaptive: true})(t)
+	}
+	for _, s := range t.scopes {
+		t.learns = t.learns || s.adaptive
 	}
 	if b := t.breakers; b != nil {
 		b.notify = breakerListeners(b.policy.OnStateChange, t.trace)
@@ -101,6 +117,19 @@ func breakerListeners(onChange func(string, BreakerState, BreakerState), trace *
 		onChange(key, from, to)
 		hook(BreakerChange{Key: key, From: from, To: to})
 	}
+}
+
+// LearnedScope is the Name of the limit scope that [New] adds when no
+// Limit given paces requests: Limit{Name: LearnedScope, Adaptive: true},
+// keyed by Host. [Transport.LimitStatus] reports it, and
+// [Transport.SetLimit] may give it a ceiling (a Rate).
+const LearnedScope = "learned"
+
+// WithoutLearning keeps [New] from adding the [LearnedScope]: requests
+// are then paced by the Limits given and nothing else, and a server's
+// refusals are answered by the retry policy and the cooldown gate alone.
+func WithoutLearning() Option {
+	return func(t *Transport) { t.noLearning = true }
 }
 
 // WithRetry sets the retry policy; zero fields take their defaults. A
@@ -198,6 +227,7 @@ type call struct {
 	bodyData   []byte
 
 	attempts       int
+	sent           int64 // the transport's attempts, this one included
 	networkRetries int
 	retryTaken     bool          // a retry taken from the retry budget and not yet sent
 	waited         time.Duration // waits so far, summed
@@ -415,16 +445,23 @@ func (c *call) withdraw() {
 func (c *call) admitScopes() error {
 	for _, s := range c.t.scopes {
 		key := s.key(c.req)
+		if s.lazy() && s.answered(key) {
+			continue // an adaptive scope's key that has learned nothing: unpaced
+		}
 		e := s.states.acquire(key, true)
-		seq, slotted, err := s.admit(c, key, &e.state)
+		seq, slotted, scout, err := s.admit(c, key, &e.state)
 		if err != nil {
 			s.states.release(e)
 			c.withdraw()
 			return err
 		}
-		if e.state.adapt != nil {
+		if seq != 0 || scout {
 			e.refs.Add(1) // one hold for the ticket, until the answer
-			c.adaptive.add(adaptiveTicket{scope: s, entry: e, seq: seq})
+			t := adaptiveTicket{scope: s, entry: e, a: e.state.adapt.Load(), seq: seq}
+			if scout {
+				t.a, t.scoutKey = nil, key
+			}
+			c.adaptive.add(t)
 		}
 		if slotted {
 			c.held.add(heldSlot{scope: s, entry: e})
@@ -439,7 +476,7 @@ func (c *call) admitScopes() error {
 func (c *call) send() (*http.Response, error) {
 	c.retryTaken = false // spent
 	c.attempts++
-	c.t.counters.attempts.Add(1)
+	c.sent = c.t.counters.attempts.Add(1)
 	c.traceAttempt()
 	c.stats.recordAttempt()
 	c.ticket.sent()
@@ -465,29 +502,68 @@ func (c *call) feedBack(resp *http.Response, err error, class Class) {
 	probed := c.ticket.probe != nil
 	c.ticket.outcome(c, resp, err, class)
 	c.ticket = breakerTicket{}
-	var pausedUntil time.Time
-	if err == nil && class != Final && c.t.gate != nil && !c.policy.IgnoreRetryAfter {
-		now := time.Now()
-		if hint, ok := WaitHint(resp, now); ok && hint > 0 && (hint > time.Second || !c.t.paced.Load()) {
-			pausedUntil = now.Add(min(hint, c.t.gate.MaxPause))
-			c.t.gate.pause(c.ctx, c.gateKey(), pausedUntil)
+	// hint is the server's wait hint on a refusal it is honoured for. The
+	// clock is read only when something needs the time: on this machine's
+	// kind a reading costs as much as the rest of a request that needs no
+	// help.
+	var hint time.Duration
+	var now time.Time
+	if err == nil && class != Final && !c.policy.IgnoreRetryAfter {
+		now = time.Now()
+		if h, ok := WaitHint(resp, now); ok && h > 0 {
+			// No hint holds a key longer than the gate's longest pause.
+			hint = min(h, c.t.maxPause())
 		}
 	}
-	if c.adaptive.n > 0 {
-		now := time.Now()
-		if probed && err == nil && class == Final {
-			pausedUntil = now // the breaker closes: resume gently
-		}
-		c.adaptive.drain(func(t adaptiveTicket) {
-			if !pausedUntil.IsZero() {
-				t.entry.state.adapt.pause(pausedUntil)
+	if c.t.learns && err == nil && (class == RateLimited || c.sampleQuota(resp)) {
+		c.learnUntracked(resp, class, hint)
+	}
+	// A hint pauses the key's other requests too: all of them when
+	// nothing paces the key, else only a hint of more than a second, and
+	// not once the key's learned pace has seen its server's hints
+	// overstate when its quota comes back.
+	pausesKey := hint > 0 && c.t.gate != nil && (hint > time.Second || !c.t.paced.Load())
+	pauseUntil := now.Add(hint)
+	closed := probed && err == nil && class == Final
+	if c.adaptive.n > 0 && now.IsZero() {
+		now = time.Now()
+	}
+	c.adaptive.drain(func(t adaptiveTicket) {
+		t.finish(resp, err, class, hint, now)
+		if t.a != nil {
+			pausesKey = pausesKey && t.a.hintPausesKey()
+			if closed {
+				t.a.pause(now) // the breaker closes: resume gently
 			}
-			t.finish(resp, err, class, now)
-		})
+			// A window the key learned is held for every transport
+			// sharing the gate's store, as a hint's pause is.
+			if held := t.a.windowHeldUntil(); c.t.gate != nil && c.t.gate.Store != nil && held.After(now) {
+				pausesKey, pauseUntil = true, maxTime(pauseUntil, held)
+			}
+		}
+	})
+	if pausesKey {
+		c.t.gate.pause(c.ctx, c.gateKey(), pauseUntil)
 	}
 	if err != nil {
 		c.held.release()
 	}
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// maxPause is the longest one hint holds a key: the cooldown gate's
+// MaxPause, or its default without a gate.
+func (t *Transport) maxPause() time.Duration {
+	if t.gate != nil {
+		return t.gate.MaxPause
+	}
+	return DefaultCooldownMaxPause
 }
 
 // deliver hands resp to the caller, its body freeing the slots it holds.

@@ -139,7 +139,7 @@ func TestTotalWaitCapNeverExceededWithJitter(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const limit = 20 * time.Second
 		p := RetryPolicy{MaxAttempts: 50, InitialDelay: 500 * time.Millisecond, MaxDelay: 8 * time.Second, TotalWaitCap: limit}
-		tr := New(nil, WithRetry(p))
+		tr := New(nil, WithRetry(p), WithoutLearning()) // the retry layer's waits alone
 		for i := range 200 {
 			s := newScript(answer(429), answer(429, "Retry-After", "3"), answer(503, "Retry-After", "1"))
 			tr.base = s.mock()
@@ -163,8 +163,9 @@ func TestTotalWaitCapNeverExceededWithJitter(t *testing.T) {
 func TestSharedBudgetAcrossConcurrentCalls(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newScript(answer(429, "Retry-After", "30"), answer(429, "Retry-After", "30"), answer(200))
-		// Without the cooldown gate, which would hold the second call.
-		tr := New(s.mock(), WithCooldown(CooldownPolicy{Off: true}))
+		// Without the cooldown gate or a learned window, which would hold
+		// the second call.
+		tr := New(s.mock(), WithCooldown(CooldownPolicy{Off: true}), WithoutLearning())
 		ctx := WithBudget(context.Background(), 40*time.Second)
 		var wg sync.WaitGroup
 		statuses := make([]int, 2)

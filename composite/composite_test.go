@@ -28,7 +28,9 @@ func api(t *testing.T, responders map[string]httpmock.Responder) *http.Client {
 	for path, r := range responders {
 		mock.RegisterResponder(http.MethodGet, "https://api.example.com"+path, r)
 	}
-	return &http.Client{Transport: ratewise.New(mock, ratewise.WithCooldown(ratewise.CooldownPolicy{Off: true}))}
+	// The endpoints' scripted refusals are each their own: nothing holds
+	// one endpoint for another's (no cooldown, no learned pace of the host).
+	return &http.Client{Transport: ratewise.New(mock, ratewise.WithCooldown(ratewise.CooldownPolicy{Off: true}), ratewise.WithoutLearning())}
 }
 
 // fetch is a branch that GETs path and stores the body in *into.

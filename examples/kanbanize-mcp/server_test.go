@@ -309,20 +309,33 @@ func TestReadCard(t *testing.T) {
 }
 
 func TestCallsShareOneTransport(t *testing.T) {
-	// One call's 429, asking for a second, pauses the next call's requests
-	// too: every tool call goes through the same transport and cooldown.
+	// One call's refusals, asking for a minute, pause the next call's
+	// requests too: every tool call goes through the same transport and
+	// cooldown.
 	synctest.Test(t, func(t *testing.T) {
-		s := connect(t, kanbanizetest.Config{Scripts: map[kanbanizetest.Endpoint][]kanbanizetest.Fault{kanbanizetest.EndpointCard: {kanbanizetest.Fault429}}})
-		if res := s.call(t, "read_card_with_retry", map[string]any{"card_id": "100", "max_attempts": 1}, nil); !res.IsError {
-			t.Fatalf("first call: %s, want the 429 as a tool error", text(res))
+		s := connect(t, kanbanizetest.Config{PerMinute: 1})
+		// One attempt and a second of budget: the first call does not wait
+		// the pause out itself.
+		res := s.call(t, "read_card_with_retry", map[string]any{"card_id": "100", "max_attempts": 1,
+			"initial_delay_ms": 1000, "total_wait_cap_ms": 1000}, nil)
+		if res.IsError || !strings.Contains(text(res), "partial_error") {
+			t.Fatalf("first call: %s, want the card, and comments and subtasks refused or held, as partial errors", text(res))
 		}
-		start := time.Now()
-		if res := s.call(t, "read_card_with_retry", map[string]any{"card_id": "101"}, nil); res.IsError {
-			t.Fatalf("second call: %s", text(res))
+		sent := s.fake.Stats().Requests
+		done := make(chan *mcp.CallToolResult, 1)
+		go func() { done <- s.call(t, "read_card_with_retry", map[string]any{"card_id": "101"}, nil) }()
+		time.Sleep(59 * time.Second)
+		synctest.Wait()
+		if n := s.fake.Stats().Requests; n != sent {
+			t.Fatalf("the second call sent %d requests within the first call's pause of a minute, want none", n-sent)
 		}
-		// The pause, then at most the cooldown's spread.
-		if waited := time.Since(start); waited < time.Second || waited > time.Second+ratewise.DefaultCooldownSpread {
-			t.Errorf("the second call went after %v, want it held by the first call's 1s pause", waited)
+		time.Sleep(time.Second + ratewise.DefaultCooldownSpread)
+		synctest.Wait()
+		if n := s.fake.Stats().Requests; n == sent {
+			t.Error("the second call sent nothing once the pause was over")
+		}
+		if res := <-done; res.IsError {
+			t.Errorf("second call: %s", text(res))
 		}
 	})
 }

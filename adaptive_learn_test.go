@@ -1,0 +1,285 @@
+package ratewise
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"math"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// Tests of learning as the default: what New does without options.
+
+// fixedResponse answers every request with the same response, allocating
+// nothing, so that an allocation counted is the transport's own.
+type fixedResponse struct{ resp *http.Response }
+
+func (f fixedResponse) RoundTrip(*http.Request) (*http.Response, error) { return f.resp, nil }
+
+func TestDefaultPathAllocatesNothing(t *testing.T) {
+	base := fixedResponse{&http.Response{StatusCode: 200, Body: http.NoBody,
+		Header: http.Header{"Content-Type": {"application/json"}, "Date": {"Mon, 02 Jan 2026 15:04:05 GMT"}}}}
+	for _, tt := range []struct {
+		name string
+		tr   *Transport
+	}{
+		{"New", New(base)},
+		{"every preset", New(base, WithPreset(Moderate()))},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			req := mustRequest(t, http.MethodGet, nil)
+			for range quotaReadFirst + 1 { // the scout, and the answers read in full at first
+				if _, err := tt.tr.RoundTrip(req); err != nil {
+					t.Fatal(err)
+				}
+			}
+			allocs := testing.AllocsPerRun(1000, func() {
+				if _, err := tt.tr.RoundTrip(req); err != nil {
+					t.Fatal(err)
+				}
+			})
+			// The breaker of the preset, clean, allocates nothing either.
+			if allocs != 0 {
+				t.Errorf("%v allocations a request, want none", allocs)
+			}
+		})
+	}
+}
+
+func TestLearningIsTheDefault(t *testing.T) {
+	base := fixedResponse{&http.Response{StatusCode: 200, Body: http.NoBody}}
+	tests := []struct {
+		name    string
+		opts    []Option
+		learned bool
+	}{
+		{"no options", nil, true},
+		{"a concurrency cap only", []Option{WithLimit(Limit{MaxConcurrent: 4})}, true},
+		{"every preset", []Option{WithPreset(Conservative())}, true},
+		{"a told rate", []Option{WithLimit(Limit{Rate: 10})}, false},
+		{"a told spacing", []Option{WithLimit(Limit{MinSpacing: time.Second})}, false},
+		{"an adaptive limit of one's own", []Option{WithLimit(Limit{Name: "mine", Adaptive: true, Key: Global})}, false},
+		{"WithoutLearning", []Option{WithoutLearning()}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			limits := New(base, tt.opts...).Limits()
+			learned := slices.ContainsFunc(limits, func(l Limit) bool { return l.Name == LearnedScope })
+			if learned != tt.learned {
+				t.Errorf("limits %+v: the learned scope is there %v, want %v", limits, learned, tt.learned)
+			}
+		})
+	}
+}
+
+// TestUnthrottledKeyIsSentUnpaced: a key that has seen no rate-limit
+// signal is not paced at all, keeps no state once answered, and learns
+// from its first refusal on.
+func TestUnthrottledKeyIsSentUnpaced(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newScript(answer(200))
+		tr := New(s.mock())
+		start := time.Now()
+		var wg sync.WaitGroup
+		for range 50 {
+			wg.Go(func() {
+				if status, err := callOnce(t, tr, context.Background()); status != 200 {
+					t.Errorf("call = %d, %v", status, err)
+				}
+			})
+		}
+		wg.Wait()
+		if at := s.offsets(start); len(at) != 50 || at[len(at)-1] != 0 {
+			t.Fatalf("requests at %v, want 50 at once", at)
+		}
+		st := tr.LimitStatus(host).Scopes[0]
+		if st.Name != LearnedScope || st.LearnedRate != 0 || st.Counted {
+			t.Errorf("status %+v, want the learned scope with nothing learned", st)
+		}
+		// A refusal arms the key: its next requests are paced.
+		s.reset(answer(429, "Retry-After", "1"), answer(200))
+		if status, _ := callOnce(t, tr, noWait()); status != 429 {
+			t.Fatalf("call = %d, want the 429", status)
+		}
+		if st := tr.LimitStatus(host).Scopes[0]; st.LearnedRate <= 0 || math.IsInf(st.LearnedRate, 0) {
+			t.Errorf("status after a refusal %+v, want a learned pace", st)
+		}
+	})
+}
+
+// countingServer counts its quota in X-RateLimit-* headers: limit
+// requests, then a 429 until reset, when the quota comes back whole. With
+// noCounts it says nothing but a Retry-After to the window's end on a
+// refusal. The window opens at the first request.
+type countingServer struct {
+	mu       sync.Mutex
+	limit    int
+	window   time.Duration
+	noCounts bool
+	start    time.Time
+	used     int
+	at       []time.Time
+	refused  []time.Time
+}
+
+func (s *countingServer) RoundTrip(req *http.Request) (*http.Response, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := time.Now()
+	if s.start.IsZero() || now.Sub(s.start) >= s.window {
+		s.start, s.used = now, 0
+	}
+	s.at = append(s.at, now)
+	status := 200
+	if s.used < s.limit {
+		s.used++
+	} else {
+		status = 429
+		s.refused = append(s.refused, now)
+	}
+	h := http.Header{}
+	reset := strconv.Itoa(int(math.Ceil(s.start.Add(s.window).Sub(now).Seconds())))
+	if !s.noCounts {
+		h.Set("X-Ratelimit-Limit", strconv.Itoa(s.limit))
+		h.Set("X-Ratelimit-Remaining", strconv.Itoa(s.limit-s.used))
+		h.Set("X-Ratelimit-Reset", reset)
+	}
+	if status == 429 {
+		h.Set("Retry-After", reset)
+	}
+	return &http.Response{StatusCode: status, Header: h, Body: io.NopCloser(strings.NewReader("")), Request: req}, nil
+}
+
+// TestScoutKeepsTheFirstWaveWithinTheCount: a key's first request goes
+// alone; its answer says how many the server will take, and the others
+// wait for it rather than be refused. (The refill a count of none left
+// suggests, limit/reset, is tried once before the reset: a window has
+// none, and says so with the one refusal.)
+func TestScoutKeepsTheFirstWaveWithinTheCount(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := &countingServer{limit: 5, window: time.Minute}
+		tr := New(srv)
+		wall, failed := goodput(tr, 20, 8)
+		first := srv.at[0]
+		var atOnce, early int
+		for _, at := range srv.at {
+			switch d := at.Sub(first); {
+			case d == 0:
+				atOnce++
+			case d < time.Minute:
+				early++
+			}
+		}
+		if len(srv.refused) > 1 || failed != 0 || atOnce != 5 || early > 1 || wall != time.Minute {
+			t.Errorf("%d refused, %d failed, %d requests at once, %d more before the reset, done in %v; "+
+				"want at most the one try of the refill, none failed, the quota of 5 at once, the rest at the reset a minute on",
+				len(srv.refused), failed, atOnce, early, wall)
+		}
+	})
+}
+
+// TestRefusalsAloneTeachAWindow: a window that says only Retry-After on
+// its refusals, in whole seconds. Refused again and again with nothing
+// let through, the key learns the server refills nothing between its
+// turns: from then on it waits for each turn and sends the window's quota
+// at once, refused once a window at most.
+func TestRefusalsAloneTeachAWindow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := &countingServer{limit: 50, window: time.Second, noCounts: true}
+		tr := New(srv)
+		wall, failed := goodput(tr, 20, 500)
+		if failed != 0 {
+			t.Fatalf("%d calls failed", failed)
+		}
+		// The least it can take is 9s: ten windows of 50.
+		if ratio := wall.Seconds() / 9; ratio > 1.02 {
+			t.Errorf("500 calls took %v, %.2f of the ideal 9s; want at most 1.02", wall, ratio)
+		}
+		// The first window's refusals teach; each later one is refused at
+		// most once more than its quota, when its first request past the
+		// quota asks whether it turned.
+		first := srv.at[0]
+		late := 0
+		for _, at := range srv.refused {
+			if at.Sub(first) >= 2*time.Second {
+				late++
+			}
+		}
+		if late > 8 {
+			t.Errorf("%d refusals after the first two windows, want at most one in each of the 8 left (all: %d)", late, len(srv.refused))
+		}
+		// LimitStatus says what the key learned.
+		st := tr.LimitStatus("api.test").Scopes[0]
+		b, _ := json.Marshal(st)
+		if !st.Windowed || st.WindowQuota != 50 || !strings.Contains(string(b), `"windowed":true,"window_quota":50`) {
+			t.Errorf("status %s, want the window and its quota of 50", b)
+		}
+	})
+}
+
+// TestToldLimitIsKeptToTheLetter: a caller who tells a limit gets exactly
+// that, with nothing learned on top.
+func TestToldLimitIsKeptToTheLetter(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newScript(answer(429, "Retry-After", "1"), answer(200))
+		tr := New(s.mock(), WithLimit(Limit{Rate: rate.Every(100 * time.Millisecond), Burst: 1}))
+		start := time.Now()
+		for range 5 {
+			if status, err := callOnce(t, tr, context.Background()); status != 200 && status != 429 {
+				t.Fatalf("call = %d, %v", status, err)
+			}
+		}
+		// The refused first call retries after its 1s hint; the pace of 10
+		// a second alone spaces the others.
+		want := []time.Duration{0, time.Second, 1100 * time.Millisecond, 1200 * time.Millisecond, 1300 * time.Millisecond, 1400 * time.Millisecond}
+		if at := s.offsets(start); !slices.Equal(at, want) {
+			t.Errorf("requests at %v, want %v", at, want)
+		}
+	})
+}
+
+// TestLearnedWindowIsSharedThroughTheCooldownStore: a window one
+// transport learned from refusals holds every transport that shares its
+// cooldown store, as a hint's pause does.
+func TestLearnedWindowIsSharedThroughTheCooldownStore(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := &countingServer{limit: 5, window: time.Second, noCounts: true}
+		store := NewMemoryStore()
+		a := New(srv, WithCooldown(CooldownPolicy{Store: store}), WithRetry(RetryPolicy{MaxAttempts: 1}))
+		b := New(srv, WithCooldown(CooldownPolicy{Store: store}))
+		for range 200 {
+			if st := a.LimitStatus("api.test").Scopes[0]; st.Windowed && st.HeldFor > 0 {
+				break
+			}
+			req, _ := http.NewRequest(http.MethodGet, "http://api.test/items", nil)
+			resp, err := a.RoundTrip(req)
+			if err == nil {
+				readAll(t, resp)
+			}
+		}
+		st := a.LimitStatus("api.test").Scopes[0]
+		if !st.Windowed || st.HeldFor <= 0 {
+			t.Fatalf("status %+v: the first transport learned no window", st)
+		}
+		reopens := time.Now().Add(st.HeldFor)
+		before := len(srv.at)
+		req, _ := http.NewRequest(http.MethodGet, "http://api.test/items", nil)
+		resp, err := b.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		readAll(t, resp)
+		if sent := srv.at[before]; sent.Before(reopens) {
+			t.Errorf("the second transport sent %v before the window the first learned reopens", reopens.Sub(sent))
+		}
+	})
+}

@@ -1,0 +1,136 @@
+package ratewise
+
+import "time"
+
+// This file is the adaptive pacer's reading of a server that gives its
+// quota back all at once (a fixed window) rather than bit by bit (a
+// bucket), learned from refusals alone, when no count says so.
+//
+// A bucket refills while it refuses: a request sent a while after a
+// refusal finds a token. A window refills nothing until it turns. So a
+// refusal of a request sent well after the last refusal, with no success
+// in between, says the key is windowed; so does a pause of more than a
+// second the server asks for. A windowed key is held until the window
+// reopens: the earliest instant its refusals' hints say (a Retry-After in
+// whole seconds is rounded up, and the first refusal of a window comes
+// right after it turned, so its hint says the next turn best). Then the
+// key sends what the last window gave at once, as a client that knows the
+// window does, and one request more to learn when the next one turns. A
+// window that gives less than two requests is no window: a slow bucket,
+// or a sliding window whose hint overstates the wait, which the learned
+// pace answers instead.
+
+const (
+	// windowDryGap is how long after a refusal a request must be sent,
+	// and refused with nothing let through since, to show that the
+	// server refills nothing between its turns.
+	windowDryGap = adaptiveMinSample
+	// windowProbeStart is the first wait before asking again whether a
+	// window that said nothing of its end has turned; it doubles with each
+	// refusal, up to windowProbeMax.
+	windowProbeStart = 100 * time.Millisecond
+	windowProbeMax   = time.Minute
+)
+
+// learnedWindow is what a windowed key learned of its server's window.
+type learnedWindow struct {
+	quota int       // what the last window let through; 0 before one was counted
+	used  int       // successes since the window reopened
+	opens time.Time // when the exhausted window reopens; zero while open
+	// probe is the wait before asking again when no hint said when the
+	// window reopens.
+	probe time.Duration
+	// openedAt is when the window last reopened, and period the time
+	// between two reopenings, once seen: without a hint, the next turn is
+	// expected a period after the last.
+	openedAt time.Time
+	period   time.Duration
+}
+
+// windowRefused takes in a refusal of a windowed key, with a.mu held;
+// target is when its hint says to come back, zero without one. It
+// reports false when the window gave less than two requests since it
+// reopened: then the key is no longer windowed.
+func (a *adaptiveState) windowRefused(target, now time.Time) bool {
+	w := a.win
+	if !w.opens.IsZero() {
+		// Refused again before the window reopens: a sibling, or a request
+		// sent to ask whether it turned.
+		switch {
+		case !target.IsZero() && target.Before(w.opens):
+			w.opens = target
+		case target.IsZero() && !now.Before(w.opens):
+			w.probe = min(max(2*w.probe, windowProbeStart), windowProbeMax)
+			w.opens = now.Add(w.probe)
+		}
+		return true
+	}
+	if w.used < 2 {
+		a.win = nil
+		return false
+	}
+	w.quota = w.used
+	a.cutAt = a.sent // requests on their way are refused with it
+	switch {
+	case !target.IsZero():
+		w.opens = target
+	case w.period > 0 && w.openedAt.Add(w.period).After(now):
+		w.opens = w.openedAt.Add(w.period)
+	default:
+		w.probe = windowProbeStart
+		w.opens = now.Add(w.probe)
+	}
+	return true
+}
+
+// becomeWindowed starts holding the key until opens, as a window's, with
+// a.mu held.
+func (a *adaptiveState) becomeWindowed(opens, now time.Time) {
+	if opens.IsZero() || !opens.After(now) {
+		opens = now.Add(windowProbeStart)
+	}
+	a.win = &learnedWindow{opens: opens, probe: windowProbeStart}
+	a.cutAt = a.sent
+	// The window, not a pace, says when requests go.
+	a.unpaced, a.probing, a.next = true, false, time.Time{}
+}
+
+// windowHeldUntil returns when the key's window reopens, when it is
+// windowed and held; the zero time otherwise.
+func (a *adaptiveState) windowHeldUntil() time.Time {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.win == nil {
+		return time.Time{}
+	}
+	return a.win.opens
+}
+
+// windowSucceeded counts a success of a windowed key, with a.mu held.
+func (w *learnedWindow) succeeded(now time.Time) {
+	if w.opens.IsZero() {
+		w.used++
+	}
+}
+
+// wait is how long the head of the line waits at now for the window, with
+// a.mu held, and a channel closed at the next answer when the window's
+// quota is on its way: the answers say whether one more fits.
+func (w *learnedWindow) wait(a *adaptiveState, now time.Time) (time.Duration, <-chan struct{}) {
+	if !w.opens.IsZero() {
+		if now.Before(w.opens) {
+			return w.opens.Sub(now), nil
+		}
+		// The window has turned, as far as the key can tell.
+		if !w.openedAt.IsZero() {
+			if p := now.Sub(w.openedAt); w.period == 0 || p < w.period {
+				w.period = p
+			}
+		}
+		w.opens, w.used, w.openedAt = time.Time{}, 0, now
+	}
+	if w.quota > 0 && w.used+a.inFlight >= w.quota && a.inFlight > 0 {
+		return 0, a.answered() // the last window's quota is on its way
+	}
+	return 0, nil
+}

@@ -57,10 +57,11 @@ func (e *RateLimitError) Error() string {
 func (e *RateLimitError) Is(target error) bool { return target == ErrRateLimited }
 
 // CheckResponse returns a *RateLimitError when resp is rate-limited by
-// [DefaultClassify] (429, or 503 with Retry-After), and nil otherwise,
-// nil resp included. The transport returns such a final response with a
-// nil error, as [http.RoundTripper] requires; CheckResponse is for callers
-// who would rather handle an error. The body stays readable in full. For a
+// [DefaultClassify] (429; 503 with Retry-After; 403 with Retry-After or
+// X-RateLimit-Remaining: 0), and nil otherwise, nil resp included. The
+// transport returns such a final response with a nil error, as
+// [http.RoundTripper] requires; CheckResponse is for callers who would
+// rather handle an error. The body stays readable in full. For a
 // policy with its own Classify or RateLimitPhrases, use
 // [RetryPolicy.CheckResponse].
 func CheckResponse(resp *http.Response) error {

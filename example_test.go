@@ -88,6 +88,39 @@ func ExampleWaitHint() {
 	// Output: 20s true
 }
 
+// Each API says "slow down" its own way; WaitHint and DefaultClassify
+// read them all.
+func ExampleWaitHint_apis() {
+	now := time.Date(2026, time.March, 10, 12, 0, 0, 0, time.UTC)
+	for _, a := range []struct {
+		api    string
+		status int
+		header []string
+	}{
+		{"GitHub", 403, []string{"x-ratelimit-remaining", "0", "x-ratelimit-reset", fmt.Sprint(now.Add(50 * time.Minute).Unix())}},
+		{"OpenAI", 429, []string{"x-ratelimit-remaining-tokens", "0", "x-ratelimit-reset-tokens", "6m0s"}},
+		{"Anthropic", 429, []string{"anthropic-ratelimit-requests-remaining", "0", "anthropic-ratelimit-requests-reset", "2026-03-10T12:00:30Z"}},
+		{"Discord", 429, []string{"X-RateLimit-Remaining", "0", "X-RateLimit-Reset-After", "64.57"}},
+		{"Azure", 429, []string{"x-ms-retry-after-ms", "1500"}},
+		{"Jira", 429, []string{"X-RateLimit-Remaining", "0", "X-RateLimit-Reset", "2026-03-10T12:01Z"}},
+	} {
+		h := http.Header{}
+		for i := 0; i < len(a.header); i += 2 {
+			h.Set(a.header[i], a.header[i+1])
+		}
+		resp := &http.Response{StatusCode: a.status, Header: h}
+		d, _ := ratewise.WaitHint(resp, now)
+		fmt.Printf("%-9s %d %v, wait %v\n", a.api, a.status, ratewise.DefaultClassify(resp), d)
+	}
+	// Output:
+	// GitHub    403 rate-limited, wait 50m0s
+	// OpenAI    429 rate-limited, wait 6m0s
+	// Anthropic 429 rate-limited, wait 30s
+	// Discord   429 rate-limited, wait 1m4.57s
+	// Azure     429 rate-limited, wait 1.5s
+	// Jira      429 rate-limited, wait 1m0s
+}
+
 func ExampleRetryPolicy_Backoff() {
 	p := ratewise.RetryPolicy{InitialDelay: time.Second, MaxDelay: 10 * time.Second, Jitter: ratewise.JitterNone}
 	for retry := range 6 {

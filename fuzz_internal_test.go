@@ -66,14 +66,8 @@ func FuzzReadAnswer(f *testing.F) {
 		if an.remaining < 0 && (an.limit != 0 || an.reset != 0) {
 			t.Fatalf("readAnswer(%v) = %+v: a limit or reset without a count", h, an)
 		}
-		// X-RateLimit-* comes first, then RateLimit-*.
-		if n, ok := smallCount(xRemaining); ok {
-			if an.remaining != n {
-				t.Fatalf("X-RateLimit-Remaining %q read as %d", xRemaining, an.remaining)
-			}
-		} else if n, ok := smallCount(remaining); ok && strings.TrimSpace(xRemaining) == "" && an.remaining != n {
-			t.Fatalf("RateLimit-Remaining %q read as %d", remaining, an.remaining)
-		}
+		// The least count of every family is the one read.
+		checkLeast(t, an, map[string]string{"X-RateLimit-Remaining": xRemaining, "RateLimit-Remaining": remaining})
 		if failed := readAnswer(resp, errors.New("reset"), class, now); failed != (serverAnswer{remaining: -1}) {
 			t.Fatalf("readAnswer of a network failure = %+v, want no count", failed)
 		}
@@ -95,6 +89,147 @@ func FuzzReadAnswer(f *testing.F) {
 				checkPace(t, a, an, at.Add(an.reset/2))
 				checkPace(t, a, an, at.Add(time.Hour))
 			}
+		}
+	})
+}
+
+// checkLeast checks that an's count is at most each plain count given, by
+// the name of its header.
+func checkLeast(t *testing.T, an serverAnswer, counts map[string]string) {
+	t.Helper()
+	for name, v := range counts {
+		if n, ok := smallCount(v); ok && (an.remaining < 0 || an.remaining > n) {
+			t.Fatalf("%s %q, but readAnswer read a count of %d", name, v, an.remaining)
+		}
+	}
+}
+
+// FuzzReadAnswerFamilies feeds the counts of OpenAI, Anthropic, Discord,
+// Shopify and Atlassian to readAnswer, then the answer to a pacer: the
+// least count is read, every count is in range, and the pace derived from
+// it is finite and not negative.
+func FuzzReadAnswerFamilies(f *testing.F) {
+	type seed struct {
+		openAIRemaining, openAIReset       string
+		anthropicRemaining, anthropicReset string
+		resetAfter, shopify                string
+		beta, betaPolicy                   string
+		status                             int
+		refused                            bool
+	}
+	for _, s := range []seed{
+		{openAIRemaining: "59", openAIReset: "1s", status: 200},
+		{openAIRemaining: "0", openAIReset: "6m0s", status: 429, refused: true},
+		{anthropicRemaining: "42", anthropicReset: "2026-03-10T12:00:01Z", status: 200},
+		{anthropicRemaining: "0", anthropicReset: "2026-03-10T12:01Z", status: 429, refused: true},
+		{resetAfter: "64.57", shopify: "32/40", status: 200},
+		{shopify: "40/40", status: 429, refused: true},
+		{beta: `"tenant-app-quota";r=17842;t=2107`, betaPolicy: `"tenant-app-quota";q=100100;w=3600`, status: 200},
+		{openAIRemaining: "1", anthropicRemaining: "2", shopify: "3/7", beta: `"q";r=0;t=9`, status: 200},
+		{openAIReset: "2562047h47m16.854775808s", anthropicReset: "9999-12-31T23:59:59Z", resetAfter: "1e3", shopify: "-1/40", status: 200},
+		{openAIRemaining: "99999999999", openAIReset: "-1s", anthropicReset: "2026-13-40T99:99Z", shopify: "99999999999/1", status: 200},
+	} {
+		f.Add(s.openAIRemaining, s.openAIReset, s.anthropicRemaining, s.anthropicReset, s.resetAfter, s.shopify, s.beta, s.betaPolicy, s.status, s.refused)
+	}
+	now := time.Date(2026, time.March, 10, 12, 0, 0, 0, time.UTC)
+	f.Fuzz(func(t *testing.T, openAIRemaining, openAIReset, anthropicRemaining, anthropicReset, resetAfter, shopify, beta, betaPolicy string, status int, refused bool) {
+		h := http.Header{}
+		for _, kv := range [][2]string{
+			{"x-ratelimit-remaining-requests", openAIRemaining}, {"x-ratelimit-reset-requests", openAIReset},
+			{"anthropic-ratelimit-requests-remaining", anthropicRemaining}, {"anthropic-ratelimit-requests-reset", anthropicReset},
+			{"X-RateLimit-Reset-After", resetAfter}, {"X-RateLimit-Remaining", "5"},
+			{"X-Shopify-Shop-Api-Call-Limit", shopify},
+			{"Beta-RateLimit", beta}, {"Beta-RateLimit-Policy", betaPolicy},
+		} {
+			if kv[1] != "" {
+				h.Set(kv[0], kv[1])
+			}
+		}
+		class := Final
+		if refused {
+			class = RateLimited
+		}
+		an := readAnswer(&http.Response{StatusCode: status, Header: h}, nil, class, now)
+		if an.remaining < -1 || an.remaining > math.MaxInt32 || an.limit < 0 || an.limit > math.MaxInt32 || an.reset < 0 {
+			t.Fatalf("readAnswer(%v) = %+v, out of range", h, an)
+		}
+		if an.remaining < 0 || an.remaining > 5 {
+			t.Fatalf("readAnswer(%v) = %+v; X-RateLimit-Remaining: 5 caps the count", h, an)
+		}
+		checkLeast(t, an, map[string]string{"OpenAI": openAIRemaining, "Anthropic": anthropicRemaining})
+		if used, size, ok := parseCallLimit(shopify); ok && an.remaining > size-used {
+			t.Fatalf("Shopify %q leaves %d, but readAnswer read %d", shopify, size-used, an.remaining)
+		}
+		for _, ceiling := range []float64{math.Inf(1), 10} {
+			a := newAdaptiveState(0, ceiling)
+			at := now
+			for i := range 3 {
+				if i > 0 {
+					at = at.Add(300 * time.Millisecond)
+				}
+				if _, _, _, sent := a.take(at); sent {
+					a.outcome(a.sent, an, at)
+				}
+				checkPace(t, a, an, at)
+				checkPace(t, a, an, at.Add(an.reset/2))
+			}
+		}
+	})
+}
+
+// FuzzParseReset holds parseReset to its oracles: time.ParseDuration for
+// Go durations, time.Parse for RFC 3339 date-times, and whole seconds for
+// plain numbers; whatever it reads is a wait of at least 0.
+func FuzzParseReset(f *testing.F) {
+	for _, seed := range []string{
+		"30", "64.57", "1773144060", "1773144060.5", "6m0s", "1h2m3.5s", "12ms", "7µs", "0s", ".5s", "1.s",
+		"2026-03-10T12:01:00Z", "2026-03-10T12:00:00.25Z", "2026-03-10T13:01:00+01:00", "2026-03-10T12:01Z",
+		"", "-1s", "+1s", "1e3", "5d", "2562047h47m16.854775808s", "9999-12-31T23:59:59Z", "2026-13-10T12:01:00Z",
+	} {
+		f.Add(seed)
+	}
+	now := time.Date(2026, time.March, 10, 12, 0, 0, 0, time.UTC)
+	f.Fuzz(func(t *testing.T, value string) {
+		d, ok := parseReset(value, now)
+		if d < 0 || !ok && d != 0 {
+			t.Fatalf("parseReset(%q) = %v, %v; want a wait of at least 0, and 0 with false", value, d, ok)
+		}
+		v := strings.TrimSpace(value)
+		if v == "" || v[0] == '-' || v[0] == '+' {
+			if ok {
+				t.Fatalf("parseReset(%q) = %v, true; want no reset", value, d)
+			}
+			return
+		}
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil && n < unixTimeThreshold {
+			if !ok || d != time.Duration(n)*time.Second {
+				t.Fatalf("parseReset(%q) = %v, %v; want %ds", value, d, ok, n)
+			}
+			return
+		}
+		if isDateTime(v) {
+			if when, err := time.Parse(time.RFC3339, v); err == nil {
+				want, wantOK := untilTime(when, now)
+				if d != want || ok != wantOK {
+					t.Fatalf("parseReset(%q) = %v, %v; want %v, %v", value, d, ok, want, wantOK)
+				}
+			}
+			return
+		}
+		if strings.Trim(v, "0123456789.") == "" {
+			return // decimal seconds or a Unix time, held by FuzzWaitHint
+		}
+		want, err := time.ParseDuration(v)
+		if err != nil {
+			if ok {
+				t.Fatalf("parseReset(%q) = %v, true; time.ParseDuration says %v", value, d, err)
+			}
+			return
+		}
+		// time.ParseDuration rounds long fractions through a float64: allow
+		// the few nanoseconds that makes.
+		if diff := d - want; !ok || diff < -4*time.Microsecond || diff > 4*time.Microsecond {
+			t.Fatalf("parseReset(%q) = %v, %v; time.ParseDuration says %v", value, d, ok, want)
 		}
 	})
 }

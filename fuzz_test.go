@@ -183,6 +183,119 @@ func FuzzWaitHint(f *testing.F) {
 	})
 }
 
+// familyInput is one FuzzWaitHintFamilies input: the headers WaitHint
+// reads besides those of FuzzWaitHint, "" for absent.
+type familyInput struct {
+	retryAfterMs, xMsRetryAfterMs, retryAfter string
+	resetAfter, xRemaining                    string // Discord
+	tokensRemaining, tokensReset              string // OpenAI
+	anthropicRemaining, anthropicReset        string
+	beta                                      string // Atlassian
+	status                                    int
+	github                                    bool // X-GitHub-Request-Id
+}
+
+func (in familyInput) hint() (time.Duration, bool) {
+	h := http.Header{}
+	for _, kv := range [][2]string{
+		{"retry-after-ms", in.retryAfterMs}, {"x-ms-retry-after-ms", in.xMsRetryAfterMs}, {"Retry-After", in.retryAfter},
+		{"X-RateLimit-Reset-After", in.resetAfter}, {"X-RateLimit-Remaining", in.xRemaining},
+		{"x-ratelimit-remaining-tokens", in.tokensRemaining}, {"x-ratelimit-reset-tokens", in.tokensReset},
+		{"anthropic-ratelimit-tokens-remaining", in.anthropicRemaining}, {"anthropic-ratelimit-tokens-reset", in.anthropicReset},
+		{"Beta-RateLimit", in.beta},
+	} {
+		if kv[1] != "" {
+			h.Set(kv[0], kv[1])
+		}
+	}
+	if in.github {
+		h.Set("X-GitHub-Request-Id", "CE2C:2D7E")
+	}
+	return ratewise.WaitHint(&http.Response{StatusCode: in.status, Header: h}, fuzzNow)
+}
+
+// plainMillis reads the milliseconds of a plain count of at most twelve
+// digits, as the oracle of Retry-After-Ms.
+func plainMillis(s string) (time.Duration, bool) {
+	s = strings.TrimSpace(s)
+	if !plainDigits(s) || len(s) > 12 {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	return time.Duration(n) * time.Millisecond, err == nil
+}
+
+func FuzzWaitHintFamilies(f *testing.F) {
+	type seed = familyInput
+	for _, s := range []seed{
+		{status: 429},
+		{retryAfterMs: "1500", retryAfter: "2", status: 429},
+		{xMsRetryAfterMs: "1234", status: 429},
+		{retryAfterMs: "-1", xMsRetryAfterMs: "1e3", retryAfter: "7", status: 429},
+		{resetAfter: "64.57", xRemaining: "0", status: 429},
+		{resetAfter: "64.57", xRemaining: "9", retryAfter: "1337", status: 429},
+		{tokensRemaining: "0", tokensReset: "6m0s", anthropicRemaining: "0", anthropicReset: "2026-03-10T12:00:30Z", status: 429},
+		{tokensRemaining: "149984", tokensReset: "6m0s", status: 429},
+		{beta: `"tenant-app-quota";r=0;t=2788`, status: 429},
+		{status: 403, github: true},
+		{status: 200, github: true},
+		{retryAfterMs: "99999999999999999999", tokensReset: "2562047h47m16.854775808s", anthropicReset: "9999-12-31T23:59:59Z", status: 429},
+	} {
+		f.Add(s.retryAfterMs, s.xMsRetryAfterMs, s.retryAfter, s.resetAfter, s.xRemaining, s.tokensRemaining, s.tokensReset,
+			s.anthropicRemaining, s.anthropicReset, s.beta, s.status, s.github)
+	}
+	f.Fuzz(func(t *testing.T, retryAfterMs, xMsRetryAfterMs, retryAfter, resetAfter, xRemaining, tokensRemaining, tokensReset,
+		anthropicRemaining, anthropicReset, beta string, status int, github bool) {
+		in := familyInput{retryAfterMs, xMsRetryAfterMs, retryAfter, resetAfter, xRemaining, tokensRemaining, tokensReset,
+			anthropicRemaining, anthropicReset, beta, status, github}
+		d, ok := in.hint()
+		if d < 0 || !ok && d != 0 {
+			t.Fatalf("WaitHint(%+v) = %v, %v; want a wait of at least 0, and 0 with false", in, d, ok)
+		}
+		// The milliseconds come first, then Retry-After.
+		for _, v := range []string{retryAfterMs, xMsRetryAfterMs} {
+			if want, valid := plainMillis(v); valid {
+				if !ok || d != want {
+					t.Fatalf("WaitHint(%+v) = %v, %v; want the milliseconds %q, %v", in, d, ok, v, want)
+				}
+				return
+			}
+		}
+		noMillis := strings.TrimSpace(retryAfterMs) == "" && strings.TrimSpace(xMsRetryAfterMs) == ""
+		if want, valid := ratewise.ParseRetryAfter(retryAfter, fuzzNow); valid && noMillis {
+			if !ok || d != want {
+				t.Fatalf("WaitHint(%+v) = %v, %v; want the Retry-After %q, %v", in, d, ok, retryAfter, want)
+			}
+			return
+		}
+		// A family with quota left never gives the wait.
+		for _, f := range []struct {
+			remaining string
+			without   func(familyInput) familyInput
+		}{
+			{xRemaining, func(in familyInput) familyInput { in.resetAfter, in.xRemaining = "", ""; return in }},
+			{tokensRemaining, func(in familyInput) familyInput { in.tokensReset, in.tokensRemaining = "", ""; return in }},
+			{anthropicRemaining, func(in familyInput) familyInput { in.anthropicReset, in.anthropicRemaining = "", ""; return in }},
+		} {
+			if quotaLeft(f.remaining) {
+				if d2, ok2 := f.without(in).hint(); d2 != d || ok2 != ok {
+					t.Fatalf("a reset with %q left changed WaitHint(%+v) from %v, %v to %v, %v", f.remaining, in, d2, ok2, d, ok)
+				}
+			}
+		}
+		// GitHub's minute: only for its own 403s and 429s, and only when
+		// nothing else gives a wait.
+		bare := familyInput{status: status, github: github}
+		bd, bok := bare.hint()
+		if wantMinute := github && (status == 403 || status == 429); bok != wantMinute || bok && bd != time.Minute {
+			t.Fatalf("WaitHint(status %d, GitHub %v, no other header) = %v, %v", status, github, bd, bok)
+		}
+		if !ok && bok {
+			t.Fatalf("WaitHint(%+v) = no hint, but the bare answer has GitHub's minute", in)
+		}
+	})
+}
+
 // The variables PolicyFromEnv and LimitFromEnv read, under the prefix FZ.
 var (
 	policyVars = []string{"FZ_RETRY_MAX_ATTEMPTS", "FZ_RETRY_INITIAL_DELAY", "FZ_RETRY_MAX_DELAY",

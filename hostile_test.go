@@ -65,6 +65,39 @@ func TestHostileWaitHints(t *testing.T) {
 			header:  []string{"X-RateLimit-Reset", "99999999999999"},
 			retryAt: backoff,
 		},
+		// The other forms a hint takes: milliseconds, seconds from now,
+		// Go durations and RFC 3339 date-times.
+		{name: "milliseconds, negative", header: []string{"Retry-After-Ms", "-5"}, retryAt: backoff},
+		{name: "milliseconds, fractional", header: []string{"Retry-After-Ms", "1500.5"}, retryAt: 1500500 * time.Microsecond},
+		{name: "milliseconds beyond any duration", header: []string{"X-Ms-Retry-After-Ms", "99999999999999999999"}, retryAt: backoff},
+		{name: "milliseconds with an exponent", header: []string{"X-Ms-Retry-After-Ms", "1e3"}, retryAt: backoff},
+		// (No remaining count beside it: a count of 0 paces the key on
+		// its own.)
+		{name: "seconds from now, negative", header: []string{"X-RateLimit-Reset-After", "-64.57"}, retryAt: backoff},
+		{
+			name:    "a Go duration, negative",
+			header:  []string{"X-RateLimit-Remaining-Tokens", "0", "X-RateLimit-Reset-Tokens", "-6m0s"},
+			retryAt: backoff,
+		},
+		{
+			name:    "a Go duration beyond any duration",
+			header:  []string{"X-RateLimit-Remaining-Tokens", "0", "X-RateLimit-Reset-Tokens", "9999999999999h"},
+			retryAt: backoff,
+		},
+		{
+			name:   "a Go duration of centuries",
+			header: []string{"X-RateLimit-Remaining-Tokens", "0", "X-RateLimit-Reset-Tokens", "2000000h"},
+		},
+		{
+			name:    "a date in the year 9999",
+			header:  []string{"Anthropic-RateLimit-Tokens-Remaining", "0", "Anthropic-RateLimit-Tokens-Reset", "9999-12-31T23:59:59Z"},
+			retryAt: backoff,
+		},
+		{
+			name:    "a date that is no date",
+			header:  []string{"Anthropic-RateLimit-Tokens-Remaining", "0", "Anthropic-RateLimit-Tokens-Reset", "2026-13-45T25:61Z"},
+			retryAt: backoff,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

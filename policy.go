@@ -316,15 +316,32 @@ func (p *RetryPolicy) backoff(retry int, draw float64) time.Duration {
 }
 
 // DefaultClassify is the classification used when [RetryPolicy.Classify] is
-// nil: 429 Too Many Requests is RateLimited, and so is 503 Service
-// Unavailable carrying Retry-After; everything else is Final. A Classify
-// hook may call it for the cases it does not handle itself.
+// nil. These are RateLimited:
+//
+//   - 429 Too Many Requests;
+//   - 503 Service Unavailable carrying Retry-After;
+//   - 403 Forbidden carrying Retry-After, or X-RateLimit-Remaining: 0.
+//     This is how GitHub refuses a request over its primary rate limit
+//     (the count is spent; X-RateLimit-Reset says until when) or over a
+//     secondary one that says when to come back.
+//
+// Everything else is Final, other 403s included: without those headers a
+// 403 cannot be told from a refused permission but by its body, which a
+// Classify must not read. GitHub's secondary limits that name no wait say
+// so only in the body; RateLimitPhrases such as "secondary rate limit"
+// catch them, and [WaitHint] then gives them the minute GitHub asks for. A
+// Classify hook may call DefaultClassify for the cases it does not handle
+// itself.
 func DefaultClassify(resp *http.Response) Class {
 	switch resp.StatusCode {
 	case http.StatusTooManyRequests:
 		return RateLimited
 	case http.StatusServiceUnavailable:
 		if len(resp.Header["Retry-After"]) > 0 {
+			return RateLimited
+		}
+	case http.StatusForbidden:
+		if len(resp.Header["Retry-After"]) > 0 || countZero(resp.Header["X-Ratelimit-Remaining"]) {
 			return RateLimited
 		}
 	}

@@ -170,6 +170,17 @@ func TestDefaultClassify(t *testing.T) {
 		{status: 503, want: Final},
 		{status: 503, header: http.Header{"Retry-After": {"5"}}, want: RateLimited},
 		{status: 500, header: http.Header{"Retry-After": {"5"}}, want: Final},
+		// A 403 is a refusal for rate only when its headers say so.
+		{status: 403, want: Final},
+		{status: 403, header: http.Header{"X-Ratelimit-Remaining": {"0"}}, want: RateLimited},
+		{status: 403, header: http.Header{"X-Ratelimit-Remaining": {" 0 "}}, want: RateLimited},
+		{status: 403, header: http.Header{"X-Ratelimit-Remaining": {"4999"}}, want: Final},
+		{status: 403, header: http.Header{"X-Ratelimit-Remaining": {"none"}}, want: Final},
+		{status: 403, header: http.Header{"X-Ratelimit-Remaining": {""}}, want: Final},
+		{status: 403, header: http.Header{"Retry-After": {"60"}}, want: RateLimited},
+		{status: 403, header: http.Header{"Ratelimit-Remaining": {"0"}}, want: Final},
+		{status: 401, header: http.Header{"X-Ratelimit-Remaining": {"0"}}, want: Final},
+		{status: 200, header: http.Header{"X-Ratelimit-Remaining": {"0"}}, want: Final},
 	}
 	for _, tt := range tests {
 		if got := DefaultClassify(&http.Response{StatusCode: tt.status, Header: tt.header}); got != tt.want {

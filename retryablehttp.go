@@ -14,10 +14,11 @@ import (
 
 // RetryablehttpPolicy adapts p for a [retryablehttp.Client], for teams that
 // already have one: the CheckRetry retries what p reads as rate-limited or
-// retryable (by default 429, and 503 with Retry-After) and, after network
-// errors, idempotent methods only, never permanent errors; the Backoff is
-// p's jittered backoff, raised to the server's Retry-After or reset hint
-// unless p.IgnoreRetryAfter. Wire it in with
+// retryable (by default 429, and 503 or 403 with a rate-limit signal, see
+// [DefaultClassify]) and, after network errors, idempotent methods only,
+// never permanent errors; the Backoff is p's jittered backoff, raised to
+// the server's Retry-After or reset hint (see [WaitHint]) unless
+// p.IgnoreRetryAfter. Wire it in with
 //
 //	client.CheckRetry, client.Backoff = ratewise.RetryablehttpPolicy(p)
 //	client.RetryMax = p.WithDefaults().MaxAttempts - 1 // retryablehttp counts retries

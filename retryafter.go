@@ -47,79 +47,61 @@ func fixTwoDigitYear(t, now time.Time) time.Time {
 }
 
 // WaitHint returns how long resp asks the client to wait before the next
-// request, from the first of these headers that parses:
+// request, from the first of these that gives a valid wait:
 //
-//   - Retry-After (see [ParseRetryAfter]), the first valid value when it
+//  1. Retry-After-Ms, then X-Ms-Retry-After-Ms: milliseconds, as Azure
+//     and OpenAI send them; the same hint as Retry-After, finer, so
+//     read first, as Azure's own clients do;
+//  2. Retry-After (see [ParseRetryAfter]), the first valid value when it
 //     is repeated;
-//   - RateLimit-Reset, unless RateLimit-Remaining says quota is left;
-//   - RateLimit, the IETF draft's structured header: the "t" (or "reset")
-//     parameter of the policy whose quota ("r" or "remaining") is spent,
-//     the longest when several are;
-//   - X-RateLimit-Reset, unless X-RateLimit-Remaining says quota is left.
+//  3. RateLimit-Reset, unless RateLimit-Remaining says quota is left (the
+//     IETF draft's early form);
+//  4. RateLimit, the IETF draft's structured header, then Atlassian's
+//     Beta-RateLimit of the same syntax: the "t" (or "reset") parameter
+//     of the policy whose quota ("r" or "remaining") is spent, the
+//     longest when several are;
+//  5. X-RateLimit-Reset-After (Discord: seconds from now), then
+//     X-RateLimit-Reset, unless X-RateLimit-Remaining says quota is left;
+//  6. the per-resource resets of OpenAI (X-RateLimit-Reset-Requests,
+//     X-RateLimit-Reset-Tokens) and Anthropic
+//     (Anthropic-RateLimit-{Requests,Tokens,Input-Tokens,Output-Tokens}-Reset):
+//     the longest of those whose remaining count is spent;
+//  7. a minute, for a 403 or 429 from GitHub (it carries
+//     X-GitHub-Request-Id) that names no wait: GitHub asks a client
+//     refused by a secondary rate limit without Retry-After to wait at
+//     least that long. The transport reads a hint only from a refusal;
+//     a 403 that is none (a permission refused) has the minute too.
 //
 // A reset is seconds from now or, when the number is that large (above
-// 10^9), the Unix time of the reset. A reset is skipped when its remaining
-// count is above zero: the refusal then came from some other limit, and
-// waiting for that quota's reset would be waiting for the wrong thing. It
-// reports false when no header gives a valid wait.
+// 10^9), the Unix time of the reset, possibly fractional; a Go duration
+// ("6m0s", "12ms", as OpenAI writes them); or an RFC 3339 date-time, with
+// or without seconds ("2026-03-10T12:01:00Z", Jira's "2026-03-10T12:01Z").
+// A reset is skipped when its remaining count is above zero: the refusal
+// then came from some other limit, and waiting for that quota's reset
+// would be waiting for the wrong thing. Absurd, negative, malformed and
+// overflowing values are no hint. It reports false when no header gives a
+// valid wait.
 func WaitHint(resp *http.Response, now time.Time) (time.Duration, bool) {
 	if resp == nil {
 		return 0, false
 	}
 	h := resp.Header
+	for _, name := range [...]string{"Retry-After-Ms", "X-Ms-Retry-After-Ms"} {
+		for _, v := range h[name] {
+			if d, ok := parseMillis(v); ok {
+				return d, true
+			}
+		}
+	}
 	for _, v := range h["Retry-After"] {
 		if d, ok := ParseRetryAfter(v, now); ok {
 			return d, true
 		}
 	}
-	if v := h["Ratelimit-Reset"]; len(v) > 0 && quotaSpent(h["Ratelimit-Remaining"]) {
-		if d, ok := parseReset(v[0], now); ok {
-			return d, true
-		}
+	if d, ok := resetHint(h, now); ok {
+		return d, true
 	}
-	if v := h["Ratelimit"]; len(v) > 0 {
-		if d, ok := parseRateLimitField(strings.Join(v, ","), now); ok {
-			return d, true
-		}
-	}
-	if v := h["X-Ratelimit-Reset"]; len(v) > 0 && quotaSpent(h["X-Ratelimit-Remaining"]) {
-		if d, ok := parseReset(v[0], now); ok {
-			return d, true
-		}
-	}
-	return 0, false
-}
-
-// quotaSpent reports whether a remaining-quota header is absent, zero, or
-// unreadable: anything but a count above zero.
-func quotaSpent(remaining []string) bool {
-	return len(remaining) == 0 || countSpent(remaining[0])
-}
-
-// countSpent reports whether a remaining count is zero or unreadable.
-func countSpent(value string) bool {
-	secs, frac, ok := splitDecimal(strings.TrimSpace(value))
-	return !ok || secs == 0 && frac == 0
-}
-
-// unixTimeThreshold separates a reset given as seconds from now from one
-// given as a Unix time: no server asks for a 31-year wait, and every Unix
-// time since 2001 is above it.
-const unixTimeThreshold = 1_000_000_000
-
-// parseReset reads a reset header: delta seconds, or a Unix time in
-// seconds when the number is at least unixTimeThreshold.
-func parseReset(value string, now time.Time) (time.Duration, bool) {
-	secs, nanos, ok := splitDecimal(strings.TrimSpace(value))
-	switch {
-	case !ok:
-		return 0, false
-	case secs < unixTimeThreshold:
-		return time.Duration(secs)*time.Second + time.Duration(nanos), true
-	case secs > math.MaxInt64/int64(time.Second):
-		return 0, false // time.Unix would overflow and wrap into the past
-	}
-	return untilTime(time.Unix(secs, nanos), now)
+	return githubSecondaryHint(resp)
 }
 
 // parseSeconds reads non-negative decimal seconds ("30", "1.5") as a
@@ -177,74 +159,4 @@ func untilTime(t, now time.Time) (time.Duration, bool) {
 		return 0, false
 	}
 	return d, true
-}
-
-// parseRateLimitField reads the IETF draft RateLimit header. It knows the
-// structured list form of later drafts, `"burst";r=0;t=5, "day";r=9;t=60`,
-// one item per policy, and the dictionary form of earlier ones,
-// `limit=100, remaining=0, reset=30`, one key per member. A policy whose
-// quota is spent (r or remaining zero, or absent) is a candidate; the
-// longest reset among them is the wait, since every spent policy must
-// reset before a request can pass.
-func parseRateLimitField(value string, now time.Time) (time.Duration, bool) {
-	var (
-		longest time.Duration
-		found   bool
-	)
-	eachRateLimitPolicy(value, now, func(p rateLimitPolicy) {
-		spent := !p.hasRemaining || countSpent(p.remaining)
-		if p.hasReset && spent && (!found || p.reset > longest) {
-			longest, found = p.reset, true
-		}
-	})
-	return longest, found
-}
-
-// eachRateLimitPolicy calls fn with each policy of an IETF draft RateLimit
-// value, in either form: each item of the structured list, then the
-// members of the dictionary form gathered into one unnamed policy. It
-// cuts rather than splits, so that reading a header allocates nothing.
-func eachRateLimitPolicy(value string, now time.Time, fn func(rateLimitPolicy)) {
-	var dict rateLimitPolicy
-	for value != "" {
-		var member string
-		member, value, _ = strings.Cut(value, ",")
-		name, params, isItem := strings.Cut(member, ";")
-		if !isItem {
-			dict.set(member, now)
-			continue
-		}
-		item := rateLimitPolicy{name: strings.TrimSpace(name)}
-		for params != "" {
-			var param string
-			param, params, _ = strings.Cut(params, ";")
-			item.set(param, now)
-		}
-		fn(item)
-	}
-	fn(dict)
-}
-
-// rateLimitPolicy is what the RateLimit header says of one policy.
-type rateLimitPolicy struct {
-	name         string // the list item's name; "" in the dictionary form
-	reset        time.Duration
-	hasReset     bool
-	remaining    string
-	hasRemaining bool
-}
-
-// set reads one key=value parameter; other parameters are ignored.
-func (p *rateLimitPolicy) set(param string, now time.Time) {
-	key, val, ok := strings.Cut(param, "=")
-	if !ok {
-		return
-	}
-	val = strings.Trim(strings.TrimSpace(val), `"`)
-	switch strings.ToLower(strings.TrimSpace(key)) {
-	case "t", "reset":
-		p.reset, p.hasReset = parseReset(val, now)
-	case "r", "remaining":
-		p.remaining, p.hasRemaining = val, true
-	}
 }

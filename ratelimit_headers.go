@@ -1,0 +1,536 @@
+package ratewise
+
+import (
+	"math"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// This file reads the rate-limit headers of a response: the counts of the
+// server's quota that the adaptive pacer follows (readAnswer), and the
+// resets that WaitHint falls back on when no Retry-After says how long to
+// wait. Each family below is named after the APIs that send it, with the
+// spelling of their documentation; net/http keys a header by its canonical
+// form, which is what the lookups use.
+//
+// Reading runs on every answer to a key the pacer holds, so it allocates
+// nothing: values are cut, not split, and every name is a constant.
+
+// quotaHeaders names the headers of one family that counts a quota.
+type quotaHeaders struct {
+	remaining, limit, reset string
+	// resetAfter, when set, names a reset in seconds from now that is read
+	// before reset: it does not depend on the two clocks agreeing.
+	resetAfter string
+}
+
+// requestCounts are the families that count requests, read by readAnswer,
+// in this order; the least remaining count among them is the one that binds.
+var requestCounts = [...]quotaHeaders{
+	// GitHub, Discord, Jira and most APIs: a count, the quota, and a reset
+	// as seconds, a Unix time (Discord's has decimals) or, for Jira, an
+	// ISO 8601 date-time; Discord adds X-RateLimit-Reset-After.
+	{"X-Ratelimit-Remaining", "X-Ratelimit-Limit", "X-Ratelimit-Reset", "X-Ratelimit-Reset-After"},
+	// The IETF draft's first form (draft-ietf-httpapi-ratelimit-headers
+	// -00 to -06).
+	{"Ratelimit-Remaining", "Ratelimit-Limit", "Ratelimit-Reset", ""},
+	// OpenAI (and Azure OpenAI, Groq): requests and tokens are counted
+	// apart; the reset is a Go duration ("1s", "6m0s") until the quota is
+	// whole again.
+	{"X-Ratelimit-Remaining-Requests", "X-Ratelimit-Limit-Requests", "X-Ratelimit-Reset-Requests", ""},
+	// Anthropic: likewise, the reset an RFC 3339 date-time.
+	{"Anthropic-Ratelimit-Requests-Remaining", "Anthropic-Ratelimit-Requests-Limit", "Anthropic-Ratelimit-Requests-Reset", ""},
+}
+
+// resourceResets are the families that count a resource apart from the
+// rest, OpenAI's and Anthropic's requests and tokens: WaitHint waits for
+// the longest reset among those spent, since a request passes only when
+// every one of them has quota again. Tokens are not requests, so the
+// pacer does not count them.
+var resourceResets = [...]quotaHeaders{
+	{"X-Ratelimit-Remaining-Requests", "", "X-Ratelimit-Reset-Requests", ""},
+	{"X-Ratelimit-Remaining-Tokens", "", "X-Ratelimit-Reset-Tokens", ""},
+	{"Anthropic-Ratelimit-Requests-Remaining", "", "Anthropic-Ratelimit-Requests-Reset", ""},
+	{"Anthropic-Ratelimit-Tokens-Remaining", "", "Anthropic-Ratelimit-Tokens-Reset", ""},
+	{"Anthropic-Ratelimit-Input-Tokens-Remaining", "", "Anthropic-Ratelimit-Input-Tokens-Reset", ""},
+	{"Anthropic-Ratelimit-Output-Tokens-Remaining", "", "Anthropic-Ratelimit-Output-Tokens-Reset", ""},
+}
+
+// structuredFields are the headers in the IETF draft's RateLimit syntax,
+// each with its policy header: the draft's own (Cloudflare sends it), and
+// Atlassian's Beta-RateLimit for Jira's and Confluence's hourly quotas.
+var structuredFields = [...]struct{ field, policy string }{
+	{"Ratelimit", "Ratelimit-Policy"},
+	{"Beta-Ratelimit", "Beta-Ratelimit-Policy"},
+}
+
+// shopifyCallLimit is Shopify's REST Admin API count, "32/40": the calls
+// in its leaky bucket of the given size.
+const shopifyCallLimit = "X-Shopify-Shop-Api-Call-Limit"
+
+// githubRequestID marks an answer from GitHub's API, and
+// githubSecondaryWait is the least wait GitHub asks for after a secondary
+// rate limit that gives no header to go by ("wait for at least one
+// minute before retrying").
+const (
+	githubRequestID     = "X-Github-Request-Id"
+	githubSecondaryWait = time.Minute
+)
+
+// readAnswer reads a response for the pacer: its outcome and the quota
+// count, in any of the families above. When several families (or several
+// IETF draft policies) count, the least remaining wins, with its own limit
+// and reset: that quota runs out first.
+func readAnswer(resp *http.Response, err error, class Class, now time.Time) serverAnswer {
+	if err != nil {
+		return serverAnswer{remaining: -1}
+	}
+	an := serverAnswer{
+		ok:        resp.StatusCode >= 200 && resp.StatusCode <= 299,
+		refused:   class == RateLimited,
+		remaining: -1,
+	}
+	h := resp.Header
+	for i := range requestCounts {
+		f := &requestCounts[i]
+		v := h[f.remaining]
+		if len(v) == 0 {
+			continue
+		}
+		n, ok := leadingCount(v[0])
+		if !ok || !an.fewer(n) {
+			continue
+		}
+		an.remaining, an.limit, an.reset = n, 0, 0
+		if l := h[f.limit]; len(l) > 0 {
+			an.limit, _ = leadingCount(l[0])
+		}
+		an.reset = familyReset(h, f, now)
+	}
+	if v := h[shopifyCallLimit]; len(v) > 0 {
+		if used, size, ok := parseCallLimit(v[0]); ok && an.fewer(size-used) {
+			// A leaky bucket says no reset: it drains at a steady rate.
+			an.remaining, an.limit, an.reset = size-used, size, 0
+		}
+	}
+	for _, sf := range structuredFields {
+		v := h[sf.field]
+		if len(v) == 0 {
+			continue
+		}
+		// Every line, as WaitHint reads them: one policy may be on each.
+		name, n, reset := parseRateLimitQuota(strings.Join(v, ","), now)
+		if n < 0 || !an.fewer(n) {
+			continue
+		}
+		an.remaining, an.limit, an.reset = n, 0, reset
+		if p := h[sf.policy]; len(p) > 0 {
+			an.limit = policyQuota(strings.Join(p, ","), name)
+		}
+	}
+	return an
+}
+
+// fewer reports whether a count of n is news to an: the first count, or
+// less than the one it has.
+func (an *serverAnswer) fewer(n int) bool {
+	return an.remaining < 0 || n < an.remaining
+}
+
+// familyReset reads the reset of family f; 0 when it gives none.
+func familyReset(h http.Header, f *quotaHeaders, now time.Time) time.Duration {
+	if f.resetAfter != "" {
+		if r := h[f.resetAfter]; len(r) > 0 {
+			if d, ok := parseSeconds(strings.TrimSpace(r[0])); ok {
+				return d
+			}
+		}
+	}
+	if r := h[f.reset]; len(r) > 0 {
+		d, _ := parseReset(r[0], now)
+		return d
+	}
+	return 0
+}
+
+// resetHint is the part of WaitHint past the Retry-After headers: the
+// reset of a quota the response says is spent, in WaitHint's order.
+func resetHint(h http.Header, now time.Time) (time.Duration, bool) {
+	if v := h["Ratelimit-Reset"]; len(v) > 0 && quotaSpent(h["Ratelimit-Remaining"]) {
+		if d, ok := parseReset(v[0], now); ok {
+			return d, true
+		}
+	}
+	for _, sf := range structuredFields {
+		if v := h[sf.field]; len(v) > 0 {
+			if d, ok := parseRateLimitField(strings.Join(v, ","), now); ok {
+				return d, true
+			}
+		}
+	}
+	// The resets first: most answers carry neither, and then the count
+	// need not be looked up.
+	if v := h["X-Ratelimit-Reset-After"]; len(v) > 0 && quotaSpent(h["X-Ratelimit-Remaining"]) {
+		if d, ok := parseSeconds(strings.TrimSpace(v[0])); ok {
+			return d, true
+		}
+	}
+	if v := h["X-Ratelimit-Reset"]; len(v) > 0 && quotaSpent(h["X-Ratelimit-Remaining"]) {
+		if d, ok := parseReset(v[0], now); ok {
+			return d, true
+		}
+	}
+	var (
+		longest time.Duration
+		found   bool
+	)
+	for i := range resourceResets {
+		f := &resourceResets[i]
+		v := h[f.reset]
+		if len(v) == 0 || !quotaSpent(h[f.remaining]) {
+			continue
+		}
+		if d, ok := parseReset(v[0], now); ok && (!found || d > longest) {
+			longest, found = d, true
+		}
+	}
+	return longest, found
+}
+
+// githubSecondaryHint is the minute GitHub asks for after a refusal that
+// names no wait. GitHub answers a secondary rate limit with 403 or 429 and
+// says so in the body; when neither Retry-After nor a spent
+// X-RateLimit-Remaining comes with it, its documentation asks for at least
+// a minute before retrying, and warns that an integration that keeps
+// sending may be banned. The minute is given only to GitHub's own answers
+// (X-GitHub-Request-Id), and only for those statuses: no other API asked
+// for it, and for them a made-up minute would pause every request to the
+// key on a guess. A 429 from GitHub that reached this point is such a
+// refusal (the primary limit would have spent its count); a 403 reaches the
+// transport's waits only when the policy reads it as rate-limited (its
+// RateLimitPhrases, e.g. "secondary rate limit"), since a 403 without those
+// headers may just as well be a refused permission.
+func githubSecondaryHint(resp *http.Response) (time.Duration, bool) {
+	if (resp.StatusCode == http.StatusForbidden || resp.StatusCode == http.StatusTooManyRequests) &&
+		len(resp.Header[githubRequestID]) > 0 {
+		return githubSecondaryWait, true
+	}
+	return 0, false
+}
+
+// quotaSpent reports whether a remaining-quota header is absent, zero, or
+// unreadable: anything but a count above zero.
+func quotaSpent(remaining []string) bool {
+	return len(remaining) == 0 || countSpent(remaining[0])
+}
+
+// countSpent reports whether a remaining count is zero or unreadable.
+func countSpent(value string) bool {
+	secs, frac, ok := splitDecimal(strings.TrimSpace(value))
+	return !ok || secs == 0 && frac == 0
+}
+
+// countZero reports whether a remaining count says, readably, that nothing
+// is left: "0". Unlike countSpent, garbage is not zero.
+func countZero(remaining []string) bool {
+	if len(remaining) == 0 {
+		return false
+	}
+	secs, frac, ok := splitDecimal(strings.TrimSpace(remaining[0]))
+	return ok && secs == 0 && frac == 0
+}
+
+// leadingCount reads the count that starts a header value: "42", or the
+// "42" of "42, 42;w=60".
+func leadingCount(value string) (int, bool) {
+	value = strings.TrimSpace(value)
+	end := strings.IndexAny(value, ",; ")
+	if end >= 0 {
+		value = value[:end]
+	}
+	n, frac, ok := splitDecimal(value)
+	if !ok || frac != 0 {
+		return 0, false
+	}
+	return int(min(n, math.MaxInt32)), true
+}
+
+// parseCallLimit reads Shopify's "used/size" bucket count. A bucket fuller
+// than its size counts as full.
+func parseCallLimit(value string) (used, size int, ok bool) {
+	u, s, found := strings.Cut(value, "/")
+	if !found {
+		return 0, 0, false
+	}
+	used, okUsed := wholeCount(strings.TrimSpace(u))
+	size, okSize := wholeCount(strings.TrimSpace(s))
+	if !okUsed || !okSize {
+		return 0, 0, false
+	}
+	return min(used, size), size, true
+}
+
+// wholeCount reads a count that is all digits, clamped to MaxInt32.
+func wholeCount(value string) (int, bool) {
+	n, frac, ok := splitDecimal(value)
+	if !ok || frac != 0 || strings.IndexByte(value, '.') >= 0 {
+		return 0, false
+	}
+	return int(min(n, math.MaxInt32)), true
+}
+
+// unixTimeThreshold separates a reset given as seconds from now from one
+// given as a Unix time: no server asks for a 31-year wait, and every Unix
+// time since 2001 is above it.
+const unixTimeThreshold = 1_000_000_000
+
+// parseReset reads a reset: delta seconds, or a Unix time in seconds when
+// the number is at least unixTimeThreshold (either with decimals); a Go
+// duration of one or more units ("6m0s", "1.5s", "12ms"); or an RFC 3339
+// date-time, whose seconds may be left out ("2026-03-10T12:01Z"). Signs,
+// exponents and overflows are not resets.
+func parseReset(value string, now time.Time) (time.Duration, bool) {
+	value = strings.TrimSpace(value)
+	secs, nanos, ok := splitDecimal(value)
+	switch {
+	case !ok:
+		if isDateTime(value) {
+			return parseDateTime(value, now)
+		}
+		return parseGoDuration(value)
+	case secs < unixTimeThreshold:
+		return time.Duration(secs)*time.Second + time.Duration(nanos), true
+	case secs > math.MaxInt64/int64(time.Second):
+		return 0, false // time.Unix would overflow and wrap into the past
+	}
+	return untilTime(time.Unix(secs, nanos), now)
+}
+
+// parseMillis reads non-negative decimal milliseconds ("1500", "20.5"), as
+// Retry-After-Ms and X-Ms-Retry-After-Ms give them.
+func parseMillis(value string) (time.Duration, bool) {
+	ms, frac, ok := splitDecimal(strings.TrimSpace(value))
+	// frac is in billionths of a millisecond: a thousandth of it is in
+	// nanoseconds.
+	if !ok || ms > (math.MaxInt64-frac/1e3)/int64(time.Millisecond) {
+		return 0, false
+	}
+	return time.Duration(ms)*time.Millisecond + time.Duration(frac/1e3), true
+}
+
+// goDurationUnits are the units of a Go duration, as time.ParseDuration
+// knows them, in nanoseconds.
+var goDurationUnits = [...]struct {
+	name string
+	ns   int64
+}{
+	{"ns", 1}, {"us", 1e3}, {"µs", 1e3}, {"μs", 1e3}, {"ms", 1e6},
+	{"s", 1e9}, {"m", 60e9}, {"h", 3600e9},
+}
+
+// parseGoDuration reads a non-negative duration as Go's
+// time.Duration.String writes it, "6m0s" or "1.5s": one or more decimal
+// numbers, each with a unit. Unlike time.ParseDuration it takes no sign,
+// and it allocates nothing when the value is malformed.
+func parseGoDuration(value string) (time.Duration, bool) {
+	if value == "" {
+		return 0, false
+	}
+	var total int64
+	for value != "" {
+		i := 0
+		for i < len(value) && (value[i] >= '0' && value[i] <= '9' || value[i] == '.') {
+			i++
+		}
+		j := i
+		for j < len(value) && !(value[j] >= '0' && value[j] <= '9' || value[j] == '.') {
+			j++
+		}
+		whole, frac, ok := splitDecimal(value[:i])
+		if !ok {
+			return 0, false
+		}
+		unit := int64(0)
+		for _, u := range goDurationUnits {
+			if u.name == value[i:j] {
+				unit = u.ns
+				break
+			}
+		}
+		if unit == 0 || whole > math.MaxInt64/unit {
+			return 0, false
+		}
+		// frac is in billionths; scaled by the unit it stays within int64
+		// when divided first by a thousand, which every unit but ns is.
+		fracNs := frac * unit / 1e9
+		if unit%1000 == 0 {
+			fracNs = frac * (unit / 1000) / 1e6
+		}
+		d := whole*unit + fracNs
+		if d < 0 || total > math.MaxInt64-d {
+			return 0, false
+		}
+		total += d
+		value = value[j:]
+	}
+	return time.Duration(total), true
+}
+
+// isDateTime reports whether value has the shape of an RFC 3339 date-time,
+// "2026-03-10T12:01", so that only such values reach time.Parse, which
+// allocates its error.
+func isDateTime(value string) bool {
+	return len(value) >= len("2006-01-02T15:04Z") && value[4] == '-' && value[7] == '-' &&
+		(value[10] == 'T' || value[10] == 't') && value[13] == ':'
+}
+
+// parseDateTime reads an RFC 3339 date-time as a wait from now, seconds
+// and fractions optional.
+func parseDateTime(value string, now time.Time) (time.Duration, bool) {
+	layout := time.RFC3339 // takes fractional seconds too
+	if value[16] != ':' {
+		layout = "2006-01-02T15:04Z07:00"
+	}
+	t, err := time.Parse(layout, value)
+	if err != nil {
+		return 0, false
+	}
+	return untilTime(t, now)
+}
+
+// parseRateLimitField reads the IETF draft RateLimit header. It knows the
+// structured list form of later drafts, `"burst";r=0;t=5, "day";r=9;t=60`,
+// one item per policy, and the dictionary form of earlier ones,
+// `limit=100, remaining=0, reset=30`, one key per member. A policy whose
+// quota is spent (r or remaining zero, or absent) is a candidate; the
+// longest reset among them is the wait, since every spent policy must
+// reset before a request can pass.
+func parseRateLimitField(value string, now time.Time) (time.Duration, bool) {
+	var (
+		longest time.Duration
+		found   bool
+	)
+	eachRateLimitPolicy(value, now, func(p rateLimitPolicy) {
+		spent := !p.hasRemaining || countSpent(p.remaining)
+		if p.hasReset && spent && (!found || p.reset > longest) {
+			longest, found = p.reset, true
+		}
+	})
+	return longest, found
+}
+
+// parseRateLimitQuota reads the IETF draft RateLimit header: the name,
+// remaining quota and reset of the policy with the least quota left;
+// remaining is -1 when no policy says.
+func parseRateLimitQuota(value string, now time.Time) (name string, remaining int, reset time.Duration) {
+	remaining = -1
+	eachRateLimitPolicy(value, now, func(p rateLimitPolicy) {
+		if !p.hasRemaining {
+			return
+		}
+		if n, ok := leadingCount(p.remaining); ok && (remaining < 0 || n < remaining) {
+			name, remaining, reset = p.name, n, p.reset
+		}
+	})
+	return name, remaining, reset
+}
+
+// eachRateLimitPolicy calls fn with each policy of an IETF draft RateLimit
+// value, in either form: each item of the structured list, then the
+// members of the dictionary form gathered into one unnamed policy. It
+// cuts rather than splits, so that reading a header allocates nothing.
+func eachRateLimitPolicy(value string, now time.Time, fn func(rateLimitPolicy)) {
+	var dict rateLimitPolicy
+	for value != "" {
+		var member string
+		member, value, _ = strings.Cut(value, ",")
+		name, params, isItem := strings.Cut(member, ";")
+		if !isItem {
+			dict.set(member, now)
+			continue
+		}
+		item := rateLimitPolicy{name: strings.TrimSpace(name)}
+		for params != "" {
+			var param string
+			param, params, _ = strings.Cut(params, ";")
+			item.set(param, now)
+		}
+		fn(item)
+	}
+	fn(dict)
+}
+
+// rateLimitPolicy is what the RateLimit header says of one policy.
+type rateLimitPolicy struct {
+	name         string // the list item's name; "" in the dictionary form
+	reset        time.Duration
+	hasReset     bool
+	remaining    string
+	hasRemaining bool
+}
+
+// set reads one key=value parameter; other parameters are ignored.
+func (p *rateLimitPolicy) set(param string, now time.Time) {
+	key, val, ok := strings.Cut(param, "=")
+	if !ok {
+		return
+	}
+	val = strings.Trim(strings.TrimSpace(val), `"`)
+	switch strings.ToLower(strings.TrimSpace(key)) {
+	case "t", "reset":
+		p.reset, p.hasReset = parseReset(val, now)
+	case "r", "remaining":
+		p.remaining, p.hasRemaining = val, true
+	}
+}
+
+// policyQuota reads the quota (q) of the named policy from the IETF draft
+// RateLimit-Policy header; 0 when it is not there. When the header holds a
+// single policy and no policy of that name, its quota is taken: a server
+// that sends one limit and one policy means the same one, whatever their
+// names (Cloudflare's documentation shows `"default";r=50;t=30` with
+// `"burst";q=100;w=60`, and draft -07 names no policy: `100;w=10` with
+// `limit=100, remaining=50, reset=5`).
+func policyQuota(value, name string) int {
+	var (
+		members int
+		only    int
+	)
+	for value != "" {
+		var member string
+		member, value, _ = strings.Cut(value, ",")
+		if strings.TrimSpace(member) == "" {
+			continue
+		}
+		members++
+		policy, params, _ := strings.Cut(member, ";")
+		policy = strings.TrimSpace(policy)
+		q := paramQuota(params)
+		if policy == name {
+			return q
+		}
+		if n, ok := leadingCount(policy); ok && q == 0 {
+			q = n // draft -07 and earlier: the item is the quota, "100;w=60"
+		}
+		only = q
+	}
+	if members == 1 {
+		return only
+	}
+	return 0
+}
+
+// paramQuota reads the q parameter of a RateLimit-Policy item; 0 when it
+// has none.
+func paramQuota(params string) int {
+	for params != "" {
+		var param string
+		param, params, _ = strings.Cut(params, ";")
+		if k, v, ok := strings.Cut(param, "="); ok && strings.TrimSpace(k) == "q" {
+			n, _ := leadingCount(v)
+			return n
+		}
+	}
+	return 0
+}

@@ -22,6 +22,22 @@ import (
 // attempt that must count (a failure, or a success after a failure) is
 // told to gobreaker when it is known; gobreaker still makes every
 // transition.
+//
+// Rate-limit events: a server that runs out of quota refuses every
+// request in flight at that moment, and those refusals are one event,
+// not one failure each. A key counts the rate-limit failures it has
+// counted (events); an attempt notes that count when it is sent, and its
+// refusal counts only if no other was counted since: the first refusal
+// of a burst counts, its siblings, sent before it was seen, count neither
+// way. Refusals of requests sent after one was seen, having honoured its
+// hint and the pace, are new events, and those are what trip a breaker.
+// The fast path pays one atomic load at the send for this.
+//
+// Waiting for a probe: an attempt that finds the half-open breaker's
+// probe slots taken waits for them (the probes' outcome, or a slot given
+// back) within its wait budget, then looks again: closed, it goes; open
+// again, it waits out the new cooldown if that fits, as any attempt that
+// finds the breaker open.
 
 // Outcomes told to gobreaker; errBreakerExcluded counts neither way.
 var (
@@ -51,6 +67,10 @@ type breakerState struct {
 	// from before a change is ignored, as gobreaker ignores it.
 	clean atomic.Bool
 	gen   atomic.Uint64
+	// events counts the rate-limit failures counted, one per event: an
+	// attempt notes it when sent, and its refusal is a sibling of an
+	// event already counted when it has moved since.
+	events atomic.Uint64
 
 	mu          sync.Mutex
 	state       BreakerState // as gobreaker last reported it; guarded by mu
@@ -66,6 +86,22 @@ type breakerState struct {
 	pendingFailures int
 	changes         []stateChange
 	hasChanges      atomic.Bool
+	// wakes counts what may let an attempt waiting for the half-open
+	// breaker's probes through: a state change, a probe done or given
+	// back. woken, made by the first waiter, is closed at each; guarded
+	// by mu.
+	wakes uint64
+	woken chan struct{}
+}
+
+// wakeLocked tells the attempts waiting for the probes to look again,
+// with st.mu held.
+func (st *breakerState) wakeLocked() {
+	st.wakes++
+	if st.woken != nil {
+		close(st.woken)
+		st.woken = nil
+	}
 }
 
 type stateChange struct{ from, to BreakerState }
@@ -175,6 +211,7 @@ func (b *breakers) recordChange(st *breakerState, from, to BreakerState) {
 	case BreakerClosed:
 		st.probes, st.openUntil = 0, time.Time{}
 	}
+	st.wakeLocked()
 	if b.notify != nil {
 		st.changes = append(st.changes, stateChange{from, to})
 		st.hasChanges.Store(true)
@@ -234,13 +271,15 @@ func (b *breakers) admit(c *call, key string, e *keyedEntry[breakerState]) (brea
 
 // admitShared lets an attempt through the breaker the store shares, when
 // there is one: an open one waits or refuses as a local one does; a
-// half-open one lets its one probe through. It reports asked false when
-// there is no store, or it failed: that leaves the local breaker alone to
-// decide, unless the store fails closed.
+// half-open one lets its one probe through, and the others wait for its
+// outcome, asking the store again, as long as the budget lasts. It
+// reports asked false when there is no store, or it failed: that leaves
+// the local breaker alone to decide, unless the store fails closed.
 func (b *breakers) admitShared(c *call, key string) (sb SharedBreaker, asked bool, err error) {
 	if b.policy.Store == nil {
 		return SharedBreaker{}, false, nil
 	}
+	poll := sharedProbePoll
 	for {
 		sb, err = b.policy.Store.BreakerAdmit(c.ctx, key, &b.rules)
 		switch {
@@ -251,7 +290,16 @@ func (b *breakers) admitShared(c *call, key string) (sb SharedBreaker, asked boo
 		case err != nil:
 			return SharedBreaker{}, false, nil
 		case sb.State == BreakerHalfOpen && !sb.Probe:
-			return sb, true, &CircuitOpenError{Key: key, State: BreakerHalfOpen.String(), Failures: sb.Failures}
+			// Another transport probes: ask again in a while.
+			d := min(poll, c.budgetLeft())
+			if d <= 0 || c.waitAdmission(d, WaitBreaker) != nil {
+				if err := c.ctx.Err(); err != nil {
+					return sb, true, err
+				}
+				return sb, true, &CircuitOpenError{Key: key, State: BreakerHalfOpen.String(), Failures: sb.Failures}
+			}
+			poll = min(2*poll, maxSharedProbePoll)
+			continue
 		case sb.State != BreakerOpen:
 			return sb, true, nil
 		}
@@ -264,6 +312,15 @@ func (b *breakers) admitShared(c *call, key string) (sb SharedBreaker, asked boo
 		}
 	}
 }
+
+// How often an attempt asks the store again while another transport
+// holds the shared breaker's probe: at first soon, as a probe's answer
+// takes about as long as any request's, then less often, for a probe
+// that hangs or a server that is slow.
+const (
+	sharedProbePoll    = 25 * time.Millisecond
+	maxSharedProbePoll = time.Second
+)
 
 // waitBreakerReset waits out an open breaker's resetIn, or, when that does
 // not fit, refuses the call with the breaker's error.
@@ -291,7 +348,9 @@ func (b *breakers) admitLocal(c *call, key string, e *keyedEntry[breakerState]) 
 			return breakerTicket{b: b, key: key, entry: e, fast: true, gen: gen}, nil
 		}
 		st.mu.Lock()
-		openUntil, fails := st.openUntil, st.tripFails
+		// wakes is read before asking gobreaker, so that a probe done
+		// after the asking wakes the attempt it refused.
+		openUntil, fails, wakes := st.openUntil, st.tripFails, st.wakes
 		st.mu.Unlock()
 		if !openUntil.IsZero() {
 			if resetIn := time.Until(openUntil); resetIn > 0 {
@@ -308,14 +367,20 @@ func (b *breakers) admitLocal(c *call, key string, e *keyedEntry[breakerState]) 
 			// Not expected: gobreaker's timeout ends before our openUntil.
 			return breakerTicket{}, &CircuitOpenError{Key: key, State: BreakerOpen.String(), Failures: fails}
 		case err != nil: // half-open with every probe taken
-			return breakerTicket{}, &CircuitOpenError{Key: key, State: BreakerHalfOpen.String(), Failures: fails}
+			if err := c.waitProbes(key, st, wakes, fails); err != nil {
+				return breakerTicket{}, err
+			}
+			continue
 		}
 		st.mu.Lock()
 		probe := st.state == BreakerHalfOpen
 		if probe && st.probes >= b.policy.HalfOpenProbes {
 			st.mu.Unlock()
 			done(errBreakerExcluded)
-			return breakerTicket{}, &CircuitOpenError{Key: key, State: BreakerHalfOpen.String(), Failures: fails}
+			if err := c.waitProbes(key, st, wakes, fails); err != nil {
+				return breakerTicket{}, err
+			}
+			continue
 		}
 		if probe {
 			st.probes++
@@ -327,6 +392,31 @@ func (b *breakers) admitLocal(c *call, key string, e *keyedEntry[breakerState]) 
 		}
 		return t, nil
 	}
+}
+
+// waitProbes waits, within the call's budget, until the half-open
+// breaker's probes in flight are done or one of them is given back, or
+// the breaker changes: anything after the wakes seen may let the attempt
+// through. When the budget (or the context's deadline) runs out first, it
+// refuses the call, half-open.
+func (c *call) waitProbes(key string, st *breakerState, seen uint64, fails int) error {
+	st.mu.Lock()
+	if st.wakes != seen {
+		st.mu.Unlock()
+		return nil // already: look again
+	}
+	if st.woken == nil {
+		st.woken = make(chan struct{})
+	}
+	woken := st.woken
+	st.mu.Unlock()
+	if c.budgetLeft() > 0 {
+		err := c.waitUntil(woken, time.Time{}, WaitBreaker, 0)
+		if err == nil || c.ctx.Err() != nil {
+			return err
+		}
+	}
+	return &CircuitOpenError{Key: key, State: BreakerHalfOpen.String(), Failures: fails}
 }
 
 // breakerTicket is an admitted attempt whose outcome its breaker awaits.
@@ -341,6 +431,7 @@ type breakerTicket struct {
 	probe *probeGuard // set for a half-open probe
 	fast  bool        // admitted without gobreaker, in generation gen
 	gen   uint64
+	event uint64 // the key's rate-limit events when the attempt was sent
 	// With a store: whether the attempt is the shared breaker's probe (and
 	// its name), or was admitted while the shared breaker was closed.
 	sharedProbe   bool
@@ -366,20 +457,28 @@ func (t breakerTicket) openedSince() bool {
 	return !openUntil.IsZero() && time.Until(openUntil) > 0
 }
 
-// sent starts a probe's timeout: a probe that hangs past ProbeTimeout
-// counts as a failure. A probe waiting to be sent does not hang.
-func (t breakerTicket) sent() {
+// sent notes the rate-limit events its key has counted so far, and starts
+// a probe's timeout: a probe that hangs past ProbeTimeout counts as a
+// failure. A probe waiting to be sent does not hang.
+func (t *breakerTicket) sent() {
+	if t.b == nil {
+		return
+	}
+	t.event = t.entry.state.events.Load()
 	if g := t.probe; g != nil {
 		g.timer = time.AfterFunc(t.b.policy.ProbeTimeout, func() { g.complete(errProbeTimeout) })
 	}
 }
 
 // outcome tells the breaker how the attempt went: a failure per IsFailure,
-// nothing at all when the call's own context ended it.
+// nothing at all when the call's own context ended it, or when it is a
+// rate-limit refusal of an event already counted. The store is told only
+// what counts here.
 func (t breakerTicket) outcome(c *call, resp *http.Response, err error, class Class) {
 	if t.b == nil {
 		return
 	}
+	limited := err == nil && (class == RateLimited || resp.StatusCode == http.StatusTooManyRequests)
 	var result error
 	switch {
 	case err != nil && c.ctx.Err() != nil:
@@ -388,8 +487,11 @@ func (t breakerTicket) outcome(c *call, resp *http.Response, err error, class Cl
 		if t.b.policy.IsFailure(resp, err) {
 			result = errBreakerFailure
 		}
-	case err != nil || class == RateLimited || resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500:
+	case err != nil || limited || resp.StatusCode >= 500:
 		result = errBreakerFailure
+	}
+	if limited && result == errBreakerFailure && !t.newEvent() {
+		result = errBreakerExcluded // a sibling
 	}
 	t.outcomeShared(c, result)
 	switch {
@@ -404,6 +506,19 @@ func (t breakerTicket) outcome(c *call, resp *http.Response, err error, class Cl
 	}
 	t.b.publishTrip(c.ctx, t.key, &t.entry.state)
 	t.b.states.release(t.entry)
+}
+
+// newEvent reports whether the attempt's rate-limit refusal is a new
+// event, and counts it if so: no refusal was counted since the attempt
+// was sent. Of siblings that end at once, one counts. A probe's refusal
+// is always new: a probe is sent after the breaker opened.
+func (t breakerTicket) newEvent() bool {
+	events := &t.entry.state.events
+	if t.probe != nil || t.sharedProbe {
+		events.Add(1)
+		return true
+	}
+	return events.CompareAndSwap(t.event, t.event+1)
 }
 
 // outcomeShared tells the store the outcome: every failure, and a success
@@ -556,6 +671,11 @@ func (g *probeGuard) complete(result error) {
 		st.probes = max(st.probes-1, 0)
 		st.mu.Unlock()
 		g.ticket.report(result)
+		// Woken once gobreaker has the outcome, so that an attempt that
+		// wakes finds the probe's place free.
+		st.mu.Lock()
+		st.wakeLocked()
+		st.mu.Unlock()
 		g.ticket.b.states.release(g.ticket.entry)
 	})
 }

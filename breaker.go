@@ -73,13 +73,16 @@ func fromGobreaker(s gobreaker.State) BreakerState {
 // runs out refuses every request in flight at that moment, and those
 // siblings are one failure. A rate-limited response (429, or whatever
 // the retry policy reads as rate-limited) counts only when its request
-// was sent after the key's last counted one was seen; the refusals of
-// requests sent before it count neither way. So what trips a breaker is
-// refusals that persist while the client honours every hint and pace:
-// the learned pace and the cooldown gate answer a burst. Network errors
-// and 5xx count one each, siblings or not: a server that is down fails
-// every request on its own, and a burst of connection resets trips the
-// breaker at once, so that nothing more is sent to it.
+// was sent after the key's last counted one was seen, and it comes after
+// the wait that one asked for (its Retry-After or other wait hint, and at
+// least a second, the shortest wait Retry-After can ask); other refusals
+// count neither way. So what trips a breaker is refusals that persist
+// while the client honours every hint and pace: the learned pace and the
+// cooldown gate answer a burst, and the refusals the pace meets while it
+// searches for a server's rate come within a second of each other. Network
+// errors and 5xx count one each, siblings or not: a server that is down
+// fails every request on its own, and a burst of connection resets trips
+// the breaker at once, so that nothing more is sent to it.
 //
 // The zero value is ready to use: every zero field means its documented
 // default.

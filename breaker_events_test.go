@@ -101,15 +101,15 @@ func TestBreakerOpensOnRefusalsThatPersist(t *testing.T) {
 	})
 }
 
-// A request sent after a refusal was seen, refused again, is a new event
-// even while older requests of the first burst are still in flight; and
-// those older ones stay siblings.
+// A request sent after a refusal was seen, refused again after that
+// refusal's second, is a new event even while older requests of the
+// first burst are still in flight; and those older ones stay siblings.
 func TestBreakerEventIsWhenSentNotWhenAnswered(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		refuse := httpmock.NewStringResponder(http.StatusTooManyRequests, "slow down")
 		mt := httpmock.NewMockTransport()
-		mt.RegisterResponder(http.MethodGet, "https://api.example.com/fast", refuse.Delay(100*time.Millisecond))
-		mt.RegisterResponder(http.MethodGet, "https://api.example.com/slow", refuse.Delay(time.Second))
+		mt.RegisterResponder(http.MethodGet, "https://api.example.com/fast", refuse.Delay(time.Second))
+		mt.RegisterResponder(http.MethodGet, "https://api.example.com/slow", refuse.Delay(3*time.Second))
 		tr := breakerTransport(mt, BreakerPolicy{ConsecutiveFailures: 3})
 		get := func(path string) {
 			req, _ := http.NewRequest(http.MethodGet, "https://api.example.com"+path, nil)
@@ -118,15 +118,46 @@ func TestBreakerEventIsWhenSentNotWhenAnswered(t *testing.T) {
 			}
 		}
 		var wg sync.WaitGroup
-		wg.Go(func() { get("/slow") }) // sent at 0, refused at 1s: a sibling of the first
+		wg.Go(func() { get("/slow") }) // sent at 0, refused at 3s: a sibling of the first
 		wg.Go(func() { get("/slow") })
-		get("/fast") // sent at 0, refused at 100ms: the first event
-		get("/fast") // sent at 100ms, refused at 200ms: the second
+		get("/fast") // sent at 0, refused at 1s: the first event
+		get("/fast") // sent at 1s, refused at 2s: the second
 		wg.Wait()
 		if st := tr.LimitStatus(host).Breaker; st.State != BreakerClosed || st.ConsecutiveFailures != 2 {
 			t.Errorf("breaker = %v with %d failures, want closed with 2: the slow siblings count nothing", st.State, st.ConsecutiveFailures)
 		}
 	})
+}
+
+// An event lasts as long as the server's hint asks, and at least a
+// second: a refusal within it, of a request that did not wait the hint
+// out, is not a new event.
+func TestBreakerEventLastsItsHint(t *testing.T) {
+	tests := []struct {
+		name  string
+		give  step
+		after time.Duration // the second request is sent this long after the first refusal
+		want  uint32        // failures counted
+	}{
+		{name: "within Retry-After: 3", give: answer(429, "Retry-After", "3"), after: 2 * time.Second, want: 1},
+		{name: "after Retry-After: 3", give: answer(429, "Retry-After", "3"), after: 3 * time.Second, want: 2},
+		{name: "no hint, within a second", give: answer(429), after: 900 * time.Millisecond, want: 1},
+		{name: "no hint, after a second", give: answer(429), after: time.Second, want: 2},
+		{name: "Retry-After: 0, after a second", give: answer(429, "Retry-After", "0"), after: time.Second, want: 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				tr := breakerTransport(newScript(tt.give).mock(), BreakerPolicy{})
+				_, _ = callOnce(t, tr, noWait())
+				time.Sleep(tt.after)
+				_, _ = callOnce(t, tr, noWait())
+				if got := tr.LimitStatus(host).Breaker.ConsecutiveFailures; got != tt.want {
+					t.Errorf("failures = %d, want %d", got, tt.want)
+				}
+			})
+		})
+	}
 }
 
 // Shared breakers count events too: the siblings of a burst are not told
@@ -156,10 +187,10 @@ func TestSharedBreakerCountsABurstOnce(t *testing.T) {
 func TestBreakerEventCountsFromTheSend(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newScript(answer(429))
-		// 5/s: the second call passes the breaker at 0 and is sent at
-		// 200ms, after the first's refusal at 100ms.
+		// One every 2s: the second call passes the breaker at 0 and is
+		// sent at 2s, after the first's refusal at 100ms.
 		tr := New(s.slowMock(100*time.Millisecond), WithRetry(RetryPolicy{MaxAttempts: 1}),
-			WithCooldown(CooldownPolicy{Off: true}), WithLimit(Limit{Rate: 5, Burst: 1}),
+			WithCooldown(CooldownPolicy{Off: true}), WithLimit(Limit{Rate: 0.5, Burst: 1}),
 			WithBreaker(BreakerPolicy{ConsecutiveFailures: 5}))
 		burst(t, tr, 2, context.Background)
 		if got := tr.LimitStatus(host).Breaker.ConsecutiveFailures; got != 2 {

@@ -29,9 +29,13 @@ import (
 // counted (events); an attempt notes that count when it is sent, and its
 // refusal counts only if no other was counted since: the first refusal
 // of a burst counts, its siblings, sent before it was seen, count neither
-// way. Refusals of requests sent after one was seen, having honoured its
-// hint and the pace, are new events, and those are what trip a breaker.
-// The fast path pays one atomic load at the send for this.
+// way. Nor does a refusal that comes before the wait hint of the last
+// event counted ran out: its request did not honour that hint (a short
+// hint is answered by the pace, which is still searching). Refusals of
+// requests sent after one was seen and after its hint, honouring the
+// pace, are new events, and those are what trip a breaker. The fast path
+// pays one atomic load at the send for this; the refusal path a clock
+// reading and a reading of the hint.
 //
 // Waiting for a probe: an attempt that finds the half-open breaker's
 // probe slots taken waits for them (the probes' outcome, or a slot given
@@ -69,8 +73,11 @@ type breakerState struct {
 	gen   atomic.Uint64
 	// events counts the rate-limit failures counted, one per event: an
 	// attempt notes it when sent, and its refusal is a sibling of an
-	// event already counted when it has moved since.
-	events atomic.Uint64
+	// event already counted when it has moved since. eventUntil (Unix
+	// nanoseconds) is when the server's hint of the last one ran out: a
+	// refusal before then is of a request that did not honour it.
+	events     atomic.Uint64
+	eventUntil atomic.Int64
 
 	mu          sync.Mutex
 	state       BreakerState // as gobreaker last reported it; guarded by mu
@@ -322,6 +329,10 @@ const (
 	maxSharedProbePoll = time.Second
 )
 
+// minEventLength is how long a rate-limit event lasts at least, and
+// without a wait hint: a second, the shortest wait Retry-After can ask.
+const minEventLength = time.Second
+
 // waitBreakerReset waits out an open breaker's resetIn, or, when that does
 // not fit, refuses the call with the breaker's error.
 func (c *call) waitBreakerReset(key string, resetIn time.Duration, fails int) error {
@@ -490,7 +501,7 @@ func (t breakerTicket) outcome(c *call, resp *http.Response, err error, class Cl
 	case err != nil || limited || resp.StatusCode >= 500:
 		result = errBreakerFailure
 	}
-	if limited && result == errBreakerFailure && !t.newEvent() {
+	if limited && result == errBreakerFailure && !t.newEvent(c, resp) {
 		result = errBreakerExcluded // a sibling
 	}
 	t.outcomeShared(c, result)
@@ -508,17 +519,31 @@ func (t breakerTicket) outcome(c *call, resp *http.Response, err error, class Cl
 	t.b.states.release(t.entry)
 }
 
-// newEvent reports whether the attempt's rate-limit refusal is a new
-// event, and counts it if so: no refusal was counted since the attempt
-// was sent. Of siblings that end at once, one counts. A probe's refusal
-// is always new: a probe is sent after the breaker opened.
-func (t breakerTicket) newEvent() bool {
-	events := &t.entry.state.events
-	if t.probe != nil || t.sharedProbe {
-		events.Add(1)
-		return true
+// newEvent reports whether the attempt's rate-limit refusal resp is a
+// new event, and counts it if so: no refusal was counted since the
+// attempt was sent, and the hint of the last one counted has run out. Of
+// siblings that end at once, one counts. A probe's refusal is always new:
+// a probe is sent after the breaker opened.
+func (t breakerTicket) newEvent(c *call, resp *http.Response) bool {
+	st := &t.entry.state
+	now := time.Now()
+	probe := t.probe != nil || t.sharedProbe
+	if !probe && now.UnixNano() < st.eventUntil.Load() {
+		return false // sent within the last event's hint
 	}
-	return events.CompareAndSwap(t.event, t.event+1)
+	if probe {
+		st.events.Add(1)
+	} else if !st.events.CompareAndSwap(t.event, t.event+1) {
+		return false // sent before the last event was seen
+	}
+	lasts := minEventLength
+	if !c.policy.IgnoreRetryAfter {
+		if h, ok := WaitHint(resp, now); ok {
+			lasts = max(min(h, c.t.maxPause()), minEventLength)
+		}
+	}
+	st.eventUntil.Store(now.Add(lasts).UnixNano())
+	return true
 }
 
 // outcomeShared tells the store the outcome: every failure, and a success

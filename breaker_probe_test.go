@@ -81,9 +81,15 @@ func TestBreakerHalfOpenWaitsForTheProbe(t *testing.T) {
 				probeSent := time.Now()
 				probe := goCallOnce(t, tr, noWait())
 				time.Sleep(500 * time.Millisecond)
-				ctx, stats := WithCallStats(WithBudget(context.Background(), tt.budget))
+				var traced []WaitKind // the waiter's waits, as its trace saw them
+				ctx := WithCallTrace(WithBudget(context.Background(), tt.budget),
+					&Trace{WaitStarted: func(w WaitInfo) { traced = append(traced, w.Kind) }})
+				ctx, stats := WithCallStats(ctx)
 				_, err := callOnce(t, tr, ctx)
 				<-probe
+				if len(traced) == 0 || slices.ContainsFunc(traced, func(k WaitKind) bool { return k != WaitBreaker }) {
+					t.Errorf("waits traced: %v, want breaker waits only", traced)
+				}
 				s.mu.Lock()
 				var sent []time.Time
 				for _, answered := range s.times[2:] {

@@ -201,12 +201,14 @@ func TestRefusalsAloneTeachAWindow(t *testing.T) {
 			t.Fatalf("%d calls failed", failed)
 		}
 		// The least it can take is 9s: ten windows of 50.
-		if ratio := wall.Seconds() / 9; ratio > 1.02 {
-			t.Errorf("500 calls took %v, %.2f of the ideal 9s; want at most 1.02", wall, ratio)
+		if ratio := wall.Seconds() / 9; ratio > 1.10 {
+			t.Errorf("500 calls took %v, %.2f of the ideal 9s; want at most 1.10", wall, ratio)
 		}
-		// The first window's refusals teach; each later one is refused at
-		// most once more than its quota, when its first request past the
-		// quota asks whether it turned.
+		// The first windows' refusals teach; each later one is refused
+		// about once, when its first request past the quota asks whether
+		// it turned: within 0.05 a call of the 400 calls left, where a
+		// client that takes the window for a bucket is refused by the
+		// dozen in each.
 		first := srv.at[0]
 		late := 0
 		for _, at := range srv.refused {
@@ -214,8 +216,8 @@ func TestRefusalsAloneTeachAWindow(t *testing.T) {
 				late++
 			}
 		}
-		if late > 8 {
-			t.Errorf("%d refusals after the first two windows, want at most one in each of the 8 left (all: %d)", late, len(srv.refused))
+		if late > 20 {
+			t.Errorf("%d refusals after the first two windows, want at most 20, 0.05 of the 400 calls left (all: %d)", late, len(srv.refused))
 		}
 		// LimitStatus says what the key learned.
 		st := tr.LimitStatus("api.test").Scopes[0]
@@ -243,6 +245,43 @@ func TestToldLimitIsKeptToTheLetter(t *testing.T) {
 		want := []time.Duration{0, time.Second, 1100 * time.Millisecond, 1200 * time.Millisecond, 1300 * time.Millisecond, 1400 * time.Millisecond}
 		if at := s.offsets(start); !slices.Equal(at, want) {
 			t.Errorf("requests at %v, want %v", at, want)
+		}
+	})
+}
+
+// TestLearnedWindowIsSharedThroughTheCooldownStore: a window one
+// transport learned from refusals holds every transport that shares its
+// cooldown store, as a hint's pause does.
+func TestLearnedWindowIsSharedThroughTheCooldownStore(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := &countingServer{limit: 5, window: time.Second, noCounts: true}
+		store := NewMemoryStore()
+		a := New(srv, WithCooldown(CooldownPolicy{Store: store}), WithRetry(RetryPolicy{MaxAttempts: 1}))
+		b := New(srv, WithCooldown(CooldownPolicy{Store: store}))
+		for range 200 {
+			if st := a.LimitStatus("api.test").Scopes[0]; st.Windowed && st.HeldFor > 0 {
+				break
+			}
+			req, _ := http.NewRequest(http.MethodGet, "http://api.test/items", nil)
+			resp, err := a.RoundTrip(req)
+			if err == nil {
+				readAll(t, resp)
+			}
+		}
+		st := a.LimitStatus("api.test").Scopes[0]
+		if !st.Windowed || st.HeldFor <= 0 {
+			t.Fatalf("status %+v: the first transport learned no window", st)
+		}
+		reopens := time.Now().Add(st.HeldFor)
+		before := len(srv.at)
+		req, _ := http.NewRequest(http.MethodGet, "http://api.test/items", nil)
+		resp, err := b.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		readAll(t, resp)
+		if sent := srv.at[before]; sent.Before(reopens) {
+			t.Errorf("the second transport sent %v before the window the first learned reopens", reopens.Sub(sent))
 		}
 	})
 }

@@ -21,10 +21,11 @@ import "time"
 // pace answers instead.
 
 const (
-	// windowDryGap is how long after a refusal a request must be sent,
-	// and refused with nothing let through since, to show that the
-	// server refills nothing between its turns.
-	windowDryGap = adaptiveMinSample
+	// windowDrySpan and windowDryRefusals are how long, and through how
+	// many refusals of requests sent after the first, nothing must be let
+	// through to show that the server refills nothing between its turns.
+	windowDrySpan     = 2 * adaptiveMinSample
+	windowDryRefusals = 3
 	// windowProbeStart is the first wait before asking again whether a
 	// window that said nothing of its end has turned; it doubles with each
 	// refusal, up to windowProbeMax.
@@ -93,6 +94,17 @@ func (a *adaptiveState) becomeWindowed(opens, now time.Time) {
 	a.cutAt = a.sent
 	// The window, not a pace, says when requests go.
 	a.unpaced, a.probing, a.next = true, false, time.Time{}
+}
+
+// windowHeldUntil returns when the key's window reopens, when it is
+// windowed and held; the zero time otherwise.
+func (a *adaptiveState) windowHeldUntil() time.Time {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.win == nil {
+		return time.Time{}
+	}
+	return a.win.opens
 }
 
 // windowSucceeded counts a success of a windowed key, with a.mu held.

@@ -43,6 +43,9 @@ type keyed[S any] struct {
 	forgettable func(*S, time.Time) bool // whether evicting the state loses nothing; nil means always
 	size        atomic.Int64             // keys held, so a lookup in an empty map takes no lock
 	nextSweep   atomic.Int64             // Unix nanoseconds
+	// hot is the entry last looked up, found again without a hash or a
+	// lock: most transports call one API, most of the time.
+	hot atomic.Pointer[keyedEntry[S]]
 }
 
 // keyedShard is a part of the map, with its own lock.
@@ -62,7 +65,13 @@ type keyedEntry[S any] struct {
 	// The holds change with every request; the state's fast paths read it
 	// with every request: a cache line apart, a core raising a hold does
 	// not take the state's line from the others.
-	_     [cacheLine - 8]byte
+	_   [cacheLine - 8]byte
+	key string
+	// gone is set by a sweep that evicts the entry: a lookup through hot
+	// that holds it then lets it go. The sweep sets it before it reads the
+	// holds, and the lookup raises its hold before it reads gone, so one
+	// of them always sees the other.
+	gone  atomic.Bool
 	state S
 }
 
@@ -93,6 +102,16 @@ func (k *keyed[S]) acquire(key string, create bool) *keyedEntry[S] {
 	if !create && k.size.Load() == 0 {
 		return nil
 	}
+	if e := k.hot.Load(); e != nil && e.key == key {
+		e.refs.Add(1)
+		if !e.gone.Load() {
+			if e.missed.Load() != 0 {
+				e.missed.Store(0)
+			}
+			return e
+		}
+		e.refs.Add(-1) // evicted meanwhile: look it up
+	}
 	sh := k.shard(key)
 	sh.mu.Lock()
 	e := sh.m[key]
@@ -115,6 +134,9 @@ func (k *keyed[S]) acquire(key string, create bool) *keyedEntry[S] {
 	if e.missed.Load() != 0 {
 		e.missed.Store(0)
 	}
+	if k.hot.Load() != e {
+		k.hot.Store(e)
+	}
 	// Only a new key can grow the map: it is when a sweep is looked for.
 	// A lookup of a key held counts nothing, so that the requests of one
 	// busy key from every core share no write but the entry's hold.
@@ -130,7 +152,7 @@ func (k *keyed[S]) create(sh *keyedShard[S], key string) (e *keyedEntry[S], crea
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	if e = sh.m[key]; e == nil {
-		e, created = new(keyedEntry[S]), true
+		e, created = &keyedEntry[S]{key: key}, true
 		if k.init != nil {
 			k.init(&e.state)
 		}
@@ -180,11 +202,17 @@ func (k *keyed[S]) sweep(now time.Time) {
 		sh := &k.shards[i]
 		sh.mu.Lock()
 		for key, e := range sh.m {
-			if e.refs.Load() == 0 && e.missed.Add(1) >= sweepsToEvict &&
-				(k.forgettable == nil || k.forgettable(&e.state, now)) {
-				delete(sh.m, key)
-				k.size.Add(-1)
+			if e.refs.Load() != 0 || e.missed.Add(1) < sweepsToEvict ||
+				k.forgettable != nil && !k.forgettable(&e.state, now) {
+				continue
 			}
+			e.gone.Store(true) // before the holds are read again: see gone
+			if e.refs.Load() != 0 {
+				e.gone.Store(false) // held through hot meanwhile
+				continue
+			}
+			delete(sh.m, key)
+			k.size.Add(-1)
 		}
 		sh.mu.Unlock()
 	}

@@ -65,7 +65,24 @@ func fromGobreaker(s gobreaker.State) BreakerState {
 // is sent to its key. After the cooldown it lets HalfOpenProbes probes
 // through: SuccessesToClose successes close it, one failure opens it
 // again for the next, longer cooldown of Escalation. Every quiet Decay
-// brings the cooldown one step back down.
+// brings the cooldown one step back down. A request that finds the
+// breaker open waits for its reset, and one that finds every probe slot
+// taken waits for the probes' outcome, when its wait budget allows.
+//
+// A breaker counts rate-limit events, not refusals: a server whose quota
+// runs out refuses every request in flight at that moment, and those
+// siblings are one failure. A rate-limited response (429, or whatever
+// the retry policy reads as rate-limited) counts only when its request
+// was sent after the key's last counted one was seen, and it comes after
+// the wait that one asked for (its Retry-After or other wait hint, and at
+// least a second, the shortest wait Retry-After can ask); other refusals
+// count neither way. So what trips a breaker is refusals that persist
+// while the client honours every hint and pace: the learned pace and the
+// cooldown gate answer a burst, and the refusals the pace meets while it
+// searches for a server's rate come within a second of each other. Network
+// errors and 5xx count one each, siblings or not: a server that is down
+// fails every request on its own, and a burst of connection resets trips
+// the breaker at once, so that nothing more is sent to it.
 //
 // The zero value is ready to use: every zero field means its documented
 // default.
@@ -104,7 +121,9 @@ type BreakerPolicy struct {
 	// IsFailure decides what counts against the breaker. Nil means
 	// rate-limited responses (429, and whatever the retry policy reads as
 	// rate-limited), 5xx and network errors; other statuses do not. A
-	// request cancelled by its own context never counts.
+	// request cancelled by its own context never counts, nor does a
+	// rate-limited response IsFailure counts that is the sibling of one
+	// counted already (see above).
 	IsFailure func(resp *http.Response, err error) bool
 	// OnStateChange, when set, is told of every change of a key's breaker.
 	// It runs outside any lock of the transport, in the goroutine of the
@@ -119,12 +138,15 @@ type BreakerPolicy struct {
 	// are counted across them against ConsecutiveFailures and
 	// WindowFailures, a trip opens the breaker in all of them (and, in
 	// Redis, outlives a restart), and one of them at a time sends the
-	// probe when the cooldown is over. Each transport keeps its own
-	// breaker as well. Each request asks the store first, and tells it
-	// its outcome: a failure, or a success (which clears the failures
-	// counted across the fleet). When the store fails, the local breaker
-	// decides alone, unless the store fails closed: then the request
-	// fails with a *CircuitOpenError and is not sent.
+	// probe when the cooldown is over, while the others' requests wait
+	// for its outcome, asking the store again, within their budget. Each
+	// transport keeps its own breaker as well. Each request asks the
+	// store first, and tells it its outcome if it counts: a failure (the
+	// first refusal of each rate-limit event the transport sees), or a
+	// success (which clears the failures counted across the fleet). When
+	// the store fails, the local breaker decides alone, unless the store
+	// fails closed: then the request fails with a *CircuitOpenError and
+	// is not sent.
 	Store BreakerStore
 }
 
@@ -213,9 +235,14 @@ func WithBreaker(p BreakerPolicy) Option {
 var ErrCircuitOpen = errors.New("ratewise: circuit breaker open")
 
 // CircuitOpenError reports a request not sent because its key's breaker
-// is open and the reset does not fit the call's wait budget, or because it
-// is half-open with every probe slot taken (the probes' outcome decides
-// what comes next, so there is no reset to wait for: ResetIn is 0).
+// is open and the reset does not fit the call's wait budget (or its
+// context's deadline), or because it is half-open with every probe slot
+// taken and the budget ran out before the probes' outcome came (that
+// outcome decides what comes next, so there is no reset to tell: ResetIn
+// is 0). A request that finds the probe slots taken waits for the
+// outcome: when the probe fails and the breaker opens again, the request
+// waits out the new cooldown if it fits, else it gets this error, open,
+// with the new cooldown's ResetIn.
 type CircuitOpenError struct {
 	Key      string
 	State    string        // "open" or "half-open"

@@ -53,6 +53,9 @@ func TestBreakerOpensAfterConsecutiveFailures(t *testing.T) {
 		s := newScript(answer(429))
 		tr := breakerTransport(s.mock(), BreakerPolicy{})
 		for i := range 5 {
+			if i > 0 {
+				time.Sleep(time.Second) // a refusal a second: each is an event
+			}
 			if status, err := callOnce(t, tr, noWait()); status != 429 {
 				t.Fatalf("call %d = %d, %v; want the 429", i, status, err)
 			}
@@ -127,6 +130,7 @@ func TestBreakerCountsWhatFails(t *testing.T) {
 			}
 			for range 3 {
 				_, _ = callOnce(t, tr, ctx)
+				time.Sleep(time.Second) // a refusal a second: each is an event
 			}
 			st := tr.LimitStatus(host).Breaker
 			if open := st.State == BreakerOpen; open != tt.fails {

@@ -1,9 +1,7 @@
 package ratewise
 
 import (
-	"context"
 	"errors"
-	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,6 +20,12 @@ import (
 // attempt that must count (a failure, or a success after a failure) is
 // told to gobreaker when it is known; gobreaker still makes every
 // transition.
+//
+// Waiting for a probe: an attempt that finds the half-open breaker's
+// probe slots taken waits for them (the probes' outcome, or a slot given
+// back) within its wait budget, then looks again: closed, it goes; open
+// again, it waits out the new cooldown if that fits, as any attempt that
+// finds the breaker open.
 
 // Outcomes told to gobreaker; errBreakerExcluded counts neither way.
 var (
@@ -51,6 +55,13 @@ type breakerState struct {
 	// from before a change is ignored, as gobreaker ignores it.
 	clean atomic.Bool
 	gen   atomic.Uint64
+	// events counts the rate-limit failures counted, one per event: an
+	// attempt notes it when sent, and its refusal is a sibling of an
+	// event already counted when it has moved since. eventUntil (Unix
+	// nanoseconds) is when the server's hint of the last one ran out: a
+	// refusal before then is of a request that did not honour it.
+	events     atomic.Uint64
+	eventUntil atomic.Int64
 
 	mu          sync.Mutex
 	state       BreakerState // as gobreaker last reported it; guarded by mu
@@ -66,6 +77,22 @@ type breakerState struct {
 	pendingFailures int
 	changes         []stateChange
 	hasChanges      atomic.Bool
+	// wakes counts what may let an attempt waiting for the half-open
+	// breaker's probes through: a state change, a probe done or given
+	// back. woken, made by the first waiter, is closed at each; guarded
+	// by mu.
+	wakes uint64
+	woken chan struct{}
+}
+
+// wakeLocked tells the attempts waiting for the probes to look again,
+// with st.mu held.
+func (st *breakerState) wakeLocked() {
+	st.wakes++
+	if st.woken != nil {
+		close(st.woken)
+		st.woken = nil
+	}
 }
 
 type stateChange struct{ from, to BreakerState }
@@ -175,6 +202,7 @@ func (b *breakers) recordChange(st *breakerState, from, to BreakerState) {
 	case BreakerClosed:
 		st.probes, st.openUntil = 0, time.Time{}
 	}
+	st.wakeLocked()
 	if b.notify != nil {
 		st.changes = append(st.changes, stateChange{from, to})
 		st.hasChanges.Store(true)
@@ -232,39 +260,6 @@ func (b *breakers) admit(c *call, key string, e *keyedEntry[breakerState]) (brea
 	return t, nil
 }
 
-// admitShared lets an attempt through the breaker the store shares, when
-// there is one: an open one waits or refuses as a local one does; a
-// half-open one lets its one probe through. It reports asked false when
-// there is no store, or it failed: that leaves the local breaker alone to
-// decide, unless the store fails closed.
-func (b *breakers) admitShared(c *call, key string) (sb SharedBreaker, asked bool, err error) {
-	if b.policy.Store == nil {
-		return SharedBreaker{}, false, nil
-	}
-	for {
-		sb, err = b.policy.Store.BreakerAdmit(c.ctx, key, &b.rules)
-		switch {
-		case err != nil && c.ctx.Err() != nil:
-			return sb, false, c.ctx.Err()
-		case err != nil && storeFailedClosed(err):
-			return sb, false, &CircuitOpenError{Key: key, State: BreakerOpen.String(), Err: err}
-		case err != nil:
-			return SharedBreaker{}, false, nil
-		case sb.State == BreakerHalfOpen && !sb.Probe:
-			return sb, true, &CircuitOpenError{Key: key, State: BreakerHalfOpen.String(), Failures: sb.Failures}
-		case sb.State != BreakerOpen:
-			return sb, true, nil
-		}
-		resetIn := time.Until(sb.Until)
-		if resetIn <= 0 {
-			continue // over while we asked: ask again, for the probe
-		}
-		if err := c.waitBreakerReset(key, resetIn, 0); err != nil {
-			return sb, true, err
-		}
-	}
-}
-
 // waitBreakerReset waits out an open breaker's resetIn, or, when that does
 // not fit, refuses the call with the breaker's error.
 func (c *call) waitBreakerReset(key string, resetIn time.Duration, fails int) error {
@@ -273,13 +268,6 @@ func (c *call) waitBreakerReset(key string, resetIn time.Duration, fails int) er
 		return err
 	}
 	return &CircuitOpenError{Key: key, State: BreakerOpen.String(), ResetIn: resetIn, Failures: fails}
-}
-
-// releaseProbe gives the store's probe back: the attempt it was granted to
-// will not tell an outcome. It is told even when the call was cancelled,
-// or every transport would wait out ProbeTimeout.
-func (b *breakers) releaseProbe(c *call, key string, id uint64) {
-	_ = b.policy.Store.BreakerReleaseProbe(context.WithoutCancel(c.ctx), key, id)
 }
 
 // admitLocal lets an attempt through this transport's breaker for key.
@@ -291,7 +279,9 @@ func (b *breakers) admitLocal(c *call, key string, e *keyedEntry[breakerState]) 
 			return breakerTicket{b: b, key: key, entry: e, fast: true, gen: gen}, nil
 		}
 		st.mu.Lock()
-		openUntil, fails := st.openUntil, st.tripFails
+		// wakes is read before asking gobreaker, so that a probe done
+		// after the asking wakes the attempt it refused.
+		openUntil, fails, wakes := st.openUntil, st.tripFails, st.wakes
 		st.mu.Unlock()
 		if !openUntil.IsZero() {
 			if resetIn := time.Until(openUntil); resetIn > 0 {
@@ -308,14 +298,20 @@ func (b *breakers) admitLocal(c *call, key string, e *keyedEntry[breakerState]) 
 			// Not expected: gobreaker's timeout ends before our openUntil.
 			return breakerTicket{}, &CircuitOpenError{Key: key, State: BreakerOpen.String(), Failures: fails}
 		case err != nil: // half-open with every probe taken
-			return breakerTicket{}, &CircuitOpenError{Key: key, State: BreakerHalfOpen.String(), Failures: fails}
+			if err := c.waitProbes(key, st, wakes, fails); err != nil {
+				return breakerTicket{}, err
+			}
+			continue
 		}
 		st.mu.Lock()
 		probe := st.state == BreakerHalfOpen
 		if probe && st.probes >= b.policy.HalfOpenProbes {
 			st.mu.Unlock()
 			done(errBreakerExcluded)
-			return breakerTicket{}, &CircuitOpenError{Key: key, State: BreakerHalfOpen.String(), Failures: fails}
+			if err := c.waitProbes(key, st, wakes, fails); err != nil {
+				return breakerTicket{}, err
+			}
+			continue
 		}
 		if probe {
 			st.probes++
@@ -329,233 +325,27 @@ func (b *breakers) admitLocal(c *call, key string, e *keyedEntry[breakerState]) 
 	}
 }
 
-// breakerTicket is an admitted attempt whose outcome its breaker awaits.
-// It is a value, so an attempt that is no probe allocates nothing for it.
-// It holds its key's entry, so the breaker is not evicted under it, until
-// the outcome is told or the attempt withdrawn.
-type breakerTicket struct {
-	b     *breakers // nil: no breaker
-	key   string
-	entry *keyedEntry[breakerState]
-	done  func(error) // gobreaker's, unless fast
-	probe *probeGuard // set for a half-open probe
-	fast  bool        // admitted without gobreaker, in generation gen
-	gen   uint64
-	// With a store: whether the attempt is the shared breaker's probe (and
-	// its name), or was admitted while the shared breaker was closed.
-	sharedProbe   bool
-	sharedClosed  bool
-	sharedProbeID uint64
-}
-
-// openedSince reports whether the breaker that admitted the attempt has
-// opened since. A probe is what an open breaker lets through, so never;
-// an attempt admitted while the breaker was clean costs two atomic loads
-// while it stays clean.
-func (t breakerTicket) openedSince() bool {
-	if t.b == nil || t.probe != nil {
-		return false
-	}
-	st := &t.entry.state
-	if t.fast && st.gen.Load() == t.gen && st.clean.Load() {
-		return false
-	}
+// waitProbes waits, within the call's budget, until the half-open
+// breaker's probes in flight are done or one of them is given back, or
+// the breaker changes: anything after the wakes seen may let the attempt
+// through. When the budget (or the context's deadline) runs out first, it
+// refuses the call, half-open.
+func (c *call) waitProbes(key string, st *breakerState, seen uint64, fails int) error {
 	st.mu.Lock()
-	openUntil := st.openUntil
-	st.mu.Unlock()
-	return !openUntil.IsZero() && time.Until(openUntil) > 0
-}
-
-// sent starts a probe's timeout: a probe that hangs past ProbeTimeout
-// counts as a failure. A probe waiting to be sent does not hang.
-func (t breakerTicket) sent() {
-	if g := t.probe; g != nil {
-		g.timer = time.AfterFunc(t.b.policy.ProbeTimeout, func() { g.complete(errProbeTimeout) })
-	}
-}
-
-// outcome tells the breaker how the attempt went: a failure per IsFailure,
-// nothing at all when the call's own context ended it.
-func (t breakerTicket) outcome(c *call, resp *http.Response, err error, class Class) {
-	if t.b == nil {
-		return
-	}
-	var result error
-	switch {
-	case err != nil && c.ctx.Err() != nil:
-		result = errBreakerExcluded
-	case t.b.policy.IsFailure != nil:
-		if t.b.policy.IsFailure(resp, err) {
-			result = errBreakerFailure
-		}
-	case err != nil || class == RateLimited || resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500:
-		result = errBreakerFailure
-	}
-	t.outcomeShared(c, result)
-	switch {
-	case t.probe != nil:
-		t.probe.finish(result) // releases the entry
-		t.b.publishTrip(c.ctx, t.key, &t.entry.state)
-		return
-	case t.fast:
-		t.lateReport(result)
-	default:
-		t.report(result)
-	}
-	t.b.publishTrip(c.ctx, t.key, &t.entry.state)
-	t.b.states.release(t.entry)
-}
-
-// outcomeShared tells the store the outcome: every failure, and a success
-// when it may clear failures (counted by any transport since the attempt
-// was admitted) or closes the breaker. An outcome that does not count gives
-// the probe back. A store that fails is left behind: the local breaker has
-// counted the outcome.
-func (t breakerTicket) outcomeShared(c *call, result error) {
-	store := t.b.policy.Store
-	switch {
-	case store == nil:
-	case result == errBreakerExcluded:
-		if t.sharedProbe {
-			t.b.releaseProbe(c, t.key, t.sharedProbeID)
-		}
-	case result == errBreakerFailure:
-		_, _ = store.BreakerFailed(c.ctx, t.key, t.sharedProbe, &t.b.rules)
-	case t.sharedProbe || t.sharedClosed:
-		_ = store.BreakerSucceeded(c.ctx, t.key, t.sharedProbe, &t.b.rules)
-	}
-}
-
-// publishTrip tells the store of a trip of key's local breaker it has not
-// heard of yet, so that every transport sharing it opens too. Only a
-// store that heard it marks it told: a failed telling is tried again by
-// the next attempt's outcome or refusal.
-func (b *breakers) publishTrip(ctx context.Context, key string, st *breakerState) {
-	store := b.policy.Store
-	if store == nil {
-		return
-	}
-	st.mu.Lock()
-	until, level, published := st.openUntil, st.level, st.sharedUntil
-	st.mu.Unlock()
-	if !until.After(published) || !until.After(time.Now()) {
-		return
-	}
-	if store.BreakerTripped(ctx, key, until, level, &b.rules) != nil {
-		return
-	}
-	st.mu.Lock()
-	if until.After(st.sharedUntil) {
-		st.sharedUntil = until
-	}
-	st.mu.Unlock()
-}
-
-// lateReport tells gobreaker the outcome of a fast attempt, when it must
-// count: a failure, or a success after failures. An outcome from before a
-// state change is dropped, as gobreaker drops it.
-func (t breakerTicket) lateReport(result error) {
-	st := &t.entry.state
-	if result == errBreakerExcluded || st.gen.Load() != t.gen || result == nil && st.clean.Load() {
-		return
-	}
-	done, err := st.cb.Allow()
-	if err == nil {
-		t.done = done
-		t.report(result)
-	} else {
-		t.b.report(t.key, st)
-	}
-}
-
-// report tells gobreaker the outcome, keeps the fast path's flag true to
-// gobreaker's counts, and reports any state change.
-func (t breakerTicket) report(result error) {
-	st := &t.entry.state
-	failure := result == errBreakerFailure
-	st.mu.Lock()
-	if failure {
-		st.failures++
-		st.pendingFailures++
-		st.clean.Store(false)
-	}
-	failuresBefore := st.failures
-	st.mu.Unlock()
-
-	t.done(result)
-
-	if failure {
-		st.mu.Lock()
-		st.pendingFailures--
+	if st.wakes != seen {
 		st.mu.Unlock()
-	} else if result == nil && !st.clean.Load() && t.settled(failuresBefore) {
-		// Counts read only once no failure is on its way to gobreaker, so
-		// that they include every failure reported so far.
-		counts := st.cb.Counts() // gobreaker's lock, not ours
-		st.mu.Lock()
-		if st.state == BreakerClosed && st.pendingFailures == 0 && st.failures == failuresBefore &&
-			counts.ConsecutiveFailures == 0 && (t.b.policy.WindowFailures == 0 || counts.TotalFailures == 0) {
-			st.clean.Store(true)
+		return nil // already: look again
+	}
+	if st.woken == nil {
+		st.woken = make(chan struct{})
+	}
+	woken := st.woken
+	st.mu.Unlock()
+	if c.budgetLeft() > 0 {
+		err := c.waitUntil(woken, time.Time{}, WaitBreaker, 0)
+		if err == nil || c.ctx.Err() != nil {
+			return err
 		}
-		st.mu.Unlock()
 	}
-	t.b.report(t.key, st)
-}
-
-// settled reports whether no failure was reported since failuresBefore,
-// nor is being told to gobreaker.
-func (t breakerTicket) settled(failuresBefore uint64) bool {
-	st := &t.entry.state
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	return st.pendingFailures == 0 && st.failures == failuresBefore
-}
-
-// cancel withdraws an admitted attempt that will not be sent after all: it
-// counts neither way, and gives back the store's probe it holds.
-func (t *breakerTicket) cancel(c *call) {
-	if t.sharedProbe {
-		t.b.releaseProbe(c, t.key, t.sharedProbeID)
-	}
-	switch {
-	case t.b == nil:
-	case t.probe != nil:
-		t.probe.finish(errBreakerExcluded) // releases the entry
-	case t.fast:
-		t.b.states.release(t.entry)
-	default:
-		t.report(errBreakerExcluded)
-		t.b.states.release(t.entry)
-	}
-	*t = breakerTicket{}
-}
-
-// probeGuard finishes a probe once: with its outcome, or as a failure by
-// itself when the probe hangs past ProbeTimeout.
-type probeGuard struct {
-	ticket breakerTicket
-	timer  *time.Timer
-	once   sync.Once
-}
-
-// finish is called by the request's goroutine, which set the timer, once
-// the probe's outcome is known, or when it is withdrawn unsent.
-func (g *probeGuard) finish(result error) {
-	if g.timer != nil {
-		g.timer.Stop()
-	}
-	g.complete(result)
-}
-
-// complete reports the probe's result and releases its entry, the first
-// time only; the timer calls it directly.
-func (g *probeGuard) complete(result error) {
-	g.once.Do(func() {
-		st := &g.ticket.entry.state
-		st.mu.Lock()
-		st.probes = max(st.probes-1, 0)
-		st.mu.Unlock()
-		g.ticket.report(result)
-		g.ticket.b.states.release(g.ticket.entry)
-	})
+	return &CircuitOpenError{Key: key, State: BreakerHalfOpen.String(), Failures: fails}
 }

@@ -258,6 +258,35 @@ func ExampleWithBreaker() {
 	// open after 2 failures; calls sent: 2
 }
 
+// A breaker counts rate-limit events, not refusals: 429s within a second
+// of the one counted (or within the wait it asked for) are that event
+// again, while every 5xx counts.
+func ExampleBreakerPolicy_rateLimitEvents() {
+	mock := httpmock.NewMockTransport()
+	mock.RegisterResponder(http.MethodGet, "https://api.example.com/items", httpmock.NewStringResponder(429, ""))
+	mock.RegisterResponder(http.MethodGet, "https://api.example.com/down", httpmock.NewStringResponder(503, ""))
+	tr := ratewise.New(mock, ratewise.WithRetry(ratewise.RetryPolicy{MaxAttempts: 1}), ratewise.WithoutLearning(),
+		ratewise.WithBreaker(ratewise.BreakerPolicy{ConsecutiveFailures: 3}))
+	get := func(path string) {
+		req, _ := http.NewRequest(http.MethodGet, "https://api.example.com"+path, nil)
+		if resp, err := tr.RoundTrip(req); err == nil {
+			resp.Body.Close()
+		}
+	}
+
+	for range 5 {
+		get("/items")
+	}
+	st := tr.LimitStatus("api.example.com").Breaker
+	fmt.Println("after five 429s:", st.State, "with", st.ConsecutiveFailures, "failure")
+	get("/down")
+	get("/down")
+	fmt.Println("after two 503s more:", tr.LimitStatus("api.example.com").Breaker.State)
+	// Output:
+	// after five 429s: closed with 1 failure
+	// after two 503s more: open
+}
+
 // LimitStatus is what a get_throttle_stats tool reports.
 func ExampleTransport_LimitStatus() {
 	mock := httpmock.NewMockTransport()

@@ -22,12 +22,20 @@ import (
 //	                     default), 4 in flight
 //	breaker trips after  3 failures          5 failures          10 failures
 //	breaker cooldown     2m, then 10m, 1h    1m                  15s
+//
+// A breaker's failures are rate-limit events (a burst of 429s is one),
+// 5xx and network errors.
 
 // Preset is a configuration of the whole stack: a retry policy, limit
 // scopes and a breaker. Give it to [New] with [WithPreset]; options after
 // it add to it or replace its parts (a later WithRetry wins). Every preset
 // learns each host's limit, as [New] does by default: none paces a host
-// that the server has not yet refused or counted.
+// that the server has not yet refused or counted. No preset's breaker
+// opens on a server that only limits its rate: a breaker counts a burst
+// of refusals once, and a refusal within the wait the last one asked for
+// not at all (see [BreakerPolicy]), while the pace and the cooldown gate
+// answer them; a call that finds its breaker half-open waits for the
+// probe's outcome within its wait budget.
 type Preset struct {
 	Name    string
 	Retry   RetryPolicy

@@ -2,9 +2,14 @@ package ratewise
 
 import (
 	"context"
+	"net/http"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/ratewise/ratewise/ratewisetest"
 )
 
 func TestPresetTable(t *testing.T) {
@@ -103,5 +108,67 @@ func TestAPILimitsHoldTheirWindows(t *testing.T) {
 	}
 	if l := GitHubLimit(); !l.Adaptive || l.MaxConcurrent != 100 || l.Validate() != nil {
 		t.Errorf("GitHubLimit = %+v", l)
+	}
+}
+
+// No preset fails a call on a rate-limited server because of its own
+// breaker: 20 callers against a small bucket (5/s, a burst of 2, with
+// and without Retry-After) get an answer every time, and the breaker
+// never opens nor holds a call: each burst of refusals is one event, and
+// the pace answers it. (A call may still end on a 429, rarely, when all
+// three of Conservative's attempts meet the pace's search: that is its
+// retry policy, breaker or not.)
+func TestPresetsFailNoCallOnASmallBucket(t *testing.T) {
+	for _, p := range []Preset{Conservative(), Moderate(), Aggressive()} {
+		for _, mode := range []ratewisetest.RetryAfterMode{ratewisetest.RetryAfterSeconds, ratewisetest.RetryAfterNone} {
+			t.Run(p.Name+"/"+mode.String(), func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					srv := ratewisetest.NewBucket(ratewisetest.Config{Rate: 5, Burst: 2, Latency: 20 * time.Millisecond, RetryAfter: mode})
+					var opened atomic.Int32
+					breaker := *p.Breaker
+					breaker.OnStateChange = func(_ string, _, to BreakerState) {
+						if to == BreakerOpen {
+							opened.Add(1)
+						}
+					}
+					preset := p
+					preset.Breaker = &breaker
+					tr := New(srv, WithPreset(preset))
+					var failed, refused atomic.Int32
+					var wg sync.WaitGroup
+					for range 20 {
+						wg.Go(func() {
+							for range 10 {
+								status, err := callOnce(t, tr, context.Background())
+								switch {
+								case err != nil:
+									if failed.Add(1) == 1 {
+										t.Errorf("a call failed: %v", err)
+									}
+								case status != http.StatusOK:
+									refused.Add(1)
+								}
+							}
+						})
+					}
+					wg.Wait()
+					if n := failed.Load(); n != 0 {
+						t.Errorf("%d of 200 calls failed, want none", n)
+					}
+					if n := opened.Load(); n != 0 {
+						t.Errorf("the breaker opened %d times against a server that only limits, want never", n)
+					}
+					if ws := tr.Stats().WaitsByKind["breaker"]; ws.Count != 0 {
+						t.Errorf("%d calls waited for the breaker, want none", ws.Count)
+					}
+					if srv.Stats().Limited == 0 {
+						t.Errorf("the server refused nothing: the test does not test")
+					}
+					if n := refused.Load(); n > 0 {
+						t.Logf("%d of 200 calls ended on a 429, their attempts spent", n)
+					}
+				})
+			})
+		}
 	}
 }

@@ -62,7 +62,8 @@ type CooldownStore interface {
 type BreakerStore interface {
 	// BreakerAdmit reads key's shared breaker for a request about to be
 	// sent. Half-open, it grants the probe to one request at a time, for
-	// rules.ProbeTimeout at most, or until it is released.
+	// rules.ProbeTimeout at most, or until it is released; a request
+	// refused it asks again a little later, while its budget lasts.
 	BreakerAdmit(ctx context.Context, key string, rules *BreakerRules) (SharedBreaker, error)
 	// BreakerReleaseProbe gives back the probe granted as probeID, whose
 	// request was not sent after all or whose outcome does not count (its
@@ -72,7 +73,9 @@ type BreakerStore interface {
 	BreakerReleaseProbe(ctx context.Context, key string, probeID uint64) error
 	// BreakerFailed records a failure of key's request: the breaker trips
 	// when the failures counted reach the rules, or at once when the
-	// request was the probe of a half-open breaker.
+	// request was the probe of a half-open breaker. The transport tells
+	// only failures that count: of a burst of rate-limit refusals, the
+	// first it sees, not its siblings.
 	BreakerFailed(ctx context.Context, key string, probe bool, rules *BreakerRules) (SharedBreaker, error)
 	// BreakerSucceeded records a success: it clears the failures counted,
 	// and a probe's success closes the breaker. The transport tells it

@@ -95,13 +95,14 @@ func TestSharedBreakerOneProbeAtATime(t *testing.T) {
 		}
 		time.Sleep(time.Second)
 		// The first request after the cooldown is the probe; while it is out,
-		// another transport's request is refused, half-open.
+		// another transport's request that may not wait is refused,
+		// half-open.
 		sb, _ := store.BreakerAdmit(context.Background(), host, &rules)
 		if sb.State != BreakerHalfOpen || !sb.Probe {
 			t.Fatalf("first after the cooldown = %+v, want the probe", sb)
 		}
 		b := New(slow.mock(), WithBreaker(policy))
-		_, err := callOnce(t, b, context.Background())
+		_, err := callOnce(t, b, noWait())
 		var open *CircuitOpenError
 		if !errors.As(err, &open) || open.State != "half-open" || slow.calls() != 0 {
 			t.Fatalf("during the probe: err = %v, %d sent; want half-open and nothing sent", err, slow.calls())

@@ -57,7 +57,8 @@ const (
 	WaitPacing
 	// WaitConcurrency is a wait for a concurrency slot.
 	WaitConcurrency
-	// WaitBreaker is a wait for an open breaker's reset.
+	// WaitBreaker is a wait for an open breaker's reset, or for the
+	// outcome of a half-open breaker's probe.
 	WaitBreaker
 
 	waitKinds = iota // how many kinds there are

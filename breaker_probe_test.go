@@ -1,0 +1,209 @@
+package ratewise
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// probeCase is a request that comes while a half-open breaker's probe is
+// out: what the probe gets, the request's wait budget, and what comes of
+// the request.
+type probeCase struct {
+	name   string
+	probe  step          // the probe's answer, 2s after it is sent
+	budget time.Duration // the waiting request's
+	// sentAt is when the waiting request is sent, from the probe's send;
+	// 0 when it is not. waited is what it waited. state and resetIn are
+	// its *CircuitOpenError's, when it gets one.
+	sentAt  time.Duration
+	waited  time.Duration
+	state   string
+	resetIn time.Duration
+}
+
+// assertProbeCase checks what came of the waiting request of tt, sent
+// from probeSent, which ended with err.
+func assertProbeCase(t *testing.T, tt probeCase, probeSent time.Time, sent []time.Time, stats *CallStats, err error) {
+	t.Helper()
+	var open *CircuitOpenError
+	switch {
+	case tt.state == "" && err != nil:
+		t.Errorf("%s: err = %v, want the request sent", tt.name, err)
+	case tt.state != "" && (!errors.As(err, &open) || open.State != tt.state || open.ResetIn != tt.resetIn):
+		t.Errorf("%s: err = %v, want a CircuitOpenError %s resetting in %v", tt.name, err, tt.state, tt.resetIn)
+	}
+	switch {
+	case tt.sentAt == 0 && len(sent) != 0:
+		t.Errorf("%s: sent at %v, want it not sent", tt.name, sent[0].Sub(probeSent))
+	case tt.sentAt != 0 && (len(sent) != 1 || sent[0].Sub(probeSent) != tt.sentAt):
+		t.Errorf("%s: sent at %v, want once at %v", tt.name, offsetsFrom(probeSent, sent), tt.sentAt)
+	}
+	if got := stats.Waited(); got != tt.waited {
+		t.Errorf("%s: Waited() = %v, want %v", tt.name, got, tt.waited)
+	}
+}
+
+func offsetsFrom(start time.Time, times []time.Time) []time.Duration {
+	out := make([]time.Duration, len(times))
+	for i, at := range times {
+		out[i] = at.Sub(start)
+	}
+	return out
+}
+
+// A request that finds the local breaker's probe out waits for its
+// outcome: it goes when the probe closes the breaker, waits out the next
+// cooldown when the probe fails and that fits its budget, and is refused
+// when it does not, or when its budget ends before the probe's outcome.
+func TestBreakerHalfOpenWaitsForTheProbe(t *testing.T) {
+	tests := []probeCase{
+		{name: "probe succeeds", probe: answer(200), budget: time.Minute,
+			sentAt: 2 * time.Second, waited: 1500 * time.Millisecond},
+		{name: "probe fails, the next cooldown fits", probe: answer(503), budget: 10 * time.Minute,
+			sentAt: 5*time.Minute + 2*time.Second, waited: 5*time.Minute + 1500*time.Millisecond},
+		{name: "probe fails, the next cooldown does not fit", probe: answer(503), budget: time.Minute,
+			waited: 1500 * time.Millisecond, state: "open", resetIn: 5 * time.Minute},
+		{name: "budget ends before the outcome", probe: answer(200), budget: time.Second,
+			waited: time.Second, state: "half-open"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := newScript(answer(503), tt.probe, answer(200))
+				tr := breakerTransport(s.slowMock(2*time.Second), BreakerPolicy{ConsecutiveFailures: 1,
+					Cooldown: time.Minute, Escalation: []time.Duration{5 * time.Minute}})
+				_, _ = callOnce(t, tr, noWait()) // trips at 2s, for a minute
+				time.Sleep(time.Minute)
+				probeSent := time.Now()
+				probe := goCallOnce(t, tr, noWait())
+				time.Sleep(500 * time.Millisecond)
+				var traced []WaitKind // the waiter's waits, as its trace saw them
+				ctx := WithCallTrace(WithBudget(context.Background(), tt.budget),
+					&Trace{WaitStarted: func(w WaitInfo) { traced = append(traced, w.Kind) }})
+				ctx, stats := WithCallStats(ctx)
+				_, err := callOnce(t, tr, ctx)
+				<-probe
+				if len(traced) == 0 || slices.ContainsFunc(traced, func(k WaitKind) bool { return k != WaitBreaker }) {
+					t.Errorf("waits traced: %v, want breaker waits only", traced)
+				}
+				s.mu.Lock()
+				var sent []time.Time
+				for _, answered := range s.times[2:] {
+					sent = append(sent, answered.Add(-2*time.Second)) // the server answers 2s after
+				}
+				s.mu.Unlock()
+				assertProbeCase(t, tt, probeSent, sent, stats, err)
+				if ws := tr.Stats().WaitsByKind["breaker"]; ws.Total != tt.waited {
+					t.Errorf("breaker waits = %d totalling %v, want %v", ws.Count, ws.Total, tt.waited)
+				}
+			})
+		})
+	}
+}
+
+// Requests waiting for the probes go one probe at a time while more
+// successes are needed to close, then all at once.
+func TestBreakerHalfOpenWaitersTakeTurnsToProbe(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newScript(answer(503), answer(200))
+		tr := breakerTransport(s.slowMock(time.Second), BreakerPolicy{ConsecutiveFailures: 1,
+			HalfOpenProbes: 1, SuccessesToClose: 3})
+		_, _ = callOnce(t, tr, noWait()) // trips at 1s
+		time.Sleep(DefaultBreakerCooldown)
+		start := time.Now()
+		for i, err := range burst(t, tr, 10, context.Background) {
+			if err != nil {
+				t.Errorf("caller %d: %v, want it served once the breaker closes", i, err)
+			}
+		}
+		s.mu.Lock()
+		got := offsetsFrom(start, s.times[1:]) // answered, a second after each is sent
+		s.mu.Unlock()
+		want := []time.Duration{time.Second, 2 * time.Second, 3 * time.Second}
+		for range 7 {
+			want = append(want, 4*time.Second)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("sent at %v, want three probes one after another, then the 7 others at once (answered 1s after): %v", got, want)
+		}
+	})
+}
+
+// The shared breaker's equivalent: while another transport holds the
+// probe, a request asks the store again, after 25ms, then 50ms, doubling
+// to a second, as long as its budget lasts.
+func TestSharedBreakerHalfOpenWaitsForTheProbe(t *testing.T) {
+	// The probe ends at 2s; the waiting request, from 500ms, asks again at
+	// 525ms, 575ms, 675ms, 875ms, 1.275s and 2.075s.
+	tests := []probeCase{
+		{name: "probe succeeds", probe: answer(200), budget: time.Minute,
+			sentAt: 2075 * time.Millisecond, waited: 1575 * time.Millisecond},
+		{name: "probe fails, the next cooldown fits", probe: answer(503), budget: 10 * time.Minute,
+			sentAt: 5*time.Minute + 2*time.Second, waited: 5*time.Minute + 1500*time.Millisecond},
+		{name: "probe fails, the next cooldown does not fit", probe: answer(503), budget: time.Minute,
+			waited: 1575 * time.Millisecond, state: "open", resetIn: 5*time.Minute - 75*time.Millisecond},
+		// Asks at 525ms, ..., 1.275s, then with the 225ms left at 1.5s.
+		{name: "budget ends before the outcome", probe: answer(200), budget: time.Second,
+			waited: time.Second, state: "half-open"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				store := NewMemoryStore()
+				policy := BreakerPolicy{ConsecutiveFailures: 1, Cooldown: time.Minute,
+					Escalation: []time.Duration{5 * time.Minute}, Store: store}
+				rules := policy.Rules()
+				_, _ = store.BreakerFailed(context.Background(), host, false, &rules) // another replica trips it
+				time.Sleep(time.Minute)
+				a := breakerTransport(newScript(tt.probe).slowMock(2*time.Second), policy)
+				waiting := newScript(answer(200))
+				b := breakerTransport(waiting.mock(), policy)
+				probeSent := time.Now()
+				probe := goCallOnce(t, a, noWait())
+				time.Sleep(500 * time.Millisecond)
+				ctx, stats := WithCallStats(WithBudget(context.Background(), tt.budget))
+				_, err := callOnce(t, b, ctx)
+				<-probe
+				waiting.mu.Lock()
+				sent := slices.Clone(waiting.times)
+				waiting.mu.Unlock()
+				assertProbeCase(t, tt, probeSent, sent, stats, err)
+			})
+		})
+	}
+}
+
+// A request waiting for the probe becomes the probe when the probe is
+// given back unsent: its caller gave up while it was held in a cooldown.
+func TestBreakerHalfOpenWaiterTakesAProbeGivenBack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newScript(answer(503), answer(200))
+		tr := New(s.mock(), WithRetry(RetryPolicy{MaxAttempts: 1}), WithoutLearning(),
+			WithCooldown(CooldownPolicy{Spread: time.Nanosecond}), WithBreaker(BreakerPolicy{ConsecutiveFailures: 1}))
+		_, _ = callOnce(t, tr, noWait()) // trips
+		time.Sleep(DefaultBreakerCooldown)
+		start := time.Now()
+		tr.gate.pauseLocal(host, start.Add(10*time.Second))
+		ctx, cancel := context.WithCancel(context.Background())
+		probe := goCallOnce(t, tr, ctx) // the probe, held in the cooldown
+		time.Sleep(time.Second)
+		waiter := goCallOnce(t, tr, context.Background())
+		time.Sleep(time.Second)
+		cancel() // the probe is given back at 2s
+		if err := <-probe; !errors.Is(err, context.Canceled) {
+			t.Errorf("probe: %v, want its caller's cancellation", err)
+		}
+		if err := <-waiter; err != nil {
+			t.Errorf("waiter: %v, want it to probe once the probe was given back", err)
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if len(s.times) != 2 || s.times[1].Sub(start).Round(time.Millisecond) != 10*time.Second {
+			t.Errorf("sent at %v after the cooldown, want the waiter alone, at the pause's end 10s", offsetsFrom(start, s.times[1:]))
+		}
+	})
+}

@@ -63,14 +63,15 @@ fuzz:
 	done
 
 ## bench: benchmarks of every module, with allocations, then the goodput
-## tables on loopback (about half an hour; GOODPUT='-run 50/s' picks scenarios,
-## GOODPUT='-contender ratewise' clients)
+## tables on loopback (GOODPUT='-scenario bucket' picks scenarios, '-server
+## throttled' servers, '-contender ratewise' clients; cmd/goodput -list lists them)
 bench:
 	@set -e; for m in $(MODULES); do \
 		(cd $$m && $(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./...); \
 	done
 	cd bench && $(GO) run ./cmd/goodput $(GOODPUT)
 
-## bench-fast: the goodput tables in fake time, in-process (seconds)
+## bench-fast: the goodput tables in fake time, in-process (seconds;
+## GOODPUT='-server httprate' picks servers, as for bench)
 bench-fast:
-	cd bench && $(GO) test -count=1 -run TestGoodputInProcess -fast .
+	cd bench && $(GO) test -count=1 -run TestGoodputInProcess -fast $(GOODPUT) .

@@ -1,0 +1,185 @@
+package bench
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"regexp"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// tinyBucket and tinyWindow are limits small enough to fill at once.
+var (
+	tinyBucket = Scenario{Name: "tiny bucket", Rate: 10, Burst: 5, Workers: 20, Calls: 20}
+	tinyWindow = Scenario{Name: "tiny window", Limit: 5, Window: 10 * time.Second, Workers: 20, Calls: 20}
+)
+
+// apiNamed returns the API whose name matches re.
+func apiNamed(t *testing.T, re string) API {
+	t.Helper()
+	for _, a := range APIs() {
+		if regexp.MustCompile(re).MatchString(a.Name) {
+			return a
+		}
+	}
+	t.Fatalf("no API matches %q", re)
+	return API{}
+}
+
+// get sends one GET through rt and returns the response with its body
+// read.
+func get(t *testing.T, rt http.RoundTripper, url string) (*http.Response, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url+"/items", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := rt.RoundTrip(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("GET %s: reading the body: %v", url, err)
+	}
+	return resp, string(body)
+}
+
+// refusalTest is what a server answers once its limit is spent, and when
+// it admits again.
+type refusalTest struct {
+	api string // regexp of the API's name
+	s   Scenario
+	// header is every rate-limit header the refusal carries, a value or a
+	// regexp of it ("" for a header it must not send).
+	header map[string]string
+	body   string
+	// again is how long until Limit (or Burst) requests pass again.
+	again time.Duration
+}
+
+var refusalTests = []refusalTest{
+	{api: "tollbooth", s: tinyBucket, header: map[string]string{
+		"X-Rate-Limit-Limit": "10.00", "X-Rate-Limit-Duration": "1", "Ratelimit-Limit": "10",
+		"Ratelimit-Remaining": "0", "Ratelimit-Reset": "1", "Retry-After": "", "X-Ratelimit-Reset": "",
+	}, body: "You have reached maximum request limit.", again: 500 * time.Millisecond},
+	// Five at once fill the GCRA to 500ms ahead; the next may go at 100ms.
+	{api: "throttled", s: tinyBucket, header: map[string]string{
+		"X-Ratelimit-Limit": "5", "X-Ratelimit-Remaining": "0", "X-Ratelimit-Reset": "1", "Retry-After": "1",
+	}, body: "limit exceeded\n", again: 500 * time.Millisecond},
+	// The bubble's clock starts at 946684800 (2000-01-01); the window,
+	// started when the limiter was made, ends 10s later. A sliding
+	// window forgets the previous one after a second window.
+	{api: "httprate", s: tinyWindow, header: map[string]string{
+		"X-Ratelimit-Limit": "5", "X-Ratelimit-Remaining": "0", "X-Ratelimit-Reset": "946684810", "Retry-After": "10",
+	}, body: "Too Many Requests\n", again: 20 * time.Second},
+	{api: "ulule", s: tinyWindow, header: map[string]string{
+		"X-Ratelimit-Limit": "5", "X-Ratelimit-Remaining": "0", "X-Ratelimit-Reset": "946684810", "Retry-After": "",
+	}, body: "Limit exceeded\n", again: 10*time.Second + time.Nanosecond},
+}
+
+// checkRefusal fills srv's limit at once, then checks the refusal that
+// follows and the counts.
+func checkRefusal(t *testing.T, tt refusalTest, srv Server) {
+	t.Helper()
+	n := tt.s.Burst
+	if tt.s.Windowed() {
+		n = tt.s.Limit
+	}
+	for i := range n {
+		if resp, _ := get(t, srv.Transport(), srv.URL()); resp.StatusCode != http.StatusOK {
+			t.Fatalf("request %d of %d = %d, want 200", i+1, n, resp.StatusCode)
+		}
+	}
+	resp, body := get(t, srv.Transport(), srv.URL())
+	if resp.StatusCode != http.StatusTooManyRequests || body != tt.body {
+		t.Errorf("request %d = %d %q, want 429 %q", n+1, resp.StatusCode, body, tt.body)
+	}
+	for name, want := range tt.header {
+		got, sent := resp.Header[name]
+		switch {
+		case want == "" && sent:
+			t.Errorf("refusal header %s = %q, want none", name, got)
+		case want != "" && (len(got) != 1 || !regexp.MustCompile("^"+want+"$").MatchString(got[0])):
+			t.Errorf("refusal header %s = %q, want %q", name, got, want)
+		}
+	}
+	if received, refused := srv.Stats(); received != n+1 || refused != 1 {
+		t.Errorf("Stats() = %d received, %d refused; want %d, 1", received, refused, n+1)
+	}
+}
+
+func TestMiddlewareRefusalsInProcess(t *testing.T) {
+	for _, tt := range refusalTests {
+		t.Run(tt.api, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				srv, err := apiNamed(t, tt.api).InProcess(tt.s)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer srv.Close()
+				checkRefusal(t, tt, srv)
+				time.Sleep(tt.again)
+				n := tt.s.Burst + tt.s.Limit
+				for i := range n + 1 {
+					want := http.StatusOK
+					if i == n {
+						want = http.StatusTooManyRequests
+					}
+					if resp, _ := get(t, srv.Transport(), srv.URL()); resp.StatusCode != want {
+						t.Errorf("%v later, request %d = %d, want %d", tt.again, i+1, resp.StatusCode, want)
+					}
+				}
+			})
+		})
+	}
+}
+
+func TestGoLimiterRefusalOnLoopback(t *testing.T) {
+	tt := refusalTest{api: "go-limiter", s: tinyWindow, header: map[string]string{
+		"X-Ratelimit-Limit": "5", "X-Ratelimit-Remaining": "0",
+		"X-Ratelimit-Reset": `\w{3}, \d\d \w{3} \d{4} \d\d:\d\d:\d\d UTC`,
+		"Retry-After":       `\w{3}, \d\d \w{3} \d{4} \d\d:\d\d:\d\d UTC`,
+	}, body: "Too Many Requests\n"}
+	api := apiNamed(t, tt.api)
+	if api.InProcess != nil {
+		t.Errorf("%s has an in-process form; it reads the wall clock, which fake time does not move", api.Name)
+	}
+	srv, err := api.Loopback(tt.s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	checkRefusal(t, tt, srv)
+}
+
+// TestEveryServerOnLoopback starts each server on loopback, fills its
+// limit with twenty calls at once, and checks what the run counted. The
+// limits are slow enough (1/s, 5 per minute) that none refills meanwhile.
+func TestEveryServerOnLoopback(t *testing.T) {
+	bucket := Scenario{Name: "slow bucket", Rate: 1, Burst: 5, Workers: 20, Calls: 20}
+	window := Scenario{Name: "slow window", Limit: 5, Window: time.Minute, Workers: 20, Calls: 20}
+	for _, api := range APIs() {
+		if api.Model == NginxNoDelay || api.Model == NginxQueued {
+			continue // TestNginx
+		}
+		t.Run(api.Name, func(t *testing.T) {
+			s := bucket
+			if api.Model.Windowed() {
+				s = window
+			}
+			srv, err := api.Loopback(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer srv.Close()
+			r := Run(context.Background(), s, Plain(), srv, api.Ideal(s))
+			if r.Received != 20 || r.Refused != 15 || r.Failed != 15 || r.Cut {
+				t.Errorf("Run = %d received, %d refused, %d failed, cut %v; want 20, 15, 15, not cut", r.Received, r.Refused, r.Failed, r.Cut)
+			}
+		})
+	}
+}

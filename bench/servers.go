@@ -82,7 +82,7 @@ func APIs() []API {
 			func(s Scenario) ratewisetest.Config {
 				return ratewisetest.Config{Rate: s.Rate, Burst: s.Burst, PublishHeaders: true, IETFHeaders: true}
 			}),
-	}, middlewareAPIs()...)
+	}, append(middlewareAPIs(), nginxAPIs()...)...)
 }
 
 // fakeAPI is ratewisetest's token bucket, configured by config.

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"regexp"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -179,6 +180,56 @@ func TestEveryServerOnLoopback(t *testing.T) {
 			r := Run(context.Background(), s, Plain(), srv, api.Ideal(s))
 			if r.Received != 20 || r.Refused != 15 || r.Failed != 15 || r.Cut {
 				t.Errorf("Run = %d received, %d refused, %d failed, cut %v; want 20, 15, 15, not cut", r.Received, r.Refused, r.Failed, r.Cut)
+			}
+		})
+	}
+}
+
+// TestNginx runs nginx's limit_req in its two forms on loopback: twenty
+// calls at once into a burst of 5. With nodelay, 6 pass at once; queued,
+// one passes, 5 wait in nginx to be answered a quarter second apart, and
+// the 14 others are refused.
+func TestNginx(t *testing.T) {
+	if _, err := Nginx(); err != nil {
+		t.Skipf("nginx cannot be had here, so its tables cannot run: %v", err)
+	}
+	tests := []struct {
+		api     string
+		s       Scenario
+		slowest time.Duration // the last call's answer comes no sooner
+	}{
+		{"nodelay", Scenario{Name: "nodelay", Rate: 1, Burst: 5, Workers: 20, Calls: 20}, 0},
+		{"queued", Scenario{Name: "queued", Rate: 4, Burst: 5, Workers: 20, Calls: 20}, 1250 * time.Millisecond},
+	}
+	for _, tt := range tests {
+		t.Run(tt.api, func(t *testing.T) {
+			api := apiNamed(t, "^nginx limit_req "+tt.api)
+			if api.InProcess != nil {
+				t.Errorf("%s has an in-process form", api.Name)
+			}
+			srv, err := api.Loopback(tt.s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer srv.Close()
+			r := Run(context.Background(), tt.s, Plain(), srv, api.Ideal(tt.s))
+			if r.Received != 20 || r.Refused != 14 || r.Failed != 14 || r.Cut {
+				t.Errorf("Run = %d received, %d refused, %d failed, cut %v; want 20, 14, 14, not cut", r.Received, r.Refused, r.Failed, r.Cut)
+			}
+			if r.Wall < tt.slowest {
+				t.Errorf("Run took %v, want at least %v", r.Wall, tt.slowest)
+			}
+			if tt.api == "queued" {
+				return // the queue has drained: one more request would pass
+			}
+			resp, body := get(t, srv.Transport(), srv.URL())
+			if resp.StatusCode != http.StatusTooManyRequests || !strings.Contains(body, "<title>429 Too Many Requests</title>") {
+				t.Errorf("one more request = %d %q, want 429 and nginx's error page", resp.StatusCode, body)
+			}
+			for _, h := range []string{"Retry-After", "X-Ratelimit-Reset", "Ratelimit", "Ratelimit-Reset"} {
+				if v, ok := resp.Header[h]; ok {
+					t.Errorf("refusal header %s = %q, want none", h, v)
+				}
 			}
 		})
 	}

@@ -428,11 +428,12 @@ func (a *adaptiveState) refused(newEvent bool, hint time.Duration, now time.Time
 
 // hintPausesKey reports whether a refusal's long hint should pause the
 // key's other requests too, with a.mu not held: not once the key showed
-// its hints overstate when the quota comes back.
+// its hints overstate when the quota comes back, nor while the server
+// counts its quota, whose count says when requests may go.
 func (a *adaptiveState) hintPausesKey() bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return !a.notWindowed
+	return !a.notWindowed && a.count == nil
 }
 
 // pause holds the pace until until, a long pause of the server's: then it
@@ -479,7 +480,7 @@ func (a *adaptiveState) decrease(hint time.Duration, now time.Time) {
 		// lower: each refusal holds its request that long.
 		start := float64(adaptiveProbeStart)
 		if hint > time.Second {
-			start = math.Max(adaptiveProbeStart*adaptiveProbeGrowth.Seconds()/hint.Seconds(), adaptiveMinRate)
+			start = math.Max(adaptiveProbeStart/hint.Seconds(), adaptiveMinRate)
 		}
 		a.probing = true
 		a.rampFrom = math.Min(start, a.ceiling)

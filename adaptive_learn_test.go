@@ -2,6 +2,7 @@ package ratewise
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"math"
 	"net/http"
@@ -215,6 +216,12 @@ func TestRefusalsAloneTeachAWindow(t *testing.T) {
 		}
 		if late > 8 {
 			t.Errorf("%d refusals after the first two windows, want at most one in each of the 8 left (all: %d)", late, len(srv.refused))
+		}
+		// LimitStatus says what the key learned.
+		st := tr.LimitStatus("api.test").Scopes[0]
+		b, _ := json.Marshal(st)
+		if !st.Windowed || st.WindowQuota != 50 || !strings.Contains(string(b), `"windowed":true,"window_quota":50`) {
+			t.Errorf("status %s, want the window and its quota of 50", b)
 		}
 	})
 }

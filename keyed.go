@@ -17,10 +17,10 @@ const (
 	// keyedShards spreads keys over this many locks, so that requests for
 	// different keys seldom wait on each other.
 	keyedShards = 64
-	// sweepCheckEvery is how many lookups of known keys pass between two
-	// looks at the clock to see whether a sweep is due; a new key always
-	// looks. Reading the clock on every request would cost more than the
-	// lookup itself.
+	// sweepCheckEvery is how many lookups of keys not held pass between
+	// two looks at the clock to see whether a sweep is due; a new key
+	// always looks. Reading the clock on every request would cost more
+	// than the lookup itself.
 	sweepCheckEvery = 1024
 )
 
@@ -32,8 +32,9 @@ const (
 //
 // Idleness is counted in sweeps rather than timestamps, so that a lookup
 // never reads the clock. Sweeps run at least half an idle timeout apart,
-// when lookups come; an entry missed by three of them has been idle for at
-// least the idle timeout.
+// when new keys come (and lookups of keys not held); an entry missed by
+// three of them has been idle for at least the idle timeout. A map that
+// gets no new key does not grow, and needs no sweep.
 type keyed[S any] struct {
 	shards      [keyedShards]keyedShard[S]
 	seed        maphash.Seed
@@ -41,21 +42,41 @@ type keyed[S any] struct {
 	init        func(*S)                 // prepares a new key's state; nil leaves it zero
 	forgettable func(*S, time.Time) bool // whether evicting the state loses nothing; nil means always
 	size        atomic.Int64             // keys held, so a lookup in an empty map takes no lock
-	lookups     atomic.Uint64            // lookups of known keys, to pace looks at the clock
 	nextSweep   atomic.Int64             // Unix nanoseconds
+	// hot is the entry last looked up, found again without a hash or a
+	// lock: most transports call one API, most of the time.
+	hot atomic.Pointer[keyedEntry[S]]
 }
 
+// keyedShard is a part of the map, with its own lock.
 type keyedShard[S any] struct {
 	mu sync.Mutex
 	m  map[string]*keyedEntry[S] // guarded by mu
+	// misses counts the shard's lookups of keys it does not hold, to pace
+	// looks at the clock: a count per shard costs no add that every core
+	// shares, and lookups of keys held need none (see acquire).
+	misses atomic.Uint64
 }
 
 // keyedEntry is one key's state, with the bookkeeping eviction needs.
 type keyedEntry[S any] struct {
-	state  S
 	refs   atomic.Int32 // holders; raised under the shard's lock
 	missed atomic.Int32 // sweeps since the last lookup
+	// The holds change with every request; the state's fast paths read it
+	// with every request: a cache line apart, a core raising a hold does
+	// not take the state's line from the others.
+	_   [cacheLine - 8]byte
+	key string
+	// gone is set by a sweep that evicts the entry: a lookup through hot
+	// that holds it then lets it go. The sweep sets it before it reads the
+	// holds, and the lookup raises its hold before it reads gone, so one
+	// of them always sees the other.
+	gone  atomic.Bool
+	state S
 }
+
+// cacheLine is the size of a cache line on the machines this runs on.
+const cacheLine = 64
 
 // sweepsToEvict is how many sweeps in a row must miss an entry.
 const sweepsToEvict = 3
@@ -81,21 +102,57 @@ func (k *keyed[S]) acquire(key string, create bool) *keyedEntry[S] {
 	if !create && k.size.Load() == 0 {
 		return nil
 	}
+	if e := k.hot.Load(); e != nil && e.key == key {
+		e.refs.Add(1)
+		if !e.gone.Load() {
+			if e.missed.Load() != 0 {
+				e.missed.Store(0)
+			}
+			return e
+		}
+		e.refs.Add(-1) // evicted meanwhile: look it up
+	}
 	sh := k.shard(key)
 	sh.mu.Lock()
 	e := sh.m[key]
-	created := e == nil
-	if created {
+	if e != nil {
+		e.refs.Add(1) // a sweep evicts only entries not held
+	}
+	sh.mu.Unlock()
+	created := false
+	if e == nil {
 		if !create {
-			sh.mu.Unlock()
-			// A miss is a lookup too: keys that keep no state (an
-			// adaptive scope's that learned nothing) drive the sweeps.
-			if k.lookups.Add(1)%sweepCheckEvery == 0 {
+			// Keys that keep no state (an adaptive scope's that learned
+			// nothing) drive the sweeps too.
+			if sh.misses.Add(1)%sweepCheckEvery == 0 {
 				k.maybeSweep(time.Now())
 			}
 			return nil
 		}
-		e = new(keyedEntry[S])
+		e, created = k.create(sh, key)
+	}
+	if e.missed.Load() != 0 {
+		e.missed.Store(0)
+	}
+	if k.hot.Load() != e {
+		k.hot.Store(e)
+	}
+	// Only a new key can grow the map: it is when a sweep is looked for.
+	// A lookup of a key held counts nothing, so that the requests of one
+	// busy key from every core share no write but the entry's hold.
+	if created {
+		k.maybeSweep(time.Now())
+	}
+	return e
+}
+
+// create adds key's entry to sh, held, unless another caller added it
+// meanwhile: then it holds that one. created reports which.
+func (k *keyed[S]) create(sh *keyedShard[S], key string) (e *keyedEntry[S], created bool) {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if e = sh.m[key]; e == nil {
+		e, created = &keyedEntry[S]{key: key}, true
 		if k.init != nil {
 			k.init(&e.state)
 		}
@@ -103,14 +160,7 @@ func (k *keyed[S]) acquire(key string, create bool) *keyedEntry[S] {
 		k.size.Add(1)
 	}
 	e.refs.Add(1)
-	sh.mu.Unlock()
-	if e.missed.Load() != 0 {
-		e.missed.Store(0)
-	}
-	if created || k.lookups.Add(1)%sweepCheckEvery == 0 {
-		k.maybeSweep(time.Now())
-	}
-	return e
+	return e, created
 }
 
 // peek is acquire(key, false) for a look that is not a use: it does not
@@ -152,11 +202,17 @@ func (k *keyed[S]) sweep(now time.Time) {
 		sh := &k.shards[i]
 		sh.mu.Lock()
 		for key, e := range sh.m {
-			if e.refs.Load() == 0 && e.missed.Add(1) >= sweepsToEvict &&
-				(k.forgettable == nil || k.forgettable(&e.state, now)) {
-				delete(sh.m, key)
-				k.size.Add(-1)
+			if e.refs.Load() != 0 || e.missed.Add(1) < sweepsToEvict ||
+				k.forgettable != nil && !k.forgettable(&e.state, now) {
+				continue
 			}
+			e.gone.Store(true) // before the holds are read again: see gone
+			if e.refs.Load() != 0 {
+				e.gone.Store(false) // held through hot meanwhile
+				continue
+			}
+			delete(sh.m, key)
+			k.size.Add(-1)
 		}
 		sh.mu.Unlock()
 	}

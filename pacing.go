@@ -4,7 +4,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"slices"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -57,6 +57,9 @@ type turn struct {
 // pace waits for the request's turn; at once when the key has no bucket
 // and no spacing.
 func (s *scope) pace(c *call, key string, st *scopeState, deadline time.Time, l *Limit) error {
+	if !finiteRate(l.Rate) && l.MinSpacing <= 0 {
+		return nil // nothing paces (catchUp keeps no bucket for such a limit)
+	}
 	if l.Store != nil {
 		done, err := s.paceShared(c, key, st, deadline, l)
 		if done {
@@ -337,8 +340,8 @@ func (s heldSlot) free() {
 // are freed when the body is closed or read to its end.
 type slotBody struct {
 	io.ReadCloser
-	once  sync.Once
-	slots heldSlots
+	released atomic.Bool
+	slots    heldSlots
 }
 
 func (b *slotBody) Read(p []byte) (int, error) {
@@ -355,4 +358,10 @@ func (b *slotBody) Close() error {
 	return err
 }
 
-func (b *slotBody) release() { b.once.Do(b.slots.release) }
+// release frees the slots the first time only; a Close racing a Read's
+// end frees them once.
+func (b *slotBody) release() {
+	if b.released.CompareAndSwap(false, true) {
+		b.slots.release()
+	}
+}

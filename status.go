@@ -34,11 +34,26 @@ type ScopeStatus struct {
 	// it keeps for the key, in requests a second: learned from refusals,
 	// or, when the server counts its quota (Counted), the refill it surely
 	// gives; 0 while the key sends unpaced. QuotaRemaining is the server's
-	// last count, when Counted.
-	Adaptive       bool    `json:"adaptive,omitempty"`
-	LearnedRate    float64 `json:"learned_rate_per_second,omitempty"`
-	Counted        bool    `json:"counted,omitempty"`
-	QuotaRemaining int     `json:"quota_remaining"`
+	// last count, when Counted. Windowed is set when the key takes its
+	// server for a fixed window, learned from refusals: WindowQuota is what
+	// the last window let through, and HeldFor how long until the window
+	// reopens, 0 while it is open.
+	Adaptive       bool          `json:"adaptive,omitempty"`
+	LearnedRate    float64       `json:"learned_rate_per_second,omitempty"`
+	Counted        bool          `json:"counted,omitempty"`
+	QuotaRemaining int           `json:"quota_remaining"`
+	Windowed       bool          `json:"windowed,omitempty"`
+	WindowQuota    int           `json:"window_quota,omitempty"`
+	HeldFor        time.Duration `json:"-"`
+}
+
+// MarshalJSON writes the status with HeldFor in seconds.
+func (s ScopeStatus) MarshalJSON() ([]byte, error) {
+	type plain ScopeStatus
+	return json.Marshal(struct {
+		plain
+		HeldFor float64 `json:"held_for_seconds,omitempty"`
+	}{plain(s), s.HeldFor.Seconds()})
 }
 
 // BreakerStatus is a key's breaker state.
@@ -149,6 +164,10 @@ func (s *scope) status(key string, now time.Time) ScopeStatus {
 			if r := math.Min(c.refill(), a.ceiling); r > 0 && out.LearnedRate == 0 {
 				out.LearnedRate = r
 			}
+		}
+		if w := a.win; w != nil {
+			out.Windowed, out.WindowQuota = true, w.quota
+			out.HeldFor = max(w.opens.Sub(now), 0)
 		}
 	}
 	return out

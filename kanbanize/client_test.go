@@ -89,9 +89,10 @@ func TestReadCardDoesNotRetry(t *testing.T) {
 	})
 }
 
-// pacedMs bounds the pace a key keeps for its next requests after a few
-// refusals: it starts searching at a hundred a second.
-const pacedMs = 100 * time.Millisecond
+// pacedMs bounds the pace a key keeps for its next requests after
+// refusals that asked for a second: no refusal slows a pace below one
+// request per its hint.
+const pacedMs = time.Second
 
 func TestRetryAfterSecondsAndDate(t *testing.T) {
 	for _, mode := range []kanbanizetest.RetryAfterMode{kanbanizetest.RetryAfterSeconds, kanbanizetest.RetryAfterHTTPDate} {

@@ -79,6 +79,7 @@ func (s Scenario) Deadline() time.Duration {
 	return 10*m.Ideal(s) + time.Minute
 }
 
+// String describes s: its name, limit, workers and calls.
 func (s Scenario) String() string {
 	limit := fmt.Sprintf("%g/s burst %d", s.Rate, s.Burst)
 	if s.Windowed() {

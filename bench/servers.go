@@ -76,9 +76,9 @@ func (a API) Describe(s Scenario) string {
 // APIs are the servers, in the order their tables print.
 func APIs() []API {
 	return append([]API{
-		fakeAPI("ratewisetest, Retry-After only", "429 with Retry-After in whole seconds (at least 1) and JSON body {\"error\":\"rate limited\"}",
+		fakeAPI("ratewisetest, Retry-After only", "429, Retry-After in whole seconds (at least 1), JSON body {\"error\":\"rate limited\"}",
 			func(s Scenario) ratewisetest.Config { return ratewisetest.Config{Rate: s.Rate, Burst: s.Burst} }),
-		fakeAPI("ratewisetest, rate-limit headers", "429 with Retry-After, X-RateLimit-Limit/Remaining/Reset (seconds) and the IETF RateLimit-Policy and RateLimit, on every answer",
+		fakeAPI("ratewisetest, rate-limit headers", "429, Retry-After, X-RateLimit-Limit/Remaining/Reset (seconds) and the IETF RateLimit-Policy and RateLimit (on every answer), JSON body",
 			func(s Scenario) ratewisetest.Config {
 				return ratewisetest.Config{Rate: s.Rate, Burst: s.Burst, PublishHeaders: true, IETFHeaders: true}
 			}),

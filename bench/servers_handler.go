@@ -61,6 +61,7 @@ type statusCounter struct {
 	c *counts
 }
 
+// WriteHeader counts a 429 and writes code.
 func (w statusCounter) WriteHeader(code int) {
 	if code == http.StatusTooManyRequests {
 		w.c.refused.Add(1)
@@ -82,9 +83,13 @@ func newHandlerLoopback(h http.Handler, stop func(), workers int) *handlerLoopba
 	return l
 }
 
-func (l *handlerLoopback) URL() string                  { return l.srv.URL }
+// URL returns the server's base URL.
+func (l *handlerLoopback) URL() string { return l.srv.URL }
+
+// Transport returns the transport to reach it.
 func (l *handlerLoopback) Transport() http.RoundTripper { return l.transport }
 
+// Close stops the server and what the middleware started.
 func (l *handlerLoopback) Close() {
 	l.transport.CloseIdleConnections()
 	l.srv.Close()
@@ -106,9 +111,14 @@ func newHandlerInProcess(h http.Handler, stop func()) *handlerInProcess {
 	return p
 }
 
-func (p *handlerInProcess) URL() string                  { return inProcessURL }
+// URL returns a base URL the transport answers for.
+func (p *handlerInProcess) URL() string { return inProcessURL }
+
+// Transport returns p, which calls the handler.
 func (p *handlerInProcess) Transport() http.RoundTripper { return p }
-func (p *handlerInProcess) Close()                       { p.stop() }
+
+// Close stops what the middleware started.
+func (p *handlerInProcess) Close() { p.stop() }
 
 // inProcessRemoteAddr is the client address in-process handlers see, so
 // that middlewares keyed by IP find one.

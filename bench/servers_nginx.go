@@ -266,7 +266,10 @@ func (n *nginxServer) errorLog() string {
 	return lastLines(b, 3)
 }
 
-func (n *nginxServer) URL() string                  { return n.url }
+// URL returns the server's base URL.
+func (n *nginxServer) URL() string { return n.url }
+
+// Transport returns the transport to reach it.
 func (n *nginxServer) Transport() http.RoundTripper { return n.transport }
 
 // Stats counts the lines of the access log, a status each. nginx logs a

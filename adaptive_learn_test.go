@@ -246,3 +246,40 @@ func TestToldLimitIsKeptToTheLetter(t *testing.T) {
 		}
 	})
 }
+
+// TestLearnedWindowIsSharedThroughTheCooldownStore: a window one
+// transport learned from refusals holds every transport that shares its
+// cooldown store, as a hint's pause does.
+func TestLearnedWindowIsSharedThroughTheCooldownStore(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := &countingServer{limit: 5, window: time.Second, noCounts: true}
+		store := NewMemoryStore()
+		a := New(srv, WithCooldown(CooldownPolicy{Store: store}), WithRetry(RetryPolicy{MaxAttempts: 1}))
+		b := New(srv, WithCooldown(CooldownPolicy{Store: store}))
+		for range 200 {
+			if st := a.LimitStatus("api.test").Scopes[0]; st.Windowed && st.HeldFor > 0 {
+				break
+			}
+			req, _ := http.NewRequest(http.MethodGet, "http://api.test/items", nil)
+			resp, err := a.RoundTrip(req)
+			if err == nil {
+				readAll(t, resp)
+			}
+		}
+		st := a.LimitStatus("api.test").Scopes[0]
+		if !st.Windowed || st.HeldFor <= 0 {
+			t.Fatalf("status %+v: the first transport learned no window", st)
+		}
+		reopens := time.Now().Add(st.HeldFor)
+		before := len(srv.at)
+		req, _ := http.NewRequest(http.MethodGet, "http://api.test/items", nil)
+		resp, err := b.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		readAll(t, resp)
+		if sent := srv.at[before]; sent.Before(reopens) {
+			t.Errorf("the second transport sent %v before the window the first learned reopens", reopens.Sub(sent))
+		}
+	})
+}

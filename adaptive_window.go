@@ -95,6 +95,17 @@ func (a *adaptiveState) becomeWindowed(opens, now time.Time) {
 	a.unpaced, a.probing, a.next = true, false, time.Time{}
 }
 
+// windowHeldUntil returns when the key's window reopens, when it is
+// windowed and held; the zero time otherwise.
+func (a *adaptiveState) windowHeldUntil() time.Time {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.win == nil {
+		return time.Time{}
+	}
+	return a.win.opens
+}
+
 // windowSucceeded counts a success of a windowed key, with a.mu held.
 func (w *learnedWindow) succeeded(now time.Time) {
 	if w.opens.IsZero() {

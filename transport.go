@@ -523,6 +523,7 @@ func (c *call) feedBack(resp *http.Response, err error, class Class) {
 	// not once the key's learned pace has seen its server's hints
 	// overstate when its quota comes back.
 	pausesKey := hint > 0 && c.t.gate != nil && (hint > time.Second || !c.t.paced.Load())
+	pauseUntil := now.Add(hint)
 	closed := probed && err == nil && class == Final
 	if c.adaptive.n > 0 && now.IsZero() {
 		now = time.Now()
@@ -534,14 +535,26 @@ func (c *call) feedBack(resp *http.Response, err error, class Class) {
 			if closed {
 				t.a.pause(now) // the breaker closes: resume gently
 			}
+			// A window the key learned is held for every transport
+			// sharing the gate's store, as a hint's pause is.
+			if held := t.a.windowHeldUntil(); c.t.gate != nil && c.t.gate.Store != nil && held.After(now) {
+				pausesKey, pauseUntil = true, maxTime(pauseUntil, held)
+			}
 		}
 	})
 	if pausesKey {
-		c.t.gate.pause(c.ctx, c.gateKey(), now.Add(hint))
+		c.t.gate.pause(c.ctx, c.gateKey(), pauseUntil)
 	}
 	if err != nil {
 		c.held.release()
 	}
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // maxPause is the longest one hint holds a key: the cooldown gate's

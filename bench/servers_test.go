@@ -234,3 +234,42 @@ func TestNginx(t *testing.T) {
 		})
 	}
 }
+
+// TestToldTheLimitInProcess runs every in-process server against ratewise
+// told its limit: no refusal, no failure, and against a bucket exactly the
+// ideal time.
+func TestToldTheLimitInProcess(t *testing.T) {
+	bucket := Scenario{Name: "told bucket", Rate: 10, Burst: 5, Workers: 5, Calls: 25}
+	window := Scenario{Name: "told window", Limit: 8, Window: 10 * time.Second, Workers: 5, Calls: 20}
+	var told Contender
+	for _, c := range Contenders() {
+		if c.Name == "ratewise told the limit" {
+			told = c
+		}
+	}
+	for _, api := range APIs() {
+		if api.InProcess == nil {
+			continue
+		}
+		t.Run(api.Name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := bucket
+				if api.Model.Windowed() {
+					s = window
+				}
+				srv, err := api.InProcess(s)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer srv.Close()
+				r := Run(context.Background(), s, told, srv, api.Ideal(s))
+				if r.Received != s.Calls || r.Refused != 0 || r.Failed != 0 {
+					t.Errorf("Run = %d received, %d refused, %d failed; want %d, 0, 0", r.Received, r.Refused, r.Failed, s.Calls)
+				}
+				if !s.Windowed() && r.Wall != r.Ideal {
+					t.Errorf("Run took %v, want the ideal %v", r.Wall, r.Ideal)
+				}
+			})
+		})
+	}
+}

@@ -105,9 +105,10 @@ type adaptiveState struct {
 	win         *learnedWindow
 	notWindowed bool
 	dryTarget   time.Time
-	// dry counts the refusals in a row, each a while after the last with
-	// nothing let through between: two say the server refills nothing.
-	dry int
+	// dry counts the refusals since the last success, the first of them
+	// at dryFrom: a streak long enough says the server refills nothing.
+	dry     int
+	dryFrom time.Time
 
 	// unpaced is set until the first refusal: nothing learned yet.
 	unpaced bool
@@ -383,7 +384,7 @@ func (a *adaptiveState) learn(seq uint64, newEvent bool, an serverAnswer, now ti
 			a.succeeding += credit
 		}
 		a.lastSuccess = now
-		a.dryTarget, a.dry = time.Time{}, 0
+		a.dryTarget, a.dry, a.dryFrom = time.Time{}, 0, time.Time{}
 		if a.win != nil {
 			a.win.succeeded(now)
 		}
@@ -410,16 +411,20 @@ func (a *adaptiveState) refused(newEvent bool, hint time.Duration, now time.Time
 		}
 		a.notWindowed = true
 	}
-	// Refused twice in a row, each a while after the last refusal,
-	// nothing let through since: the server refills nothing, a window's
-	// way. (Once could be other clients taking what it refilled.) A pause
-	// of more than a second the server asks for is one too, until it
-	// shows otherwise.
-	if newEvent && !a.lastEmpty.IsZero() && a.successes == a.successesAtEmpty && now.Sub(a.lastEmpty) >= windowDryGap {
+	// Refused again and again, nothing let through for a while: the
+	// server refills nothing, a window's way. (A refusal or two could be
+	// other clients taking what it refilled, or a search that went too
+	// fast.) A pause of more than a second the server asks for is one
+	// too, until it shows otherwise.
+	if a.dryFrom.IsZero() {
+		a.dryFrom = now
+	}
+	if newEvent {
 		a.dry++
 	}
+	dry := a.dry >= windowDryRefusals && now.Sub(a.dryFrom) >= windowDrySpan
 	switch {
-	case !a.notWindowed && (a.dry >= 2 || hint > time.Second):
+	case !a.notWindowed && (dry || hint > time.Second):
 		a.becomeWindowed(a.dryTarget, now)
 	case newEvent:
 		a.decrease(hint, now)

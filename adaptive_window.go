@@ -21,10 +21,11 @@ import "time"
 // pace answers instead.
 
 const (
-	// windowDryGap is how long after a refusal a request must be sent,
-	// and refused with nothing let through since, to show that the
-	// server refills nothing between its turns.
-	windowDryGap = adaptiveMinSample
+	// windowDrySpan and windowDryRefusals are how long, and through how
+	// many refusals of requests sent after the first, nothing must be let
+	// through to show that the server refills nothing between its turns.
+	windowDrySpan     = 2 * adaptiveMinSample
+	windowDryRefusals = 3
 	// windowProbeStart is the first wait before asking again whether a
 	// window that said nothing of its end has turned; it doubles with each
 	// refusal, up to windowProbeMax.

@@ -270,10 +270,13 @@ type scopeState struct {
 	// key's first rate-limit signal arms it (or its first request, with a
 	// StartRate), then set for the state's life.
 	adapt     atomic.Pointer[adaptiveState]
-	nextStart time.Time     // with MinSpacing: the earliest next start; guarded by mu
-	inFlight  int           // guarded by mu
-	waiting   int           // requests waiting in the scope; guarded by mu
-	queue     []*slotWaiter // waiting for a concurrency slot, by priority; guarded by mu
+	nextStart time.Time // with MinSpacing: the earliest next start; guarded by mu
+	// slots counts the concurrency slots taken, and queued the requests
+	// waiting for one, the length of queue: see acquireSlot.
+	slots   atomic.Int64
+	queued  atomic.Int32
+	waiting int           // requests waiting in the scope; guarded by mu
+	queue   []*slotWaiter // waiting for a concurrency slot, by priority; guarded by mu
 	// scout, for an adaptive scope's key never answered, is closed when
 	// the request sent first has its answer; nil when none is out.
 	// Guarded by mu.
@@ -381,10 +384,7 @@ func (s *scope) catchUp(st *scopeState, now time.Time) {
 		st.bucket.SetBurstAt(now, l.Burst)
 	}
 	// Slots a raised cap frees go to the requests waiting for them.
-	for len(st.queue) > 0 && (l.MaxConcurrent == 0 || st.inFlight < l.MaxConcurrent) {
-		st.inFlight++
-		s.grantLocked(st)
-	}
+	s.grantFreeLocked(st, l.MaxConcurrent)
 }
 
 // forgettable reports whether st holds nothing worth keeping: a full
@@ -400,6 +400,6 @@ func (s *scope) forgettable(st *scopeState, now time.Time) bool {
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	return st.inFlight == 0 && len(st.queue) == 0 && !st.nextStart.After(now) &&
+	return st.slots.Load() == 0 && len(st.queue) == 0 && !st.nextStart.After(now) &&
 		(st.bucket == nil || st.bucket.TokensAt(now) >= float64(st.bucket.Burst()))
 }

@@ -573,9 +573,9 @@ func TestSlotAccountingUnderChaos(t *testing.T) {
 		for _, s := range tr.scopes {
 			for i := range s.states.shards {
 				for key, e := range s.states.shards[i].m {
-					if e.refs.Load() != 0 || e.state.inFlight != 0 || e.state.waiting != 0 || len(e.state.queue) != 0 {
+					if e.refs.Load() != 0 || e.state.slots.Load() != 0 || e.state.waiting != 0 || len(e.state.queue) != 0 {
 						t.Errorf("scope %s, key %q: %d holds, %d in flight, %d waiting, %d queued; want none",
-							s.name, key, e.refs.Load(), e.state.inFlight, e.state.waiting, len(e.state.queue))
+							s.name, key, e.refs.Load(), e.state.slots.Load(), e.state.waiting, len(e.state.queue))
 					}
 				}
 			}

@@ -254,12 +254,22 @@ func (st *scopeState) dequeue() {
 	st.mu.Unlock()
 }
 
+// Concurrency slots are counted in an atomic, so that a request that
+// finds one free, and its release when no one waits, take no lock. A
+// request that must wait queues under the scope state's lock, and the
+// queue's length is published in an atomic too. A waiter publishes its
+// place before it looks at the slots again, and a release frees its slot
+// before it looks at the queue: one of the two always sees the other, so
+// no slot is freed unseen by a waiter.
+
 // acquireSlot takes one of the key's MaxConcurrent slots, queueing by
 // priority when all are taken.
 func (s *scope) acquireSlot(c *call, key string, st *scopeState, deadline time.Time, l *Limit) error {
+	if st.queued.Load() == 0 && st.takeSlot(l.MaxConcurrent) {
+		return nil
+	}
 	st.mu.Lock()
-	if st.inFlight < l.MaxConcurrent && len(st.queue) == 0 {
-		st.inFlight++
+	if len(st.queue) == 0 && st.takeSlot(l.MaxConcurrent) {
 		st.mu.Unlock()
 		return nil
 	}
@@ -274,7 +284,9 @@ func (s *scope) acquireSlot(c *call, key string, st *scopeState, deadline time.T
 		at = len(st.queue)
 	}
 	st.queue = slices.Insert(st.queue, at, w)
+	st.queued.Store(int32(len(st.queue)))
 	st.waiting++
+	s.grantFreeLocked(st, l.MaxConcurrent) // a slot freed before the queue was seen
 	st.mu.Unlock()
 
 	err := c.waitUntil(w.ready, deadline, WaitConcurrency, 0)
@@ -282,9 +294,11 @@ func (s *scope) acquireSlot(c *call, key string, st *scopeState, deadline time.T
 	st.waiting--
 	if err != nil {
 		if w.granted {
-			s.handOverLocked(st) // granted as we gave up: pass it on
+			st.slots.Add(-1) // granted as we gave up: pass it on
+			s.grantFreeLocked(st, s.limit().MaxConcurrent)
 		} else if i := slices.Index(st.queue, w); i >= 0 {
 			st.queue = slices.Delete(st.queue, i, i+1)
+			st.queued.Store(int32(len(st.queue)))
 		}
 	}
 	st.mu.Unlock()
@@ -294,28 +308,42 @@ func (s *scope) acquireSlot(c *call, key string, st *scopeState, deadline time.T
 	return nil
 }
 
-// releaseSlot frees a concurrency slot, handing it to the first waiter.
+// takeSlot takes a free slot of at most limit, if there is one.
+func (st *scopeState) takeSlot(limit int) bool {
+	for {
+		n := st.slots.Load()
+		if n >= int64(limit) {
+			return false
+		}
+		if st.slots.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
+// releaseSlot frees a concurrency slot; the first waiter, if any, gets
+// it. A cap lowered by SetLimit takes back slots as they free.
 func (s *scope) releaseSlot(st *scopeState) {
+	st.slots.Add(-1)
+	if st.queued.Load() == 0 {
+		return
+	}
 	st.mu.Lock()
-	s.handOverLocked(st)
+	s.grantFreeLocked(st, s.limit().MaxConcurrent)
 	st.mu.Unlock()
 }
 
-func (s *scope) handOverLocked(st *scopeState) {
-	// A cap lowered by SetLimit takes back slots as they free.
-	if cap := s.limit().MaxConcurrent; len(st.queue) == 0 || cap > 0 && st.inFlight > cap {
-		st.inFlight--
-		return
+// grantFreeLocked gives the free slots to the first waiters, with st.mu
+// held; limit 0 means no cap.
+func (s *scope) grantFreeLocked(st *scopeState, limit int) {
+	for len(st.queue) > 0 && (limit == 0 || st.slots.Load() < int64(limit)) {
+		st.slots.Add(1)
+		w := st.queue[0]
+		st.queue = slices.Delete(st.queue, 0, 1)
+		st.queued.Store(int32(len(st.queue)))
+		w.granted = true
+		close(w.ready)
 	}
-	s.grantLocked(st)
-}
-
-// grantLocked gives a slot to the first waiter, with st.mu held.
-func (s *scope) grantLocked(st *scopeState) {
-	w := st.queue[0]
-	st.queue = slices.Delete(st.queue, 0, 1)
-	w.granted = true
-	close(w.ready)
 }
 
 // heldSlot is a concurrency slot a request holds in a scope.

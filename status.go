@@ -150,7 +150,7 @@ func (s *scope) status(key string, now time.Time) ScopeStatus {
 	if st.bucket != nil && out.Rate != 0 {
 		out.Tokens = math.Max(st.bucket.TokensAt(now), 0)
 	}
-	out.InFlight, out.Waiting = st.inFlight, st.waiting
+	out.InFlight, out.Waiting = int(st.slots.Load()), st.waiting
 	if a := st.adapt.Load(); a != nil {
 		a.mu.Lock()
 		defer a.mu.Unlock()

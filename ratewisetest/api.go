@@ -12,29 +12,28 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"golang.org/x/time/rate"
-
-	"github.com/ratewise/ratewise/internal/fakehttp"
 )
 
 // api is the fake rate-limited application that both the loopback
-// [Server] and the in-process [Bucket] run: a token bucket per key, the
-// rate-limit headers, faults and the counts.
+// [Server] and the in-process [Bucket] run: the limit of Config.Model per
+// key, the rate-limit headers, faults and the counts.
 type api struct {
-	cfg     Config
-	burst   int
-	faults  []Fault
-	handler http.Handler
-	policy  string // RateLimit-Policy value, the same on every response
+	cfg           Config
+	faults        []Fault
+	handler       http.Handler
+	newKey        func() keyLimit // nil without a limit
+	quota         string          // X-RateLimit-Limit value
+	policy        string          // RateLimit-Policy value, the same on every response
+	refusalStatus int
+	refusalPage   string // body of an HTMLRefusal
 
 	received, admitted, limited, faulted atomic.Int64
 
 	mu         sync.Mutex
-	buckets    map[string]*rate.Limiter // guarded by mu
-	arrivals   []time.Time              // guarded by mu
-	faultRand  *rand.Rand               // guarded by mu
-	jitterRand *rand.Rand               // guarded by mu
+	keys       map[string]keyLimit // guarded by mu
+	arrivals   []time.Time         // guarded by mu
+	faultRand  *rand.Rand          // guarded by mu
+	jitterRand *rand.Rand          // guarded by mu
 }
 
 // newAPI builds the application cfg describes. It panics with the error
@@ -50,11 +49,11 @@ func newAPI(cfg Config) *api {
 		seed = defaultSeed
 	}
 	a := &api{
-		cfg:     cfg,
-		burst:   cfg.burst(),
-		faults:  cfg.faults(),
-		handler: cfg.Handler,
-		buckets: make(map[string]*rate.Limiter),
+		cfg:           cfg,
+		faults:        cfg.faults(),
+		handler:       cfg.Handler,
+		refusalStatus: cfg.refusalStatus(),
+		keys:          make(map[string]keyLimit),
 		// Separate streams, so changing the jitter does not change which
 		// requests get faults.
 		faultRand:  rand.New(rand.NewPCG(seed, 1)),
@@ -63,9 +62,13 @@ func newAPI(cfg Config) *api {
 	if a.handler == nil {
 		a.handler = http.HandlerFunc(okHandler)
 	}
-	if cfg.Rate > 0 {
-		full := fakehttp.CeilSeconds(fromSeconds(float64(a.burst) / cfg.Rate))
-		a.policy = `"default";q=` + strconv.Itoa(a.burst) + ";w=" + strconv.FormatInt(max(full, 1), 10)
+	if cfg.limited() {
+		a.newKey = newKeyLimit(cfg)
+		a.quota = strconv.Itoa(quota(cfg))
+		a.policy = policy(cfg)
+		if cfg.HTMLRefusal {
+			a.refusalPage = refusalPage(a.refusalStatus)
+		}
 	}
 	return a
 }
@@ -86,8 +89,9 @@ func (a *api) arrivalTimes() []time.Time {
 }
 
 // serve answers one request: the latency (waited with sleep, which
-// reports whether it was waited out), the bucket, then the handler or a
-// fault. A request abandoned during the latency aborts the handler.
+// reports whether it was waited out), the limit and any wait in its
+// queue, then the handler or a fault. A request abandoned during the
+// latency or the queue aborts the handler.
 func (a *api) serve(w http.ResponseWriter, r *http.Request, sleep func(context.Context, time.Duration) bool) {
 	a.received.Add(1)
 	if a.cfg.OnRequest != nil {
@@ -109,7 +113,7 @@ func (a *api) serve(w http.ResponseWriter, r *http.Request, sleep func(context.C
 		// rather than let net/http send an empty 200.
 		panic(http.ErrAbortHandler)
 	}
-	if a.cfg.Rate == 0 {
+	if a.newKey == nil {
 		a.admit(w, r, sleep)
 		return
 	}
@@ -119,22 +123,19 @@ func (a *api) serve(w http.ResponseWriter, r *http.Request, sleep func(context.C
 		key = r.Header.Get(a.cfg.KeyHeader)
 	}
 	v, now := a.take(key)
-	a.setHeaders(w.Header(), v)
-	if v.admitted {
-		a.admit(w, r, sleep)
+	if !v.admitted {
+		a.limited.Add(1)
+		a.refuse(w, v, now)
 		return
 	}
-	a.limited.Add(1)
-	h := w.Header()
-	if ra := retryAfter(a.cfg.RetryAfter, now, v.untilOne); ra != "" {
-		h.Set("Retry-After", ra)
+	a.setHeaders(w.Header(), v, now)
+	if v.delay > 0 && !sleep(r.Context(), v.delay) {
+		panic(http.ErrAbortHandler) // gone while queued, as during the latency
 	}
-	h.Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusTooManyRequests)
-	_, _ = io.WriteString(w, limitedBody)
+	a.admit(w, r, sleep)
 }
 
-// admit answers a request that passed the bucket, with a fault or the
+// admit answers a request that passed the limit, with a fault or the
 // handler.
 func (a *api) admit(w http.ResponseWriter, r *http.Request, sleep func(context.Context, time.Duration) bool) {
 	f, ok := a.drawFault()
@@ -172,47 +173,18 @@ func (a *api) drawFault() (Fault, bool) {
 	return a.faults[a.faultRand.IntN(len(a.faults))], true
 }
 
-// verdict is what a bucket said about one request.
-type verdict struct {
-	admitted  bool
-	remaining int           // whole tokens left after the request
-	untilOne  time.Duration // until at least one token is available
-	untilFull time.Duration // until the bucket is full
-}
-
-// take asks the bucket of key for one token, and returns the verdict and
-// the time it was made.
+// take asks the limit of key about one request, and returns the verdict
+// and the time it was made.
 func (a *api) take(key string) (verdict, time.Time) {
 	// One lock around the whole decision, so the headers describe the same
-	// bucket state that admitted or refused the request.
+	// state that admitted or refused the request.
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	lim, ok := a.buckets[key]
+	lim, ok := a.keys[key]
 	if !ok {
-		lim = rate.NewLimiter(rate.Limit(a.cfg.Rate), a.burst)
-		a.buckets[key] = lim
+		lim = a.newKey()
+		a.keys[key] = lim
 	}
 	now := time.Now()
-	// AllowN takes nothing when it refuses, so a 429 costs no token.
-	ok = lim.AllowN(now, 1)
-	v := bucketState(lim.TokensAt(now), a.cfg.Rate, a.burst)
-	v.admitted = ok
-	return v, now
-}
-
-// setHeaders adds the configured rate-limit headers for v to h.
-func (a *api) setHeaders(h http.Header, v verdict) {
-	if a.cfg.PublishHeaders {
-		h.Set("X-RateLimit-Limit", strconv.Itoa(a.burst))
-		h.Set("X-RateLimit-Remaining", strconv.Itoa(v.remaining))
-		h.Set("X-RateLimit-Reset", strconv.FormatInt(fakehttp.CeilSeconds(v.untilFull), 10))
-	}
-	if a.cfg.IETFHeaders {
-		t := v.untilFull
-		if v.remaining == 0 {
-			t = v.untilOne
-		}
-		h.Set("RateLimit-Policy", a.policy)
-		h.Set("RateLimit", `"default";r=`+strconv.Itoa(v.remaining)+";t="+strconv.FormatInt(fakehttp.CeilSeconds(t), 10))
-	}
+	return lim.take(now), now
 }

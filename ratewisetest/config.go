@@ -12,26 +12,57 @@ import (
 // Config describes a fake rate-limited server. The zero Config is a server
 // without a limit that answers every request 200 with body "ok".
 type Config struct {
-	// Rate is the number of requests per second the server admits: the
-	// refill rate of its token bucket. Zero means no limit, and then no
-	// rate-limit headers are sent since there is no limit to describe.
+	// Model is how the server counts requests: a bucket refilled at Rate
+	// (TokenBucket, LeakyBucket) or a count of at most Limit per Window
+	// (FixedWindow, FixedWindowFromFirst, SlidingWindow). The zero value is
+	// TokenBucket.
+	Model Model
+	// Rate is the number of requests per second the bucket models admit:
+	// the refill rate of a token bucket, the drain rate of a leaky one.
+	// Zero with TokenBucket means no limit, and then no rate-limit headers
+	// are sent since there is no limit to describe. LeakyBucket needs a
+	// positive Rate; the window models take none.
 	Rate float64
-	// Burst is the size of the token bucket. Zero means 1.
+	// Burst is, for TokenBucket, the size of the bucket; zero means 1. For
+	// LeakyBucket it is nginx's burst: how many requests beyond the one
+	// the rate allows are queued (or, with NoDelay, let through at once);
+	// zero means none, as in nginx. The window models take none.
 	Burst int
+	// NoDelay makes a LeakyBucket answer the requests within its Burst at
+	// once rather than queue them, as nginx's nodelay does. It is only for
+	// LeakyBucket.
+	NoDelay bool
+	// Limit is the number of requests the window models admit per Window.
+	// They need a positive Limit; the bucket models take none.
+	Limit int
+	// Window is the length of the window models' windows. They need a
+	// positive Window; the bucket models take none.
+	Window time.Duration
 	// KeyHeader, when set, gives each value of this request header its own
-	// bucket; requests without the header share one bucket. Empty means one
-	// bucket for every request.
+	// bucket or window; requests without the header share one. Empty means
+	// one for every request.
 	KeyHeader string
-	// RetryAfter says how a 429 tells the client when to come back. The zero
-	// value is RetryAfterSeconds.
+	// RetryAfter says how a refusal tells the client when to come back.
+	// The zero value is RetryAfterSeconds.
 	RetryAfter RetryAfterMode
+	// RefusalStatus is the status of a request the limit refuses. Zero
+	// means 429 Too Many Requests; nginx's limit_req refuses with 503.
+	RefusalStatus int
+	// HTMLRefusal makes a refusal an HTML error page, as a proxy such as
+	// nginx sends, with no Retry-After and no rate-limit header at all:
+	// the client learns nothing but the status. Admitted requests still
+	// carry the headers PublishHeaders and IETFHeaders ask for.
+	HTMLRefusal bool
 	// PublishHeaders adds X-RateLimit-Limit, X-RateLimit-Remaining and
-	// X-RateLimit-Reset (delta seconds) to every response.
+	// X-RateLimit-Reset, written as Reset says, to every response.
 	PublishHeaders bool
+	// Reset says how X-RateLimit-Reset is written. The zero value is
+	// ResetSeconds.
+	Reset ResetFormat
 	// IETFHeaders adds RateLimit-Policy and RateLimit, in the structured-field
 	// list form of the IETF draft, to every response.
 	IETFHeaders bool
-	// Latency is added before answering every request, 429s included.
+	// Latency is added before answering every request, refusals included.
 	Latency time.Duration
 	// LatencyJitter adds up to this much more latency, drawn uniformly.
 	LatencyJitter time.Duration
@@ -48,7 +79,7 @@ type Config struct {
 	// answer. Zero means 20ms.
 	SlowBodyDelay time.Duration
 	// OnRequest, when set, is called with every request as it arrives,
-	// before the latency, the bucket and any fault, and with its body read
+	// before the latency, the limit and any fault, and with its body read
 	// in full; the handler can still read the body. Tests use it to check
 	// what reached the server on every attempt. It is called from the
 	// server's goroutines, concurrently.
@@ -60,103 +91,6 @@ type Config struct {
 	Handler http.Handler
 }
 
-// RetryAfterMode says how a 429 tells the client when to come back. The
-// zero value is RetryAfterSeconds.
-type RetryAfterMode int
-
-const (
-	// RetryAfterSeconds sends Retry-After as whole seconds, rounded up, at
-	// least 1.
-	RetryAfterSeconds RetryAfterMode = iota
-	// RetryAfterHTTPDate sends Retry-After as an IMF-fixdate ([http.TimeFormat])
-	// rounded up to the next whole second.
-	RetryAfterHTTPDate
-	// RetryAfterNone sends no Retry-After header.
-	RetryAfterNone
-)
-
-// String returns the constant's name, such as "RetryAfterSeconds".
-func (m RetryAfterMode) String() string {
-	switch m {
-	case RetryAfterSeconds:
-		return "RetryAfterSeconds"
-	case RetryAfterHTTPDate:
-		return "RetryAfterHTTPDate"
-	case RetryAfterNone:
-		return "RetryAfterNone"
-	}
-	return fmt.Sprintf("RetryAfterMode(%d)", int(m))
-}
-
-func (m RetryAfterMode) valid() bool {
-	return m >= RetryAfterSeconds && m <= RetryAfterNone
-}
-
-// Fault is a failure the server injects in place of the handler's answer.
-type Fault int
-
-const (
-	// Fault503 answers 503 Service Unavailable with an empty body and no
-	// Retry-After.
-	Fault503 Fault = iota
-	// FaultReset resets the connection before any byte of a response is
-	// sent, so the client gets a network error and no response. Note that
-	// [http.Transport] may retry an idempotent request once after a reset on
-	// a reused connection, so the server can receive more requests than the
-	// client sent.
-	FaultReset
-	// Fault429 answers 429 with a Retry-After of Config.FaultRetryAfter,
-	// in the form Config.RetryAfter says, as an API does when another of
-	// its limits (not this server's bucket) refuses.
-	Fault429
-	// Fault429NoHint answers 429 with no Retry-After nor any rate-limit
-	// header: the client must back off on its own.
-	Fault429NoHint
-	// FaultResetAfterHeaders sends 200 headers and half of a body of
-	// FaultBodySize bytes, then resets the connection: the client gets a
-	// response whose body read fails.
-	FaultResetAfterHeaders
-	// FaultTruncatedBody sends 200 with a Content-Length of FaultBodySize
-	// and half of the body, then closes the connection: the body read ends
-	// in io.ErrUnexpectedEOF.
-	FaultTruncatedBody
-	// FaultSlowBody sends 200 and a body of FaultBodySize bytes in four
-	// pieces, Config.SlowBodyDelay apart.
-	FaultSlowBody
-)
-
-// FaultBodySize is the length of the 200 body the body faults send or
-// announce.
-const FaultBodySize = 1024
-
-// allFaults is what an empty Config.Faults means.
-var allFaults = []Fault{Fault503, FaultReset, Fault429, Fault429NoHint, FaultResetAfterHeaders, FaultTruncatedBody, FaultSlowBody}
-
-// String returns the constant's name, such as "Fault503".
-func (f Fault) String() string {
-	switch f {
-	case Fault503:
-		return "Fault503"
-	case FaultReset:
-		return "FaultReset"
-	case Fault429:
-		return "Fault429"
-	case Fault429NoHint:
-		return "Fault429NoHint"
-	case FaultResetAfterHeaders:
-		return "FaultResetAfterHeaders"
-	case FaultTruncatedBody:
-		return "FaultTruncatedBody"
-	case FaultSlowBody:
-		return "FaultSlowBody"
-	}
-	return fmt.Sprintf("Fault(%d)", int(f))
-}
-
-func (f Fault) valid() bool {
-	return f >= Fault503 && f <= FaultSlowBody
-}
-
 // Validate reports every invalid field of c in one error, or nil when c can
 // start a server.
 func (c Config) Validate() error {
@@ -165,10 +99,21 @@ func (c Config) Validate() error {
 		bad = append(bad, fmt.Sprintf("Rate is %v; use 0 for no limit or a finite positive rate", c.Rate))
 	}
 	if c.Burst < 0 {
-		bad = append(bad, fmt.Sprintf("Burst is %d; use 0 for the default of 1 or a positive size", c.Burst))
+		bad = append(bad, fmt.Sprintf("Burst is %d; use 0 for the default or a positive size", c.Burst))
+	}
+	if c.Model.valid() {
+		bad = c.Model.check(c, bad)
+	} else {
+		bad = append(bad, fmt.Sprintf("Model is %v; use TokenBucket, LeakyBucket, FixedWindow, FixedWindowFromFirst or SlidingWindow", c.Model))
 	}
 	if !c.RetryAfter.valid() {
-		bad = append(bad, fmt.Sprintf("RetryAfter is %v; use RetryAfterSeconds, RetryAfterHTTPDate or RetryAfterNone", c.RetryAfter))
+		bad = append(bad, fmt.Sprintf("RetryAfter is %v; use RetryAfterSeconds, RetryAfterHTTPDate, RetryAfterNone or RetryAfterWindow", c.RetryAfter))
+	}
+	if !c.Reset.valid() {
+		bad = append(bad, fmt.Sprintf("Reset is %v; use ResetSeconds, ResetUnix or ResetDuration", c.Reset))
+	}
+	if c.RefusalStatus != 0 && (c.RefusalStatus < 400 || c.RefusalStatus > 599) {
+		bad = append(bad, fmt.Sprintf("RefusalStatus is %d; use 0 for 429 or a status from 400 to 599", c.RefusalStatus))
 	}
 	if c.Latency < 0 {
 		bad = append(bad, fmt.Sprintf("Latency is %v; use 0 or more", c.Latency))
@@ -197,12 +142,25 @@ func (c Config) Validate() error {
 	return errors.New("ratewisetest: invalid Config: " + strings.Join(bad, "; "))
 }
 
-// burst returns the bucket size with the default applied.
+// limited reports whether c keeps a limit at all.
+func (c Config) limited() bool {
+	return c.Model != TokenBucket || c.Rate > 0
+}
+
+// burst returns the token bucket's size with the default applied.
 func (c Config) burst() int {
 	if c.Burst == 0 {
 		return 1
 	}
 	return c.Burst
+}
+
+// refusalStatus returns the status of a refusal with the default applied.
+func (c Config) refusalStatus() int {
+	if c.RefusalStatus == 0 {
+		return http.StatusTooManyRequests
+	}
+	return c.RefusalStatus
 }
 
 // faults returns the faults to draw from with the default applied.

@@ -3,6 +3,7 @@ package ratewisetest_test
 import (
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/jarcoal/httpmock"
 
@@ -55,6 +56,58 @@ func ExampleNewBucket() {
 	// 200 OK remaining: 0
 	// 429 Too Many Requests remaining: 0
 	// {Received:3 Admitted:2 Limited:1 Faults:0}
+}
+
+// A Model picks the kind of limit: here a window of two requests per
+// hour that opens at a key's first request, and nginx's leaky bucket
+// refusing with its bare 503 page.
+func ExampleModel() {
+	window := ratewisetest.NewBucket(ratewisetest.Config{
+		Model: ratewisetest.FixedWindowFromFirst, Limit: 2, Window: time.Hour,
+		PublishHeaders: true,
+	})
+	nginx := ratewisetest.NewBucket(ratewisetest.Config{
+		Model: ratewisetest.LeakyBucket, Rate: 1, Burst: 1, NoDelay: true,
+		RefusalStatus: http.StatusServiceUnavailable, HTMLRefusal: true,
+	})
+	for _, rt := range []http.RoundTripper{window, nginx} {
+		client := &http.Client{Transport: rt}
+		for range 3 {
+			resp, err := client.Get("http://api.example.test/items")
+			if err != nil {
+				fmt.Println(err)
+				return
+			}
+			resp.Body.Close()
+			fmt.Printf("%s remaining=%q Retry-After=%q %s\n", resp.Status,
+				resp.Header.Get("X-RateLimit-Remaining"), resp.Header.Get("Retry-After"), resp.Header.Get("Content-Type"))
+		}
+	}
+	// Output:
+	// 200 OK remaining="1" Retry-After="" text/plain; charset=utf-8
+	// 200 OK remaining="0" Retry-After="" text/plain; charset=utf-8
+	// 429 Too Many Requests remaining="0" Retry-After="3600" application/json
+	// 200 OK remaining="" Retry-After="" text/plain; charset=utf-8
+	// 200 OK remaining="" Retry-After="" text/plain; charset=utf-8
+	// 503 Service Unavailable remaining="" Retry-After="" text/html
+}
+
+// Ideal is the least time a batch takes against a limit: the yardstick
+// for a client's pacing.
+func ExampleConfig_Ideal() {
+	for _, c := range []ratewisetest.Config{
+		{Rate: 2, Burst: 10},
+		{Model: ratewisetest.LeakyBucket, Rate: 2, Burst: 10},
+		{Model: ratewisetest.FixedWindow, Limit: 30, Window: time.Minute},
+		{Model: ratewisetest.SlidingWindow, Limit: 30, Window: time.Minute},
+	} {
+		fmt.Printf("%v: 100 calls take at least %v\n", c.Model, c.Ideal(100))
+	}
+	// Output:
+	// TokenBucket: 100 calls take at least 45s
+	// LeakyBucket: 100 calls take at least 49.5s
+	// FixedWindow: 100 calls take at least 3m0s
+	// SlidingWindow: 100 calls take at least 3m18s
 }
 
 func ExampleRateLimitedThen() {

@@ -2,6 +2,7 @@ package ratewisetest
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -13,7 +14,74 @@ import (
 	"github.com/ratewise/ratewise/internal/fakehttp"
 )
 
-// This file answers a request with the fault drawn for it.
+// This file holds the faults and answers a request with the fault drawn
+// for it.
+
+// Fault is a failure the server injects in place of the handler's answer.
+type Fault int
+
+const (
+	// Fault503 answers 503 Service Unavailable with an empty body and no
+	// Retry-After.
+	Fault503 Fault = iota
+	// FaultReset resets the connection before any byte of a response is
+	// sent, so the client gets a network error and no response. Note that
+	// [http.Transport] may retry an idempotent request once after a reset on
+	// a reused connection, so the server can receive more requests than the
+	// client sent.
+	FaultReset
+	// Fault429 answers 429 with a Retry-After of Config.FaultRetryAfter,
+	// in the form Config.RetryAfter says (in seconds for
+	// RetryAfterWindow), as an API does when another of its limits (not
+	// the one Config.Model keeps) refuses.
+	Fault429
+	// Fault429NoHint answers 429 with no Retry-After nor any rate-limit
+	// header: the client must back off on its own.
+	Fault429NoHint
+	// FaultResetAfterHeaders sends 200 headers and half of a body of
+	// FaultBodySize bytes, then resets the connection: the client gets a
+	// response whose body read fails.
+	FaultResetAfterHeaders
+	// FaultTruncatedBody sends 200 with a Content-Length of FaultBodySize
+	// and half of the body, then closes the connection: the body read ends
+	// in io.ErrUnexpectedEOF.
+	FaultTruncatedBody
+	// FaultSlowBody sends 200 and a body of FaultBodySize bytes in four
+	// pieces, Config.SlowBodyDelay apart.
+	FaultSlowBody
+)
+
+// FaultBodySize is the length of the 200 body the body faults send or
+// announce.
+const FaultBodySize = 1024
+
+// allFaults is what an empty Config.Faults means.
+var allFaults = []Fault{Fault503, FaultReset, Fault429, Fault429NoHint, FaultResetAfterHeaders, FaultTruncatedBody, FaultSlowBody}
+
+// String returns the constant's name, such as "Fault503".
+func (f Fault) String() string {
+	switch f {
+	case Fault503:
+		return "Fault503"
+	case FaultReset:
+		return "FaultReset"
+	case Fault429:
+		return "Fault429"
+	case Fault429NoHint:
+		return "Fault429NoHint"
+	case FaultResetAfterHeaders:
+		return "FaultResetAfterHeaders"
+	case FaultTruncatedBody:
+		return "FaultTruncatedBody"
+	case FaultSlowBody:
+		return "FaultSlowBody"
+	}
+	return fmt.Sprintf("Fault(%d)", int(f))
+}
+
+func (f Fault) valid() bool {
+	return f >= Fault503 && f <= FaultSlowBody
+}
 
 // faultBody is the 200 body the body faults send, or half of it.
 var faultBody = strings.Repeat("ratewisetest fault body ", FaultBodySize/24+1)[:FaultBodySize]
@@ -42,7 +110,11 @@ func (a *api) answerFault(w http.ResponseWriter, r *http.Request, f Fault, sleep
 			if wait == 0 {
 				wait = time.Second
 			}
-			if ra := retryAfter(a.cfg.RetryAfter, time.Now(), wait); ra != "" {
+			mode := a.cfg.RetryAfter
+			if mode == RetryAfterWindow {
+				mode = RetryAfterSeconds // the fault's wait, not the window's
+			}
+			if ra := retryAfter(mode, time.Now(), wait, 0); ra != "" {
 				w.Header().Set("Retry-After", ra)
 			}
 		}

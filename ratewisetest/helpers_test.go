@@ -20,10 +20,12 @@ func TestRetryAfter(t *testing.T) {
 		{mode: RetryAfterHTTPDate, give: 750 * time.Millisecond, want: "Sat, 01 Mar 2025 11:00:01 GMT"},
 		{mode: RetryAfterHTTPDate, give: 800 * time.Millisecond, want: "Sat, 01 Mar 2025 11:00:02 GMT"},
 		{mode: RetryAfterNone, give: time.Second, want: ""},
+		// The window, whatever the wait.
+		{mode: RetryAfterWindow, give: time.Second, want: "60"},
 	}
 	for _, tt := range tests {
-		if got := retryAfter(tt.mode, now, tt.give); got != tt.want {
-			t.Errorf("retryAfter(%v, now, %v) = %q, want %q", tt.mode, tt.give, got, tt.want)
+		if got := retryAfter(tt.mode, now, tt.give, time.Minute); got != tt.want {
+			t.Errorf("retryAfter(%v, now, %v, 1m) = %q, want %q", tt.mode, tt.give, got, tt.want)
 		}
 	}
 }
@@ -35,10 +37,10 @@ func TestBucketState(t *testing.T) {
 		want         verdict
 	}{
 		{tokens: 5, rate: 1, burst: 5, want: verdict{remaining: 5}},
-		{tokens: 4, rate: 0.5, burst: 5, want: verdict{remaining: 4, untilFull: 2 * time.Second}},
-		{tokens: 0, rate: 2, burst: 3, want: verdict{untilOne: 500 * time.Millisecond, untilFull: 1500 * time.Millisecond}},
-		{tokens: 0.75, rate: 1, burst: 1, want: verdict{untilOne: 250 * time.Millisecond, untilFull: 250 * time.Millisecond}},
-		{tokens: -1, rate: 1, burst: 1, want: verdict{untilOne: time.Second, untilFull: time.Second}},
+		{tokens: 4, rate: 0.5, burst: 5, want: verdict{remaining: 4, reset: 2 * time.Second}},
+		{tokens: 0, rate: 2, burst: 3, want: verdict{untilOne: 500 * time.Millisecond, reset: 1500 * time.Millisecond}},
+		{tokens: 0.75, rate: 1, burst: 1, want: verdict{untilOne: 250 * time.Millisecond, reset: 250 * time.Millisecond}},
+		{tokens: -1, rate: 1, burst: 1, want: verdict{untilOne: time.Second, reset: time.Second}},
 	}
 	for _, tt := range tests {
 		if got := bucketState(tt.tokens, tt.rate, tt.burst); got != tt.want {

@@ -3,7 +3,6 @@ package ratewisetest
 import (
 	"context"
 	"io"
-	"math"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -15,17 +14,19 @@ import (
 // defaultSeed is what a zero Config.Seed means: fixed, so runs repeat.
 const defaultSeed = 0x5eed
 
-// limitedBody is the body of every 429.
+// limitedBody is the body of every refusal but an HTMLRefusal one, and of
+// Fault429.
 const limitedBody = `{"error":"rate limited"}`
 
-// Stats counts what a [Server] did. Every request is Received; it then ends
-// in exactly one of Admitted (passed to the handler), Limited (answered
-// 429) or Faults (given an injected fault), unless it was abandoned during
-// the latency, which only Received counts.
+// Stats counts what a [Server] or [Bucket] did. Every request is Received;
+// it then ends in exactly one of Admitted (passed to the handler), Limited
+// (refused by the limit) or Faults (given an injected fault), unless it was
+// abandoned during the latency or in a LeakyBucket's queue, which only
+// Received counts.
 type Stats struct {
 	Received int `json:"received"` // Received counts every request.
 	Admitted int `json:"admitted"` // Admitted counts requests passed to the handler.
-	Limited  int `json:"limited"`  // Limited counts requests answered 429.
+	Limited  int `json:"limited"`  // Limited counts requests the limit refused.
 	Faults   int `json:"faults"`   // Faults counts injected faults.
 }
 
@@ -33,9 +34,10 @@ type Stats struct {
 // [httptest.Server]. Create it with [NewServer] and stop it with
 // [Server.Close]. A Server is safe for concurrent use.
 //
-// Each request waits out the configured latency first, then meets its
-// token bucket: a request abandoned during the latency never reached the
-// "application", so it takes no token.
+// Each request waits out the configured latency first, then meets the
+// limit of its key: a request abandoned during the latency never reached
+// the "application", so it is not counted. A LeakyBucket's queued request
+// then waits its turn before the handler answers it.
 type Server struct {
 	// URL is the base URL of the server, of the form http://127.0.0.1:port,
 	// with no trailing slash.
@@ -88,38 +90,6 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 // ctx or by Close.
 func (s *Server) sleep(ctx context.Context, d time.Duration) bool {
 	return sleep(ctx, d, s.done)
-}
-
-// bucketState describes a bucket holding tokens, refilled at perSecond up
-// to burst.
-func bucketState(tokens, perSecond float64, burst int) verdict {
-	tokens = max(tokens, 0)
-	v := verdict{remaining: int(math.Floor(tokens))}
-	if tokens < 1 {
-		v.untilOne = fromSeconds((1 - tokens) / perSecond)
-	}
-	if b := float64(burst); tokens < b {
-		v.untilFull = fromSeconds((b - tokens) / perSecond)
-	}
-	return v
-}
-
-// retryAfter returns the Retry-After value telling a client refused at now
-// to come back after wait, or "" for none.
-func retryAfter(mode RetryAfterMode, now time.Time, wait time.Duration) string {
-	switch mode {
-	case RetryAfterSeconds:
-		return fakehttp.RetryAfterSeconds(wait)
-	case RetryAfterHTTPDate:
-		return fakehttp.RetryAfterDate(now, wait)
-	}
-	return ""
-}
-
-// fromSeconds converts seconds to a duration, rounding up to the
-// nanosecond so that later rounding to seconds never comes out short.
-func fromSeconds(sec float64) time.Duration {
-	return time.Duration(math.Ceil(sec * float64(time.Second)))
 }
 
 func okHandler(w http.ResponseWriter, _ *http.Request) {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"runtime/debug"
+	"slices"
 	"time"
 
 	"github.com/ratewise/ratewise/ratewisetest"
@@ -75,21 +76,62 @@ func (a API) Describe(s Scenario) string {
 
 // APIs are the servers, in the order their tables print.
 func APIs() []API {
-	return append([]API{
-		fakeAPI("ratewisetest, Retry-After only", "429, Retry-After in whole seconds (at least 1), JSON body {\"error\":\"rate limited\"}",
-			func(s Scenario) ratewisetest.Config { return ratewisetest.Config{Rate: s.Rate, Burst: s.Burst} }),
-		fakeAPI("ratewisetest, rate-limit headers", "429, Retry-After, X-RateLimit-Limit/Remaining/Reset (seconds) and the IETF RateLimit-Policy and RateLimit (on every answer), JSON body",
-			func(s Scenario) ratewisetest.Config {
-				return ratewisetest.Config{Rate: s.Rate, Burst: s.Burst, PublishHeaders: true, IETFHeaders: true}
-			}),
-	}, append(middlewareAPIs(), nginxAPIs()...)...)
+	return slices.Concat(fakeAPIs(), middlewareAPIs(), nginxAPIs())
 }
 
-// fakeAPI is ratewisetest's token bucket, configured by config.
-func fakeAPI(name, refusal string, config func(Scenario) ratewisetest.Config) API {
+// fakeAPIs are ratewisetest's models, each with the hints a kind of real
+// server gives; their ideal is ratewisetest's Config.Ideal. The fixed
+// windows are aligned to the clock: in fake time the run starts as a
+// window opens, on loopback anywhere in one, which can make the first
+// window short and the run up to a window faster than the ideal.
+func fakeAPIs() []API {
+	bucket := func(s Scenario) ratewisetest.Config { return ratewisetest.Config{Rate: s.Rate, Burst: s.Burst} }
+	window := func(m ratewisetest.Model) func(Scenario) ratewisetest.Config {
+		return func(s Scenario) ratewisetest.Config {
+			return ratewisetest.Config{Model: m, Limit: s.Limit, Window: s.Window}
+		}
+	}
+	with := func(config func(Scenario) ratewisetest.Config, change func(*ratewisetest.Config)) func(Scenario) ratewisetest.Config {
+		return func(s Scenario) ratewisetest.Config {
+			c := config(s)
+			change(&c)
+			return c
+		}
+	}
+	leaky := func(noDelay bool) func(Scenario) ratewisetest.Config {
+		return func(s Scenario) ratewisetest.Config {
+			return ratewisetest.Config{Model: ratewisetest.LeakyBucket, Rate: s.Rate, Burst: s.Burst, NoDelay: noDelay, HTMLRefusal: true}
+		}
+	}
+	const json = `JSON body {"error":"rate limited"}`
+	const html = "an HTML error page (<title>429 Too Many Requests</title>), no Retry-After nor any rate-limit header"
+	return []API{
+		fakeAPI("ratewisetest, Retry-After only", TokenBucket, "429, Retry-After in whole seconds (at least 1), "+json, bucket),
+		fakeAPI("ratewisetest, rate-limit headers", TokenBucket,
+			"429, Retry-After, X-RateLimit-Limit/Remaining/Reset (seconds) and the IETF RateLimit-Policy and RateLimit (on every answer), "+json,
+			with(bucket, func(c *ratewisetest.Config) { c.PublishHeaders, c.IETFHeaders = true, true })),
+		fakeAPI("ratewisetest leaky bucket nodelay, HTML 429", NginxNoDelay, "429, "+html, leaky(true)),
+		fakeAPI("ratewisetest leaky bucket queued, HTML 429", NginxQueued, "429, "+html, leaky(false)),
+		unixReset(fakeAPI("ratewisetest fixed window, Unix reset", FixedWindow,
+			"429, X-RateLimit-Limit/Remaining and X-RateLimit-Reset as the Unix time of the window's end (on every answer), no Retry-After, "+json,
+			with(window(ratewisetest.FixedWindow), func(c *ratewisetest.Config) {
+				c.PublishHeaders, c.Reset, c.RetryAfter = true, ratewisetest.ResetUnix, ratewisetest.RetryAfterNone
+			}))),
+		fakeAPI("ratewisetest fixed window, Retry-After", FixedWindow,
+			"429, Retry-After: whole seconds to the window's end, "+json, window(ratewisetest.FixedWindow)),
+		fakeAPI("ratewisetest first-request window", FixedWindowFromFirst,
+			"429, Retry-After: whole seconds to the window's end, "+json, window(ratewisetest.FixedWindowFromFirst)),
+		fakeAPI("ratewisetest sliding window, Retry-After the window", SlidingWindow,
+			"429, Retry-After: the whole window in seconds, "+json,
+			with(window(ratewisetest.SlidingWindow), func(c *ratewisetest.Config) { c.RetryAfter = ratewisetest.RetryAfterWindow })),
+	}
+}
+
+// fakeAPI is ratewisetest's fake configured by config.
+func fakeAPI(name string, model Model, refusal string, config func(Scenario) ratewisetest.Config) API {
 	return API{
 		Name:    name,
-		Model:   TokenBucket,
+		Model:   model,
 		Refusal: refusal,
 		Loopback: func(s Scenario) (Server, error) {
 			return NewLoopback(config(s), s.Workers), nil
@@ -97,7 +139,14 @@ func fakeAPI(name, refusal string, config func(Scenario) ratewisetest.Config) AP
 		InProcess: func(s Scenario) (Server, error) {
 			return NewInProcess(config(s)), nil
 		},
+		ideal: func(s Scenario) time.Duration { return config(s).Ideal(s.Calls) },
 	}
+}
+
+// unixReset marks a server whose reset is a Unix time.
+func unixReset(a API) API {
+	a.UnixReset = true
+	return a
 }
 
 // Loopback is ratewisetest's fake server on 127.0.0.1.

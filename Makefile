@@ -7,11 +7,12 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME    ?= 30s
 BENCHTIME   ?= 1s
 
-.PHONY: test lint deps fuzz bench bench-fast redis-server
+.PHONY: test lint deps fuzz bench bench-fast redis-server nginx
 
 ## test: go test -race over every module (fuzz targets run on their seed corpora);
-## the redis module's tests run a real redis-server, installed here when missing
-test: redis-server
+## the redis module's tests run a real redis-server, and the bench module's
+## nginx, both installed here when missing
+test: redis-server nginx
 	@set -e; for m in $(MODULES); do \
 		echo "== go test -race $$m"; \
 		(cd $$m && $(GO) test -race -count=1 ./...); \
@@ -24,6 +25,16 @@ redis-server:
 		sudo=""; [ "$$(id -u)" = 0 ] || sudo=sudo; \
 		export DEBIAN_FRONTEND=noninteractive; \
 		$$sudo apt-get update -qq && $$sudo apt-get install -y -qq --no-install-recommends redis-server; \
+	}
+
+## nginx: install Debian's nginx-light when nginx is not on PATH nor in /usr/sbin
+## (the bench runs it on loopback from a configuration of its own)
+nginx:
+	@command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || { \
+		echo "== installing nginx-light"; \
+		sudo=""; [ "$$(id -u)" = 0 ] || sudo=sudo; \
+		export DEBIAN_FRONTEND=noninteractive; \
+		$$sudo apt-get update -qq && $$sudo apt-get install -y -qq --no-install-recommends nginx-light; \
 	}
 
 ## lint: gofmt, go vet and staticcheck over every module, then deps
@@ -63,14 +74,15 @@ fuzz:
 	done
 
 ## bench: benchmarks of every module, with allocations, then the goodput
-## tables on loopback (about half an hour; GOODPUT='-run 50/s' picks scenarios,
-## GOODPUT='-contender ratewise' clients)
-bench:
+## tables on loopback (GOODPUT='-scenario bucket' picks scenarios, '-server
+## throttled' servers, '-contender ratewise' clients; cmd/goodput -list lists them)
+bench: nginx
 	@set -e; for m in $(MODULES); do \
 		(cd $$m && $(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./...); \
 	done
 	cd bench && $(GO) run ./cmd/goodput $(GOODPUT)
 
-## bench-fast: the goodput tables in fake time, in-process (seconds)
+## bench-fast: the goodput tables in fake time, in-process (seconds;
+## GOODPUT='-server httprate' picks servers, as for bench)
 bench-fast:
-	cd bench && $(GO) test -count=1 -run TestGoodputInProcess -fast .
+	cd bench && $(GO) test -count=1 -run TestGoodputInProcess -fast $(GOODPUT) .

@@ -13,50 +13,85 @@ import (
 	"github.com/ratewise/ratewise"
 )
 
-// Contenders are the clients every scenario runs: the peers as their users
-// configure them, and ratewise.
+// Contenders are the clients every scenario runs: ratewise as a newcomer
+// types it, its presets, its learned pace asked for by name and told the
+// limit, and the peers as their users configure them.
 func Contenders() []Contender {
+	rw := func(name string, told bool, opts func(Scenario) []ratewise.Option) Contender {
+		return Contender{Name: name, Told: told, Client: func(base http.RoundTripper, s Scenario) *http.Client {
+			return &http.Client{Transport: ratewise.New(base, opts(s)...)}
+		}}
+	}
+	none := func(Scenario) []ratewise.Option { return nil }
+	preset := func(p ratewise.Preset) func(Scenario) []ratewise.Option {
+		return func(Scenario) []ratewise.Option { return []ratewise.Option{ratewise.WithPreset(p)} }
+	}
 	return []Contender{
-		{Name: "plain net/http", Client: func(base http.RoundTripper, _ Scenario) *http.Client {
-			return &http.Client{Transport: base}
-		}},
+		rw("ratewise defaults", false, none),
+		rw("ratewise Conservative", false, preset(ratewise.Conservative())),
+		rw("ratewise Moderate", false, preset(ratewise.Moderate())),
+		rw("ratewise Aggressive", false, preset(ratewise.Aggressive())),
+		rw("ratewise learned", false, func(Scenario) []ratewise.Option {
+			return []ratewise.Option{ratewise.WithLimit(ratewise.Limit{Adaptive: true})}
+		}),
+		rw("ratewise told the limit", true, func(s Scenario) []ratewise.Option {
+			return []ratewise.Option{ratewise.WithLimit(toldLimit(s))}
+		}),
 		{Name: "go-retryablehttp defaults", Client: func(base http.RoundTripper, _ Scenario) *http.Client {
-			return retryable(base, 4)
-		}},
-		{Name: "go-retryablehttp RetryMax 10", Client: func(base http.RoundTripper, _ Scenario) *http.Client {
-			return retryable(base, 10)
+			return retryable(base)
 		}},
 		{Name: "failsafe-go retry, Retry-After", Client: func(base http.RoundTripper, _ Scenario) *http.Client {
 			return &http.Client{Transport: failsafehttp.NewRoundTripper(base, failsafeRetry())}
 		}},
-		{Name: "failsafe-go retry + limiter told the limit", Client: func(base http.RoundTripper, s Scenario) *http.Client {
-			limiter := ratelimiter.NewSmoothBuilder[*http.Response](uint(s.Rate), time.Second).WithMaxWaitTime(time.Minute).Build()
-			return &http.Client{Transport: failsafehttp.NewRoundTripper(base, failsafeRetry(), limiter)}
-		}},
-		{Name: "ratewise defaults (retry + cooldown)", Client: func(base http.RoundTripper, _ Scenario) *http.Client {
-			return &http.Client{Transport: ratewise.New(base, ratewise.WithRetry(ratewise.RetryPolicy{MaxAttempts: 10}))}
-		}},
-		{Name: "ratewise adaptive", Client: func(base http.RoundTripper, _ Scenario) *http.Client {
-			return &http.Client{Transport: ratewise.New(base, ratewise.WithRetry(ratewise.RetryPolicy{MaxAttempts: 10}),
-				ratewise.WithLimit(ratewise.Limit{Adaptive: true}))}
-		}},
-		{Name: "ratewise told the limit", Client: func(base http.RoundTripper, s Scenario) *http.Client {
-			return &http.Client{Transport: ratewise.New(base, ratewise.WithRetry(ratewise.RetryPolicy{MaxAttempts: 10}),
-				ratewise.WithLimit(ratewise.Limit{Rate: rate.Limit(s.Rate), Burst: s.Burst}))}
+		{Name: "failsafe-go retry + smooth limiter told the limit", Told: true, Client: func(base http.RoundTripper, s Scenario) *http.Client {
+			return &http.Client{Transport: failsafehttp.NewRoundTripper(base, failsafeRetry(), failsafeLimiter(s))}
 		}},
 	}
 }
 
-func retryable(base http.RoundTripper, retryMax int) *http.Client {
+// Plain is net/http with nothing above it: every refusal is a failed
+// call. The tests count with it.
+func Plain() Contender {
+	return Contender{Name: "plain net/http", Client: func(base http.RoundTripper, _ Scenario) *http.Client {
+		return &http.Client{Transport: base}
+	}}
+}
+
+// toldLimit is the limit of s as a ratewise user tells it: a bucket as
+// it is; a window of L per W as a bucket that never lets more than L
+// start in any W, the form ratewise's published limits (TMDBLimit) take:
+// a burst of L/8 and the rest of L spread over W.
+func toldLimit(s Scenario) ratewise.Limit {
+	if !s.Windowed() {
+		return ratewise.Limit{Rate: rate.Limit(s.Rate), Burst: s.Burst}
+	}
+	b := max(s.Limit/8, 1)
+	return ratewise.Limit{Rate: rate.Limit(float64(s.Limit-b) / s.Window.Seconds()), Burst: b}
+}
+
+// retryable is go-retryablehttp's client with its defaults (4 retries,
+// backoff from 1s to 30s that honours Retry-After on a 429 or 503), but
+// for its logger, which would print every retry.
+func retryable(base http.RoundTripper) *http.Client {
 	c := retryablehttp.NewClient()
 	c.HTTPClient = &http.Client{Transport: base}
 	c.Logger = nil
-	c.RetryMax = retryMax
 	return c.StandardClient()
 }
 
 // failsafeRetry is failsafe-go's HTTP retry policy, which honours
-// Retry-After, allowed as many retries as the others.
+// Retry-After, allowed 9 retries: ten attempts in all.
 func failsafeRetry() retrypolicy.RetryPolicy[*http.Response] {
 	return failsafehttp.NewRetryPolicyBuilder().WithMaxRetries(9).Build()
+}
+
+// failsafeLimiter is failsafe-go's smooth rate limiter told the limit of
+// s, R a second or L per W, evenly spaced; a request waits up to a
+// minute for its turn.
+func failsafeLimiter(s Scenario) ratelimiter.RateLimiter[*http.Response] {
+	n, per := uint(s.Rate), time.Second
+	if s.Windowed() {
+		n, per = uint(s.Limit), s.Window
+	}
+	return ratelimiter.NewSmoothBuilder[*http.Response](n, per).WithMaxWaitTime(time.Minute).Build()
 }

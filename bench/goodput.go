@@ -3,7 +3,15 @@
 // says how fast the batch finished and how many requests the server had to
 // refuse, and the per-request overhead benchmarks (overhead_test.go).
 //
-// Run both with `make bench`; cmd/goodput prints the simulator's tables.
+// The servers are ratewisetest's fake, five third-party Go rate-limit
+// middlewares of different models and nginx's limit_req (see [APIs]); the
+// clients are ratewise's defaults and presets and its peers as their
+// users configure them (see [Contenders]). Each Go server runs on
+// loopback and, but for one, in process, where a testing/synctest bubble
+// makes a scenario of minutes take a second.
+//
+// Run both with `make bench`; cmd/goodput prints the simulator's tables on
+// loopback, `make bench-fast` in fake time.
 package bench
 
 import (
@@ -11,66 +19,76 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
 	"slices"
 	"sync"
 	"time"
 )
 
-// Scenario is one run of the simulator: a server's token bucket, the
-// workers calling it and the calls they make.
+// Scenario is one run of the simulator: the server's limit, the workers
+// calling it and the calls they make. The limit is a bucket (Rate and
+// Burst) or a window (Limit per Window); every server a scenario runs
+// against is configured with it.
 type Scenario struct {
-	Name    string
-	Rate    float64       // the server's refill, requests a second
-	Burst   int           // the server's bucket size
-	Workers int           // callers at once
-	Calls   int           // calls in all
-	Latency time.Duration // the server's answer time
-	// Headers makes the server publish its state in X-RateLimit-* and the
-	// IETF RateLimit headers; otherwise a 429's Retry-After, in whole
-	// seconds, is all a client learns.
-	Headers bool
+	Name string
+	// Rate is a bucket's refill, requests a second.
+	Rate float64
+	// Burst is a bucket's size.
+	Burst int
+	// Limit is the requests a window admits.
+	Limit int
+	// Window is a window's length; zero means the limit is a bucket.
+	Window time.Duration
+	// Workers are the callers at once, shared among the replicas.
+	Workers int
+	// Calls are the calls made in all.
+	Calls int
+	// Replicas is the number of separate clients of a fleet, each built
+	// anew by the contender, that the workers are dealt to in turn; zero
+	// means one. A fleet is not told the limit: contenders that are told
+	// it sit it out.
+	Replicas int
 }
 
-// Scenarios are the configurations every run covers: two servers and
-// workers, then each with rate-limit headers, with 5ms of latency, and
-// with 200 workers.
+// Scenarios are the configurations every run covers: a bucket of 50/s
+// burst 10; windows of 50 per second and of 30 per 10 seconds; and a
+// fleet of four clients sharing the bucket.
 func Scenarios() []Scenario {
-	base := []Scenario{
-		{Name: "50/s", Rate: 50, Burst: 10, Workers: 20, Calls: 500},
-		{Name: "20/s", Rate: 20, Burst: 10, Workers: 50, Calls: 300},
+	return []Scenario{
+		{Name: "bucket", Rate: 50, Burst: 10, Workers: 20, Calls: 500},
+		{Name: "window 1s", Limit: 50, Window: time.Second, Workers: 20, Calls: 500},
+		{Name: "window 10s", Limit: 30, Window: 10 * time.Second, Workers: 10, Calls: 120},
+		{Name: "fleet", Rate: 50, Burst: 10, Workers: 20, Calls: 500, Replicas: 4},
 	}
-	var all []Scenario
-	for _, s := range base {
-		all = append(all, s)
-		h := s
-		h.Headers = true
-		all = append(all, h)
-		l := s
-		l.Latency = 5 * time.Millisecond
-		all = append(all, l)
-		w := s
-		w.Workers = 200
-		all = append(all, w)
-	}
-	return all
 }
 
-// Ideal is the shortest time the calls can take: the burst at once, the
-// rest at the rate.
-func (s Scenario) Ideal() time.Duration {
-	return time.Duration(float64(s.Calls-s.Burst) / s.Rate * float64(time.Second))
+// Windowed reports whether the scenario's limit is a window.
+func (s Scenario) Windowed() bool { return s.Window > 0 }
+
+// replicas returns the number of clients, at least one.
+func (s Scenario) replicas() int { return max(s.Replicas, 1) }
+
+// Deadline is how long a run of s may take before its calls are cut
+// short: ten times the ideal of a plain token bucket or fixed window, and
+// a minute more.
+func (s Scenario) Deadline() time.Duration {
+	m := TokenBucket
+	if s.Windowed() {
+		m = FixedWindow
+	}
+	return 10*m.Ideal(s) + time.Minute
 }
 
+// String describes s: its name, limit, workers and calls.
 func (s Scenario) String() string {
-	h := "Retry-After only"
-	if s.Headers {
-		h = "rate-limit headers"
+	limit := fmt.Sprintf("%g/s burst %d", s.Rate, s.Burst)
+	if s.Windowed() {
+		limit = fmt.Sprintf("%d per %v", s.Limit, s.Window)
 	}
-	lat := ""
-	if s.Latency > 0 {
-		lat = fmt.Sprintf(", %v latency", s.Latency)
+	if s.Replicas > 1 {
+		return fmt.Sprintf("%s: %s, %d clients of %d workers, %d calls", s.Name, limit, s.Replicas, s.Workers/s.Replicas, s.Calls)
 	}
-	return fmt.Sprintf("%g/s burst %d, %d workers, %d calls, %s%s", s.Rate, s.Burst, s.Workers, s.Calls, h, lat)
+	return fmt.Sprintf("%s: %s, %d workers, %d calls", s.Name, limit, s.Workers, s.Calls)
 }
 
 // Server is what a run calls: a rate-limited API and its counts.
@@ -85,6 +103,9 @@ type Server interface {
 // Contender is a client under test.
 type Contender struct {
 	Name string
+	// Told says the contender is told the server's limit; a fleet, whose
+	// replicas are not, runs without it.
+	Told bool
 	// Client returns the client to make calls with, over base, for s.
 	Client func(base http.RoundTripper, s Scenario) *http.Client
 }
@@ -99,6 +120,10 @@ type Result struct {
 	Failed    int // calls that did not end in a 200
 	P50, P99  time.Duration
 	Calls     int
+	// Cut says the run reached its deadline: the calls still waiting
+	// then failed, and those not yet started were not made (and count as
+	// failed).
+	Cut bool
 }
 
 // WallRatio is the wall time over the ideal.
@@ -107,23 +132,78 @@ func (r Result) WallRatio() float64 { return r.Wall.Seconds() / r.Ideal.Seconds(
 // RefusedPerCall is the 429s the server answered per call made.
 func (r Result) RefusedPerCall() float64 { return float64(r.Refused) / float64(r.Calls) }
 
-// Run makes s.Calls calls, s.Workers at once, through c against srv.
-func Run(ctx context.Context, s Scenario, c Contender, srv Server) Result {
-	client := c.Client(srv.Transport(), s)
+// Filter selects scenarios, servers and contenders: each regexp, when
+// set, must match the scenario's description, the server's name or the
+// contender's name.
+type Filter struct {
+	Scenario, Server, Contender *regexp.Regexp
+}
+
+func (f Filter) match(re *regexp.Regexp, s string) bool { return re == nil || re.MatchString(s) }
+
+// Matchup is one table: a scenario, a server and the contenders that run
+// it against the server.
+type Matchup struct {
+	Scenario   Scenario
+	API        API
+	Contenders []Contender
+}
+
+// Matchups are the tables f selects, in order: each scenario against each
+// server that fits it, with every contender that may run it (a fleet
+// leaves out those told the limit). inProcess leaves out the servers that
+// cannot run in fake time.
+func Matchups(f Filter, inProcess bool) []Matchup {
+	var all []Matchup
+	for _, s := range Scenarios() {
+		if !f.match(f.Scenario, s.String()) {
+			continue
+		}
+		for _, api := range APIs() {
+			if !api.Fits(s) || !f.match(f.Server, api.Name) || inProcess && api.InProcess == nil {
+				continue
+			}
+			m := Matchup{Scenario: s, API: api}
+			for _, c := range Contenders() {
+				if f.match(f.Contender, c.Name) && !(c.Told && s.replicas() > 1) {
+					m.Contenders = append(m.Contenders, c)
+				}
+			}
+			if len(m.Contenders) > 0 {
+				all = append(all, m)
+			}
+		}
+	}
+	return all
+}
+
+// Run makes s.Calls calls, s.Workers at once, through c against srv, and
+// reports them against ideal, the shortest time the server allows. The
+// run ends at s.Deadline, or before when ctx ends.
+func Run(ctx context.Context, s Scenario, c Contender, srv Server, ideal time.Duration) Result {
+	ctx, cancel := context.WithTimeout(ctx, s.Deadline())
+	defer cancel()
+	clients := make([]*http.Client, s.replicas())
+	for i := range clients {
+		clients[i] = c.Client(srv.Transport(), s)
+	}
+	url := srv.URL() + "/items"
 	calls := make(chan struct{})
 	var mu sync.Mutex
 	var latencies []time.Duration
-	failed := 0
+	made, failed := 0, 0
 	var wg sync.WaitGroup
 	start := time.Now()
-	for range s.Workers {
+	for w := range s.Workers {
+		client := clients[w%len(clients)]
 		wg.Go(func() {
 			for range calls {
 				began := time.Now()
-				ok := call(ctx, client, srv.URL()+"/items")
+				ok := call(ctx, client, url)
 				took := time.Since(began)
 				mu.Lock()
 				latencies = append(latencies, took)
+				made++
 				if !ok {
 					failed++
 				}
@@ -144,8 +224,9 @@ feed:
 	wall := time.Since(start)
 	received, refused := srv.Stats()
 	slices.Sort(latencies)
-	return Result{Contender: c.Name, Wall: wall, Ideal: s.Ideal(), Received: received, Refused: refused,
-		Failed: failed, P50: percentile(latencies, 50), P99: percentile(latencies, 99), Calls: s.Calls}
+	return Result{Contender: c.Name, Wall: wall, Ideal: ideal, Received: received, Refused: refused,
+		Failed: failed + s.Calls - made, P50: percentile(latencies, 50), P99: percentile(latencies, 99),
+		Calls: s.Calls, Cut: ctx.Err() != nil}
 }
 
 // call makes one call and reports whether it ended in a 200.
@@ -170,14 +251,20 @@ func percentile(sorted []time.Duration, p int) time.Duration {
 	return sorted[min(len(sorted)*p/100, len(sorted)-1)]
 }
 
-// Table writes results as a Markdown table.
-func Table(w io.Writer, s Scenario, results []Result) {
-	fmt.Fprintf(w, "%s — ideal %.2fs\n\n", s, s.Ideal().Seconds())
+// Table writes the results of s against api as a Markdown table, under a
+// heading and a line saying how the server limits and refuses.
+func Table(w io.Writer, s Scenario, api API, results []Result) {
+	fmt.Fprintf(w, "### %s — %s — ideal %.2fs\n\n", s, api.Title(), api.Ideal(s).Seconds())
+	fmt.Fprintf(w, "%s. Refuses with %s.\n\n", api.Describe(s), api.Refusal)
 	fmt.Fprintln(w, "| client | wall | wall / ideal | requests | 429s per call | failed calls | p50 | p99 |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")
 	for _, r := range results {
-		fmt.Fprintf(w, "| %s | %.2fs | %.2f | %d | %.3f | %d | %s | %s |\n", r.Contender, r.Wall.Seconds(), r.WallRatio(),
-			r.Received, r.RefusedPerCall(), r.Failed, round(r.P50), round(r.P99))
+		cut := ""
+		if r.Cut {
+			cut = " (cut)"
+		}
+		fmt.Fprintf(w, "| %s | %.2fs%s | %.2f | %d | %.3f | %d | %s | %s |\n", r.Contender, r.Wall.Seconds(), cut,
+			r.WallRatio(), r.Received, r.RefusedPerCall(), r.Failed, round(r.P50), round(r.P99))
 	}
 	fmt.Fprintln(w)
 }

@@ -1,9 +1,14 @@
 // Command goodput runs the goodput simulator on loopback, in real time:
-// for each scenario, every contender makes its calls against a fresh
-// rate-limited server, and a table says how fast the batch finished and
-// how many requests the server refused.
+// for each scenario and each server that fits it, every contender makes
+// its calls against a fresh server on 127.0.0.1, and a table says how
+// fast the batch finished and how many requests the server refused.
+// nginx is installed with apt-get when a selected table needs it and it
+// is missing.
 //
-//	go run ./bench/cmd/goodput [-run regexp] [-contender regexp]
+//	go run ./bench/cmd/goodput [-scenario regexp] [-server regexp] [-contender regexp]
+//
+// -run is another name for -scenario. Every run ends by its scenario's
+// deadline.
 package main
 
 import (
@@ -17,37 +22,54 @@ import (
 )
 
 func main() {
-	runFilter := flag.String("run", "", "only the scenarios whose description matches this regexp")
-	contenderFilter := flag.String("contender", "", "only the contenders whose name matches this regexp")
+	var scenario, server, contender string
+	flag.StringVar(&scenario, "scenario", "", "only the scenarios whose description matches this regexp")
+	flag.StringVar(&scenario, "run", "", "the same as -scenario")
+	flag.StringVar(&server, "server", "", "only the servers whose name matches this regexp")
+	flag.StringVar(&contender, "contender", "", "only the contenders whose name matches this regexp")
+	list := flag.Bool("list", false, "list the tables selected, and run nothing")
 	flag.Parse()
-	scenarios, err := regexp.Compile(*runFilter)
-	if err == nil {
-		var contenders *regexp.Regexp
-		if contenders, err = regexp.Compile(*contenderFilter); err == nil {
-			run(scenarios, contenders)
-			return
+	var f bench.Filter
+	var err error
+	for _, p := range []struct {
+		re   **regexp.Regexp
+		expr string
+	}{{&f.Scenario, scenario}, {&f.Server, server}, {&f.Contender, contender}} {
+		if *p.re, err = regexp.Compile(p.expr); err != nil {
+			fmt.Fprintln(os.Stderr, "goodput:", err)
+			os.Exit(2)
 		}
 	}
-	fmt.Fprintln(os.Stderr, "goodput:", err)
-	os.Exit(2)
+	matchups := bench.Matchups(f, false)
+	if len(matchups) == 0 {
+		fmt.Fprintln(os.Stderr, "goodput: no scenario, server and contender match")
+		os.Exit(2)
+	}
+	if *list {
+		for _, m := range matchups {
+			fmt.Printf("%s — %s: %d contenders\n", m.Scenario, m.API.Title(), len(m.Contenders))
+		}
+		return
+	}
+	if err := run(context.Background(), matchups); err != nil {
+		fmt.Fprintln(os.Stderr, "goodput:", err)
+		os.Exit(1)
+	}
 }
 
-func run(scenarios, contenders *regexp.Regexp) {
-	ctx := context.Background()
-	for _, s := range bench.Scenarios() {
-		if !scenarios.MatchString(s.String()) {
-			continue
-		}
+func run(ctx context.Context, matchups []bench.Matchup) error {
+	for _, m := range matchups {
 		var results []bench.Result
-		for _, c := range bench.Contenders() {
-			if !contenders.MatchString(c.Name) {
-				continue
+		for _, c := range m.Contenders {
+			srv, err := m.API.Loopback(m.Scenario)
+			if err != nil {
+				return fmt.Errorf("%s: %w", m.API.Name, err)
 			}
-			srv := bench.NewLoopback(s)
-			results = append(results, bench.Run(ctx, s, c, srv))
+			results = append(results, bench.Run(ctx, m.Scenario, c, srv, m.API.Ideal(m.Scenario)))
 			srv.Close()
-			fmt.Fprintf(os.Stderr, "%s: %s done\n", s.Name, c.Name)
+			fmt.Fprintf(os.Stderr, "%s, %s: %s done\n", m.Scenario.Name, m.API.Name, c.Name)
 		}
-		bench.Table(os.Stdout, s, results)
+		bench.Table(os.Stdout, m.Scenario, m.API, results)
 	}
+	return nil
 }

@@ -33,11 +33,6 @@ type API struct {
 	// the caller's goroutine, to run inside a testing/synctest bubble; nil
 	// for a server that cannot run in fake time.
 	InProcess func(s Scenario) (Server, error)
-	// UnixReset says the server sends its reset as a Unix time. In a
-	// testing/synctest bubble the clock starts in the year 2000, when Unix
-	// times were below 10^9: a client that tells a Unix time from seconds
-	// by size, as ratewise does, reads such a reset as decades away.
-	UnixReset bool
 	// ideal, when set, replaces the model's ideal.
 	ideal func(s Scenario) time.Duration
 }
@@ -112,11 +107,11 @@ func fakeAPIs() []API {
 			with(bucket, func(c *ratewisetest.Config) { c.PublishHeaders, c.IETFHeaders = true, true })),
 		fakeAPI("ratewisetest leaky bucket nodelay, HTML 429", NginxNoDelay, "429, "+html, leaky(true)),
 		fakeAPI("ratewisetest leaky bucket queued, HTML 429", NginxQueued, "429, "+html, leaky(false)),
-		unixReset(fakeAPI("ratewisetest fixed window, Unix reset", FixedWindow,
+		fakeAPI("ratewisetest fixed window, Unix reset", FixedWindow,
 			"429, X-RateLimit-Limit/Remaining and X-RateLimit-Reset as the Unix time of the window's end (on every answer), no Retry-After, "+json,
 			with(window(ratewisetest.FixedWindow), func(c *ratewisetest.Config) {
 				c.PublishHeaders, c.Reset, c.RetryAfter = true, ratewisetest.ResetUnix, ratewisetest.RetryAfterNone
-			}))),
+			})),
 		fakeAPI("ratewisetest fixed window, Retry-After", FixedWindow,
 			"429, Retry-After: whole seconds to the window's end, "+json, window(ratewisetest.FixedWindow)),
 		fakeAPI("ratewisetest first-request window", FixedWindowFromFirst,
@@ -141,12 +136,6 @@ func fakeAPI(name string, model Model, refusal string, config func(Scenario) rat
 		},
 		ideal: func(s Scenario) time.Duration { return config(s).Ideal(s.Calls) },
 	}
-}
-
-// unixReset marks a server whose reset is a Unix time.
-func unixReset(a API) API {
-	a.UnixReset = true
-	return a
 }
 
 // Loopback is ratewisetest's fake server on 127.0.0.1.

@@ -42,20 +42,18 @@ func middlewareAPIs() []API {
 				`Retry-After (seconds until one passes, rounded up: 1), body "limit exceeded"`,
 		}, throttledLimiter, true),
 		middlewareAPI(API{
-			Name:      "go-chi/httprate",
-			Module:    "github.com/go-chi/httprate",
-			Model:     SlidingWindow,
-			UnixReset: true,
-			Setup:     "httprate.LimitBy(L, W, client IP), its local counter; windows start when the limiter is made",
+			Name:   "go-chi/httprate",
+			Module: "github.com/go-chi/httprate",
+			Model:  SlidingWindow,
+			Setup:  "httprate.LimitBy(L, W, client IP), its local counter; windows start when the limiter is made",
 			Refusal: `429, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset (Unix time of the current fixed window's end), ` +
 				`Retry-After: the whole window in seconds, body "Too Many Requests"`,
 		}, httprateLimiter, true),
 		middlewareAPI(API{
-			Name:      "ulule/limiter",
-			Module:    "github.com/ulule/limiter/v3",
-			Model:     FixedWindowFromFirst,
-			UnixReset: true,
-			Setup:     "limiter.Rate{Period: W, Limit: L} on its memory store, its stdlib middleware",
+			Name:   "ulule/limiter",
+			Module: "github.com/ulule/limiter/v3",
+			Model:  FixedWindowFromFirst,
+			Setup:  "limiter.Rate{Period: W, Limit: L} on its memory store, its stdlib middleware",
 			Refusal: `429, X-RateLimit-Limit, X-RateLimit-Remaining: 0, X-RateLimit-Reset (Unix time of the window's end, whole seconds), ` +
 				`no Retry-After, body "Limit exceeded"`,
 		}, ululeLimiter, true),

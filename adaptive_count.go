@@ -38,6 +38,9 @@ const (
 	// countMaxReask bounds the wait before asking again when a count says
 	// nothing is left and not when it comes back.
 	countMaxReask = time.Minute
+	// countEarlyStep is the first wait before asking again when a window
+	// has not turned at the reset its count said.
+	countEarlyStep = 50 * time.Millisecond
 	// countMinShare and countShareRegain bound and restore the share of a
 	// count a key takes when others take from it too.
 	countMinShare    = 1.0 / 16
@@ -71,8 +74,13 @@ type serverCount struct {
 	refills bool
 	// retryAt is when the last refusal the count explains asked the client
 	// to come back: when the count has nothing left, one request asks
-	// then, if its reset is later.
+	// then, if its reset is later or past.
 	retryAt time.Time
+	// late is how long after the reset its count said the last window
+	// turned (a reset rounded down to its second comes up to a second
+	// late); early is the wait before asking again when a window has not
+	// turned at its reset, doubling each time.
+	late, early time.Duration
 	// noBound is set by a refusal: limit/reset is no refill to count on.
 	noBound bool
 	// reask is how long after a count of none left without a reset the
@@ -136,21 +144,33 @@ func (a *adaptiveState) counted(seq uint64, an serverAnswer, now time.Time) (exp
 		c.consumed++
 	}
 	explained = an.refused && an.remaining == 0
-	if explained && !c.refills && !c.resetAt.IsZero() && !now.Before(c.resetAt) {
-		// Refused after the reset the counts said: the quota does not
-		// come back at once (a sliding window), but bit by bit. Let
-		// limit/reset say how fast, until it fails too.
-		c.refills, c.noBound = true, false
+	pastReset := explained && !c.refills && !c.resetAt.IsZero() && !now.Before(c.resetAt)
+	earlyAsk := pastReset && an.hint <= 0
+	if pastReset {
+		if !earlyAsk {
+			// Refused after the reset the counts said, and told to wait:
+			// the quota does not come back at once (a sliding window),
+			// but bit by bit. Let limit/reset say how fast, until it
+			// fails too.
+			c.refills, c.noBound = true, false
+		} else {
+			// Refused after the reset, with no word of when to come
+			// back: the reset was rounded down (a Unix time cut to its
+			// second). Ask again soon, a little later each time.
+			c.early = min(max(2*c.early, countEarlyStep), time.Second)
+			c.retryAt = now.Add(c.early)
+		}
 	}
 	switch {
 	case an.refused && c.sentOnRefill(seq):
 		// A request sent on the refill limit/reset promised was refused:
 		// it is no refill to count on (a window, or other clients).
 		c.noBound = true
-	case explained && seq > 0:
+	case explained && seq > 0 && !earlyAsk:
 		// A request the count let go, refused for none left: others took
 		// the quota meanwhile. Take half as much of what is left; a
-		// success on the count wins a little back.
+		// success on the count wins a little back. (One that asked past
+		// a reset cut short only found the window had not turned yet.)
 		c.share = max(c.share/2, countMinShare)
 	case an.ok && seq > 0:
 		c.share = min(c.share*countShareRegain, 1)
@@ -168,8 +188,12 @@ func (a *adaptiveState) counted(seq uint64, an serverAnswer, now time.Time) (exp
 			c.refills = true // grown before the reset: a bucket
 		} else {
 			// A window turned: what came back at once is no refill to
-			// measure, and the next reset is another instant.
-			c.samples, c.resetAt = c.samples[:0], time.Time{}
+			// measure, and the next reset is another instant, which comes
+			// as late after what its count says as this one did.
+			if c.early > 0 {
+				c.late = min(max(now.Sub(c.resetAt), 0), time.Second)
+			}
+			c.samples, c.resetAt, c.early, c.retryAt = c.samples[:0], time.Time{}, 0, time.Time{}
 		}
 	}
 	c.seq = max(c.seq, seq)
@@ -239,8 +263,10 @@ func (c *serverCount) wait(a *adaptiveState, now time.Time) (time.Duration, <-ch
 	backAt := c.resetAt
 	if backAt.IsZero() {
 		backAt = c.at.Add(max(c.reask, adaptiveMinSample))
+	} else {
+		backAt = backAt.Add(c.late)
 	}
-	if !c.retryAt.IsZero() && c.retryAt.Before(backAt) {
+	if !c.retryAt.IsZero() && (c.retryAt.Before(backAt) || c.early > 0 && !now.Before(backAt)) {
 		backAt = c.retryAt
 	}
 	if !now.Before(backAt) {

@@ -119,16 +119,19 @@ func TestUnthrottledKeyIsSentUnpaced(t *testing.T) {
 // countingServer counts its quota in X-RateLimit-* headers: limit
 // requests, then a 429 until reset, when the quota comes back whole. With
 // noCounts it says nothing but a Retry-After to the window's end on a
-// refusal. The window opens at the first request.
+// refusal. With unixReset it says its reset as a Unix time cut to the
+// second, as ulule/limiter does, and no Retry-After. The window opens at
+// the first request.
 type countingServer struct {
-	mu       sync.Mutex
-	limit    int
-	window   time.Duration
-	noCounts bool
-	start    time.Time
-	used     int
-	at       []time.Time
-	refused  []time.Time
+	mu        sync.Mutex
+	limit     int
+	window    time.Duration
+	noCounts  bool
+	unixReset bool
+	start     time.Time
+	used      int
+	at        []time.Time
+	refused   []time.Time
 }
 
 func (s *countingServer) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -148,12 +151,15 @@ func (s *countingServer) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	h := http.Header{}
 	reset := strconv.Itoa(int(math.Ceil(s.start.Add(s.window).Sub(now).Seconds())))
+	if s.unixReset {
+		reset = strconv.FormatInt(s.start.Add(s.window).Unix(), 10)
+	}
 	if !s.noCounts {
 		h.Set("X-Ratelimit-Limit", strconv.Itoa(s.limit))
 		h.Set("X-Ratelimit-Remaining", strconv.Itoa(s.limit-s.used))
 		h.Set("X-Ratelimit-Reset", reset)
 	}
-	if status == 429 {
+	if status == 429 && !s.unixReset {
 		h.Set("Retry-After", reset)
 	}
 	return &http.Response{StatusCode: status, Header: h, Body: io.NopCloser(strings.NewReader("")), Request: req}, nil
@@ -224,6 +230,28 @@ func TestRefusalsAloneTeachAWindow(t *testing.T) {
 		b, _ := json.Marshal(st)
 		if !st.Windowed || st.WindowQuota != 50 || !strings.Contains(string(b), `"windowed":true,"window_quota":50`) {
 			t.Errorf("status %s, want the window and its quota of 50", b)
+		}
+	})
+}
+
+// TestResetCutToTheSecondIsAskedAgain: a window opened by the first
+// request whose count says its reset as a Unix time cut to the second,
+// and refuses with no hint. At the reset it says, the window still has up
+// to a second to run: one request asks, is refused, asks again a little
+// later, and the quota goes at once when the window turns; the next
+// windows wait for the reset as late as this one came.
+func TestResetCutToTheSecondIsAskedAgain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// Fake time starts in 2000, when a Unix time was below the 10^9
+		// seconds that tell it from a delta: start in 2026, 0.6 s into a
+		// second, so that every reset is cut by 0.6 s.
+		time.Sleep(time.Until(time.Date(2026, 1, 1, 0, 0, 0, 600e6, time.UTC)))
+		srv := &countingServer{limit: 30, window: 10 * time.Second, unixReset: true}
+		wall, failed := goodput(New(srv), 10, 120)
+		// Four windows of 30: the ideal is 30 s.
+		if ratio := wall.Seconds() / 30; failed != 0 || ratio > 1.05 || len(srv.refused) > 6 {
+			t.Errorf("120 calls took %v (%.2f of the ideal 30s), %d refused, %d failed; "+
+				"want at most 1.05, 6 refused (0.05 a call), none failed", wall, ratio, len(srv.refused), failed)
 		}
 	})
 }

@@ -288,8 +288,9 @@ const unixTimeThreshold = 1_000_000_000
 // parseReset reads a reset: delta seconds, or a Unix time in seconds when
 // the number is at least unixTimeThreshold (either with decimals); a Go
 // duration of one or more units ("6m0s", "1.5s", "12ms"); or an RFC 3339
-// date-time, whose seconds may be left out ("2026-03-10T12:01Z"). Signs,
-// exponents and overflows are not resets.
+// date-time, whose seconds may be left out ("2026-03-10T12:01Z"); or an
+// HTTP-date as Retry-After takes it. Signs, exponents and overflows are
+// not resets.
 func parseReset(value string, now time.Time) (time.Duration, bool) {
 	value = strings.TrimSpace(value)
 	secs, nanos, ok := splitDecimal(value)
@@ -298,7 +299,10 @@ func parseReset(value string, now time.Time) (time.Duration, bool) {
 		if isDateTime(value) {
 			return parseDateTime(value, now)
 		}
-		return parseGoDuration(value)
+		if d, ok := parseGoDuration(value); ok {
+			return d, true
+		}
+		return parseHTTPDate(value, now)
 	case secs < unixTimeThreshold:
 		return time.Duration(secs)*time.Second + time.Duration(nanos), true
 	case secs > math.MaxInt64/int64(time.Second):

@@ -376,6 +376,9 @@ func TestParseReset(t *testing.T) {
 		{give: "2026-03-10T13:01:00+01:00", want: time.Minute, wantOK: true},
 		{give: "2026-03-10T12:01Z", want: time.Minute, wantOK: true},
 		{give: "2026-03-10T11:00Z", want: 0, wantOK: true}, // past
+		// sethvargo/go-limiter's httplimit formats its reset with time.RFC1123
+		{give: "Tue, 10 Mar 2026 12:01:00 UTC", want: time.Minute, wantOK: true},
+		{give: "Tue, 10 Mar 2026 12:01:00 GMT", want: time.Minute, wantOK: true},
 		// not resets
 		{give: "", wantOK: false},
 		{give: "-1s", wantOK: false},
@@ -391,7 +394,7 @@ func TestParseReset(t *testing.T) {
 		{give: "2026-13-10T12:01:00Z", wantOK: false},
 		{give: "9999-12-31T23:59:59Z", wantOK: false}, // past what a Duration holds
 		{give: "2026-03-10 12:01:00Z", wantOK: false},
-		{give: "Tue, 10 Mar 2026 12:01:00 GMT", wantOK: false},
+		{give: "Tue, 10 Mar 2026 12:01:00 CET", wantOK: false},
 	}
 	for _, tt := range tests {
 		got, ok := parseReset(tt.give, refNow)

@@ -10,7 +10,8 @@ import (
 // ParseRetryAfter reads a Retry-After value (RFC 9110, section 10.2.3) as a
 // wait from now. It accepts delta-seconds ("120"), an HTTP-date in any of
 // the three forms RFC 9110 allows (IMF-fixdate, RFC 850 and asctime), and,
-// leniently, non-negative decimal seconds ("1.5"). A date in the past means
+// leniently, non-negative decimal seconds ("1.5") and an RFC 1123 date in
+// "UTC" rather than "GMT". A date in the past means
 // a wait of 0; an RFC 850 two-digit year more than 50 years ahead is read
 // as the past year with the same last two digits, as RFC 9110 asks. It
 // reports false for anything else: empty or malformed values, signs,
@@ -23,8 +24,22 @@ func ParseRetryAfter(value string, now time.Time) (time.Duration, bool) {
 	if c := value[0]; c >= '0' && c <= '9' || c == '.' {
 		return parseSeconds(value)
 	}
+	return parseHTTPDate(value, now)
+}
+
+// parseHTTPDate reads an HTTP-date as a wait from now: IMF-fixdate, RFC
+// 850 and asctime, and the RFC 1123 form with "UTC" for its zone that
+// servers formatting a UTC time with time.RFC1123 send
+// (sethvargo/go-limiter's httplimit among them). Other zone names are
+// not read: Go would take them for UTC whatever their offset.
+func parseHTTPDate(value string, now time.Time) (time.Duration, bool) {
 	if t, err := time.Parse(http.TimeFormat, value); err == nil {
 		return untilTime(t, now)
+	}
+	if strings.HasSuffix(value, " UTC") {
+		if t, err := time.Parse(time.RFC1123, value); err == nil {
+			return untilTime(t, now)
+		}
 	}
 	if t, err := time.Parse(time.RFC850, value); err == nil {
 		return untilTime(fixTwoDigitYear(t, now), now)

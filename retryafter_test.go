@@ -39,6 +39,8 @@ func TestParseRetryAfter(t *testing.T) {
 		{give: "Thu, 01 Jan 1970 00:00:00 GMT", want: 0, wantOK: true},                                                          // long past
 		{give: "Fri, 10 Mar 2028 12:00:00 GMT", want: 731 * 24 * time.Hour, wantOK: true},                                       // far, but fits
 		{give: "Fri, 31 Dec 9999 23:59:59 GMT", want: 0, wantOK: false},                                                         // past what a Duration holds
+		{give: "Tue, 10 Mar 2026 12:00:30 UTC", want: 30 * time.Second, wantOK: true},                                           // time.RFC1123 of a UTC time (sethvargo/go-limiter)
+		{give: "Tue, 10 Mar 2026 12:00:30 PST", want: 0, wantOK: false},                                                         // a zone name Go would read as UTC
 		{give: "Tue, 10 Mar 2026 12:00:30 +0000", want: 0, wantOK: false},                                                       // not an HTTP-date
 		{give: "2026-03-10T12:00:30Z", want: 0, wantOK: false},                                                                  // RFC 3339 is not allowed
 		// hostile values

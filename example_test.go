@@ -288,6 +288,22 @@ func ExampleBreakerPolicy_rateLimitEvents() {
 }
 
 // LimitStatus is what a get_throttle_stats tool reports.
+// A server's documented window, "30 requests per minute", told as it is:
+// thirty go at once, the next ones as the first leave the minute.
+func ExampleLimit_window() {
+	mock := httpmock.NewMockTransport()
+	mock.RegisterResponder(http.MethodGet, "https://api.example.com/items", httpmock.NewStringResponder(200, "[]"))
+	tr := ratewise.New(mock, ratewise.WithLimit(ratewise.Limit{Name: "per minute", Burst: 30, Window: time.Minute}))
+	for range 12 {
+		req, _ := http.NewRequest(http.MethodGet, "https://api.example.com/items", nil)
+		resp, _ := tr.RoundTrip(req)
+		resp.Body.Close()
+	}
+	scope := tr.LimitStatus("api.example.com").Scopes[0]
+	fmt.Printf("%s: %d of %d may start now, window %v\n", scope.Name, int(scope.Tokens), scope.Burst, scope.Window)
+	// Output: per minute: 18 of 30 may start now, window 1m0s
+}
+
 func ExampleTransport_LimitStatus() {
 	mock := httpmock.NewMockTransport()
 	mock.RegisterResponder(http.MethodGet, "https://api.example.com/items", httpmock.NewStringResponder(200, "[]"))

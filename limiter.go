@@ -70,6 +70,17 @@ type Limit struct {
 	// MinSpacing is the least time between the starts of two requests of
 	// one key, as an alternative to Rate; the first request goes at once.
 	MinSpacing time.Duration
+	// Window makes the scope count requests in a window instead of a
+	// bucket: at most Burst requests of a key start in any Window, and the
+	// next one waits until the oldest has left it (by 5 ms, for the
+	// network between). It holds to a server's
+	// fixed window of Burst per Window however the server aligns it, and
+	// sends a batch at the quickest such a window allows: Burst at once,
+	// then Burst more a Window later. "30 per 10 s" is
+	// Limit{Burst: 30, Window: 10 * time.Second}. It needs Burst (at most
+	// 65536: each start of the window is remembered), and takes no Rate,
+	// MinSpacing, Reserve, Store or Adaptive.
+	Window time.Duration
 	// SpacingJitter randomises each gap by ±this fraction of MinSpacing,
 	// within [0, 1), so that spaced requests do not beat a fixed rhythm.
 	SpacingJitter float64
@@ -145,6 +156,15 @@ func (l Limit) Validate() error {
 	}
 	if l.MinSpacing < 0 {
 		bad("MinSpacing (%v) must not be negative", l.MinSpacing)
+	}
+	switch {
+	case l.Window < 0:
+		bad("Window (%v) must not be negative", l.Window)
+	case l.Window > 0 && (l.Burst < 1 || l.Burst > maxWindowBurst):
+		bad("has a Window (%v): it needs Burst (%d), the requests one window admits, from 1 to %d", l.Window, l.Burst, maxWindowBurst)
+	case l.Window > 0 && (l.Rate != 0 || l.MinSpacing != 0 || l.Reserve != 0 || l.Store != nil || l.Adaptive):
+		bad("has a Window (%v): it takes no Rate (%v), MinSpacing (%v), Reserve (%d), Store or Adaptive (%v)",
+			l.Window, float64(l.Rate), l.MinSpacing, l.Reserve, l.Adaptive)
 	}
 	if l.Adaptive && (l.MinSpacing != 0 || l.Reserve != 0) {
 		bad("is Adaptive: it takes no MinSpacing (%v) or Reserve (%d)", l.MinSpacing, l.Reserve)
@@ -271,6 +291,7 @@ type scopeState struct {
 	// StartRate), then set for the state's life.
 	adapt     atomic.Pointer[adaptiveState]
 	nextStart time.Time // with MinSpacing: the earliest next start; guarded by mu
+	window    windowLog // with a Window: the starts in it; guarded by mu
 	// slots counts the concurrency slots taken, and queued the requests
 	// waiting for one, the length of queue: see acquireSlot.
 	slots   atomic.Int64
@@ -375,8 +396,11 @@ func (s *scope) catchUp(st *scopeState, now time.Time) {
 			a.ceiling = adaptiveCeiling(l)
 			a.mu.Unlock()
 		}
-	case !finiteRate(l.Rate):
+	case l.Window > 0:
 		st.bucket = nil
+		st.window.resize(l.Burst)
+	case !finiteRate(l.Rate):
+		st.bucket, st.window = nil, windowLog{}
 	case st.bucket == nil:
 		st.bucket = rate.NewLimiter(l.Rate, l.Burst)
 	default:
@@ -401,5 +425,5 @@ func (s *scope) forgettable(st *scopeState, now time.Time) bool {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	return st.slots.Load() == 0 && len(st.queue) == 0 && !st.nextStart.After(now) &&
-		(st.bucket == nil || st.bucket.TokensAt(now) >= float64(st.bucket.Burst()))
+		st.window.idle(now, s.limit().Window+windowMargin) && (st.bucket == nil || st.bucket.TokensAt(now) >= float64(st.bucket.Burst()))
 }

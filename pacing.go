@@ -51,13 +51,15 @@ type turn struct {
 	reservation *rate.Reservation // a future token of the bucket
 	spacedTo    time.Time         // the nextStart this turn set, with MinSpacing
 	before      time.Time         // the nextStart before it
+	windowAt    time.Time         // the start this turn took, with a Window
+	windowFreed time.Time         // the start it pushed out of the window
 	again       bool              // no place was taken: wait, then try again
 }
 
 // pace waits for the request's turn; at once when the key has no bucket
 // and no spacing.
 func (s *scope) pace(c *call, key string, st *scopeState, deadline time.Time, l *Limit) error {
-	if !finiteRate(l.Rate) && l.MinSpacing <= 0 {
+	if !finiteRate(l.Rate) && l.MinSpacing <= 0 && l.Window <= 0 {
 		return nil // nothing paces (catchUp keeps no bucket for such a limit)
 	}
 	if l.Store != nil {
@@ -69,7 +71,7 @@ func (s *scope) pace(c *call, key string, st *scopeState, deadline time.Time, l 
 	}
 	for {
 		st.mu.Lock()
-		if st.bucket == nil && l.MinSpacing <= 0 { // SetLimit may change the bucket: read it locked
+		if st.bucket == nil && l.MinSpacing <= 0 && l.Window <= 0 { // SetLimit may change the bucket: read it locked
 			st.mu.Unlock()
 			return nil
 		}
@@ -173,6 +175,9 @@ func sharedMaxWait(c *call, st *scopeState, now, deadline time.Time, l *Limit) t
 // takeTurn takes the request's place in the pace, with st.mu held, and
 // returns how long until it comes.
 func (s *scope) takeTurn(st *scopeState, now time.Time, p Priority, l *Limit) (time.Duration, turn) {
+	if l.Window > 0 {
+		return st.window.take(now, l.Burst, l.Window+windowMargin)
+	}
 	if st.bucket == nil {
 		start := now
 		if st.nextStart.After(now) {
@@ -197,12 +202,14 @@ func (s *scope) takeTurn(st *scopeState, now time.Time, p Priority, l *Limit) (t
 }
 
 // giveBackTurn undoes takeTurn for a request that will not go, with st.mu
-// held: the token returns to the bucket, and a spacing slot nobody queued
-// behind is freed.
+// held: the token returns to the bucket, and a spacing slot or a window's
+// turn nobody queued behind is freed.
 func (s *scope) giveBackTurn(st *scopeState, t turn, now time.Time) {
 	switch {
 	case t.reservation != nil:
 		t.reservation.CancelAt(now)
+	case !t.windowAt.IsZero():
+		st.window.giveBack(t)
 	case !t.spacedTo.IsZero() && st.nextStart.Equal(t.spacedTo):
 		st.nextStart = t.before
 	}

@@ -25,11 +25,14 @@ type ScopeStatus struct {
 	Key string `json:"key"`
 	// Tokens, Rate (per second) and Burst describe the token bucket; all
 	// zero when the scope has none, is unlimited (rate.Inf) or Adaptive.
-	Tokens   float64 `json:"tokens"`
-	Rate     float64 `json:"rate_per_second"`
-	Burst    int     `json:"burst"`
-	InFlight int     `json:"in_flight"`
-	Waiting  int     `json:"waiting"`
+	// With a Window, Burst is what one window admits and Tokens how many
+	// more may start now.
+	Tokens   float64       `json:"tokens"`
+	Rate     float64       `json:"rate_per_second"`
+	Burst    int           `json:"burst"`
+	Window   time.Duration `json:"-"`
+	InFlight int           `json:"in_flight"`
+	Waiting  int           `json:"waiting"`
 	// Adaptive is set for an Adaptive scope. LearnedRate is then the pace
 	// it keeps for the key, in requests a second: learned from refusals,
 	// or, when the server counts its quota (Counted), the refill it surely
@@ -47,13 +50,14 @@ type ScopeStatus struct {
 	HeldFor        time.Duration `json:"-"`
 }
 
-// MarshalJSON writes the status with HeldFor in seconds.
+// MarshalJSON writes the status with Window and HeldFor in seconds.
 func (s ScopeStatus) MarshalJSON() ([]byte, error) {
 	type plain ScopeStatus
 	return json.Marshal(struct {
 		plain
+		Window  float64 `json:"window_seconds,omitempty"`
 		HeldFor float64 `json:"held_for_seconds,omitempty"`
-	}{plain(s), s.HeldFor.Seconds()})
+	}{plain(s), s.Window.Seconds(), s.HeldFor.Seconds()})
 }
 
 // BreakerStatus is a key's breaker state.
@@ -136,8 +140,9 @@ func (s *scope) status(key string, now time.Time) ScopeStatus {
 	}
 	l := s.limit()
 	out := ScopeStatus{Name: s.name, Key: key, Adaptive: s.adaptive}
-	if finiteRate(l.Rate) && !s.adaptive {
+	if finiteRate(l.Rate) && !s.adaptive || l.Window > 0 {
 		out.Rate, out.Burst, out.Tokens = float64(l.Rate), l.Burst, float64(l.Burst)
+		out.Window = l.Window
 	}
 	e := s.states.peek(key)
 	if e == nil {
@@ -149,6 +154,9 @@ func (s *scope) status(key string, now time.Time) ScopeStatus {
 	defer st.mu.Unlock()
 	if st.bucket != nil && out.Rate != 0 {
 		out.Tokens = math.Max(st.bucket.TokensAt(now), 0)
+	}
+	if l.Window > 0 {
+		out.Tokens = float64(st.window.room(now, l.Burst, l.Window+windowMargin))
 	}
 	out.InFlight, out.Waiting = int(st.slots.Load()), st.waiting
 	if a := st.adapt.Load(); a != nil {

@@ -70,9 +70,9 @@ type Option func(*Transport)
 // first rate-limit signal (a refusal, or a count of its quota in the
 // headers), then at the pace it learned from the server (see
 // [Limit.Adaptive]). That learning is the scope named [LearnedScope]; a
-// Limit you give that paces (a Rate, a MinSpacing, or Adaptive with a key
-// or ceiling of your own) replaces it, and [WithoutLearning] turns it
-// off. There is no breaker unless [WithBreaker] adds one. An invalid
+// Limit you give that paces (a Rate, a MinSpacing, a Window, or Adaptive
+// with a key or ceiling of your own) replaces it, and [WithoutLearning]
+// turns it off. There is no breaker unless [WithBreaker] adds one. An invalid
 // option makes every RoundTrip return an error naming the bad fields;
 // check policies with their Validate methods to catch that at start-up.
 func New(base http.RoundTripper, opts ...Option) *Transport {

@@ -57,16 +57,19 @@ func Plain() Contender {
 	}}
 }
 
-// toldLimit is the limit of s as a ratewise user tells it: a bucket as
-// it is; a window of L per W as a bucket that never lets more than L
-// start in any W, the form ratewise's published limits (TMDBLimit) take:
-// a burst of L/8 and the rest of L spread over W.
+// toldLimit is the limit of s as a ratewise user tells it from the
+// server's documentation: a bucket as it is; a fixed window of L per W as
+// a Window; a sliding-window counter of L per W as an even pace of L − 1
+// per W (at L per W, the last window's requests weighed in and the next
+// one make L + 1).
 func toldLimit(s Scenario) ratewise.Limit {
-	if !s.Windowed() {
+	switch {
+	case !s.Windowed():
 		return ratewise.Limit{Rate: rate.Limit(s.Rate), Burst: s.Burst}
+	case s.Model == SlidingWindow:
+		return ratewise.Limit{Rate: rate.Limit(float64(s.Limit-1) / s.Window.Seconds()), Burst: 1}
 	}
-	b := max(s.Limit/8, 1)
-	return ratewise.Limit{Rate: rate.Limit(float64(s.Limit-b) / s.Window.Seconds()), Burst: b}
+	return ratewise.Limit{Burst: s.Limit, Window: s.Window}
 }
 
 // retryable is go-retryablehttp's client with its defaults (4 retries,

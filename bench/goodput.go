@@ -43,6 +43,9 @@ type Scenario struct {
 	Workers int
 	// Calls are the calls made in all.
 	Calls int
+	// Model is how the server of the table counts, which Matchups sets:
+	// a contender told the limit tells it in that form.
+	Model Model
 	// Replicas is the number of separate clients of a fleet, each built
 	// anew by the contender, that the workers are dealt to in turn; zero
 	// means one. A fleet is not told the limit: contenders that are told
@@ -164,6 +167,7 @@ func Matchups(f Filter, inProcess bool) []Matchup {
 				continue
 			}
 			m := Matchup{Scenario: s, API: api}
+			m.Scenario.Model = api.Model
 			for _, c := range Contenders() {
 				if f.match(f.Contender, c.Name) && !(c.Told && s.replicas() > 1) {
 					m.Contenders = append(m.Contenders, c)

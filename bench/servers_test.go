@@ -264,6 +264,7 @@ func TestToldTheLimitInProcess(t *testing.T) {
 				if api.Model.Windowed() {
 					s = window
 				}
+				s.Model = api.Model
 				srv, err := api.InProcess(s)
 				if err != nil {
 					t.Fatal(err)

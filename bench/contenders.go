@@ -40,7 +40,7 @@ func Contenders() []Contender {
 		{Name: "go-retryablehttp defaults", Client: func(base http.RoundTripper, _ Scenario) *http.Client {
 			return retryable(base)
 		}},
-		{Name: "failsafe-go retry, Retry-After", Client: func(base http.RoundTripper, _ Scenario) *http.Client {
+		{Name: "failsafe-go retry, Retry-After, backoff", Client: func(base http.RoundTripper, _ Scenario) *http.Client {
 			return &http.Client{Transport: failsafehttp.NewRoundTripper(base, failsafeRetry())}
 		}},
 		{Name: "failsafe-go retry + smooth limiter told the limit", Told: true, Client: func(base http.RoundTripper, s Scenario) *http.Client {
@@ -83,9 +83,11 @@ func retryable(base http.RoundTripper) *http.Client {
 }
 
 // failsafeRetry is failsafe-go's HTTP retry policy, which honours
-// Retry-After, allowed 9 retries: ten attempts in all.
+// Retry-After (in whole seconds), allowed 9 retries, ten attempts in all,
+// and, where the server names no wait, the backoff go-retryablehttp has
+// by default: 1 s doubling up to 30 s. (Without one, it retries at once.)
 func failsafeRetry() retrypolicy.RetryPolicy[*http.Response] {
-	return failsafehttp.NewRetryPolicyBuilder().WithMaxRetries(9).Build()
+	return failsafehttp.NewRetryPolicyBuilder().WithMaxRetries(9).WithBackoff(time.Second, 30*time.Second).Build()
 }
 
 // failsafeLimiter is failsafe-go's smooth rate limiter told the limit of

@@ -19,7 +19,7 @@ import (
 // leaves it after 10 s and the margin.
 var threePer10s = Limit{Name: "window", Burst: 3, Window: 10 * time.Second}
 
-const tenSeconds = 10*time.Second + windowMargin
+const aWindowOn = 10*time.Second + windowMargin
 
 // callAt makes one call through tr at the fake time start+at and returns
 // its error; the server's answer is read and closed.
@@ -53,7 +53,7 @@ func TestWindowSendsItsQuotaThenWaitsAWindow(t *testing.T) {
 		wg.Wait()
 		at := s.offsets(start)
 		slices.Sort(at)
-		want := []time.Duration{0, 0, 0, tenSeconds, tenSeconds, tenSeconds, 2 * tenSeconds}
+		want := []time.Duration{0, 0, 0, aWindowOn, aWindowOn, aWindowOn, 2 * aWindowOn}
 		if !slices.Equal(at, want) {
 			t.Errorf("requests sent at %v, want %v", at, want)
 		}
@@ -74,7 +74,7 @@ func TestWindowHoldsAnyWindowToItsBurst(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		want := []time.Duration{0, 9 * time.Second, 9 * time.Second, tenSeconds, 9*time.Second + tenSeconds}
+		want := []time.Duration{0, 9 * time.Second, 9 * time.Second, aWindowOn, 9*time.Second + aWindowOn}
 		if at := s.offsets(start); !slices.Equal(at, want) {
 			t.Errorf("requests sent at %v, want %v", at, want)
 		}
@@ -104,7 +104,7 @@ func TestWindowGivesBackACancelledTurn(t *testing.T) {
 		if err := callAt(tr, context.Background(), start, 5*time.Second); err != nil {
 			t.Fatal(err)
 		}
-		want := []time.Duration{0, time.Second, 2 * time.Second, tenSeconds}
+		want := []time.Duration{0, time.Second, 2 * time.Second, aWindowOn}
 		if at := s.offsets(start); !slices.Equal(at, want) {
 			t.Errorf("requests sent at %v, want %v: the last at 10s, the turn the cancelled one gave back, not at 11s", at, want)
 		}
@@ -125,8 +125,8 @@ func TestWindowIsNeverRefusedByAServerWindow(t *testing.T) {
 				wall, failed := goodput(tr, 10, 120)
 				// Four windows of 30: the ideal is 30 s, and the margin
 				// after each window.
-				if st := srv.Stats(); st.Limited != 0 || failed != 0 || wall != 3*tenSeconds {
-					t.Errorf("120 calls took %v, %d refused, %d failed; want %v, none refused or failed", wall, st.Limited, failed, 3*tenSeconds)
+				if st := srv.Stats(); st.Limited != 0 || failed != 0 || wall != 3*aWindowOn {
+					t.Errorf("120 calls took %v, %d refused, %d failed; want %v, none refused or failed", wall, st.Limited, failed, 3*aWindowOn)
 				}
 			})
 		})
@@ -151,7 +151,7 @@ func TestWindowStatus(t *testing.T) {
 		if st.Window != 10*time.Second || st.Burst != 3 || st.Tokens != 2 || !strings.Contains(string(b), `"window_seconds":10`) {
 			t.Errorf("status %s, want a window of 10 s admitting 3, 2 more now", b)
 		}
-		time.Sleep(tenSeconds)
+		time.Sleep(aWindowOn)
 		if st := tr.LimitStatus("api.test").Scopes[0]; st.Tokens != 3 {
 			t.Errorf("a window on: %v may start, want 3", st.Tokens)
 		}

@@ -89,10 +89,10 @@ func TestReadCardDoesNotRetry(t *testing.T) {
 	})
 }
 
-// pacedMs bounds the pace a key keeps for its next requests after
+// pacedAtMost bounds the pace a key keeps for its next requests after
 // refusals that asked for a second: no refusal slows a pace below one
 // request per its hint.
-const pacedMs = time.Second
+const pacedAtMost = time.Second
 
 func TestRetryAfterSecondsAndDate(t *testing.T) {
 	for _, mode := range []kanbanizetest.RetryAfterMode{kanbanizetest.RetryAfterSeconds, kanbanizetest.RetryAfterHTTPDate} {
@@ -107,8 +107,8 @@ func TestRetryAfterSecondsAndDate(t *testing.T) {
 				}
 				// The two 1s Retry-After, then comments and subtasks at the
 				// pace the two refusals taught the key: a few milliseconds.
-				if got := time.Since(start); got < 2*time.Second || got > 2*time.Second+pacedMs || env.WaitSeconds < 2 {
-					t.Errorf("took %v and waited %vs, want the two 1s Retry-After and at most %v of pace", got, env.WaitSeconds, pacedMs)
+				if got := time.Since(start); got < 2*time.Second || got > 2*time.Second+pacedAtMost || env.WaitSeconds < 2 {
+					t.Errorf("took %v and waited %vs, want the two 1s Retry-After and at most %v of pace", got, env.WaitSeconds, pacedAtMost)
 				}
 				if env.Attempts["card"] != 3 || env.RateLimitHits != 2 || !env.Completed["comments"] || !env.Completed["subtasks"] {
 					t.Errorf("envelope = %+v", env)
@@ -262,9 +262,9 @@ func TestRL02WithoutA429(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if took := time.Since(start); env.Attempts["card"] != 2 || env.RateLimitHits != 1 || took < time.Second || took > time.Second+pacedMs {
+		if took := time.Since(start); env.Attempts["card"] != 2 || env.RateLimitHits != 1 || took < time.Second || took > time.Second+pacedAtMost {
 			t.Errorf("card attempts %d, hits %d, took %v; want 2, 1, 1s and at most %v of pace: RL02 is a rate limit",
-				env.Attempts["card"], env.RateLimitHits, took, pacedMs)
+				env.Attempts["card"], env.RateLimitHits, took, pacedAtMost)
 		}
 		// Refused by the plan's limit, as such accounts are: 400 RL02.
 		all := kanbanizetest.New(kanbanizetest.Config{APIKey: secretKey, RL02: true, PerMinute: 1})
@@ -333,7 +333,7 @@ func TestProgressReportsWaits(t *testing.T) {
 			t.Fatalf("progress = %+v, want [%+v] first", got, want)
 		}
 		for _, p := range got[1:] {
-			if p.Kind != "pacing" || p.Delay > pacedMs || p.Endpoint == "card" {
+			if p.Kind != "pacing" || p.Delay > pacedAtMost || p.Endpoint == "card" {
 				t.Errorf("progress = %+v after the card's retry, want only the pace of comments and subtasks", got)
 			}
 		}

@@ -39,8 +39,10 @@ const (
 	// nothing is left and not when it comes back.
 	countMaxReask = time.Minute
 	// countEarlyStep is the first wait before asking again when a window
-	// has not turned at the reset its count said.
+	// has not turned at the reset its count said, and countEarlyMax the
+	// longest, doubling from one to the other.
 	countEarlyStep = 50 * time.Millisecond
+	countEarlyMax  = 200 * time.Millisecond
 	// countMinShare and countShareRegain bound and restore the share of a
 	// count a key takes when others take from it too.
 	countMinShare    = 1.0 / 16
@@ -53,6 +55,9 @@ type serverAnswer struct {
 	remaining   int           // quota left, -1 when the answer does not say
 	limit       int           // the full quota, 0 when it does not say
 	reset       time.Duration // until the quota resets, when it says
+	// resetDue is set when the answer says a reset that is already past:
+	// a time cut to its second, whose quota is about to come back.
+	resetDue bool
 	// hint is a refusal's wait hint (Retry-After and the like), when it
 	// has one the call honours.
 	hint time.Duration
@@ -76,11 +81,13 @@ type serverCount struct {
 	// to come back: when the count has nothing left, one request asks
 	// then, if its reset is later or past.
 	retryAt time.Time
-	// late is how long after the reset its count said the last window
-	// turned (a reset rounded down to its second comes up to a second
-	// late); early is the wait before asking again when a window has not
-	// turned at its reset, doubling each time.
-	late, early time.Duration
+	// early is the wait before asking again when a window has not turned
+	// at the reset its count said, doubling each time: the reset was cut
+	// to its second (cut). Such a window is opened by the first request
+	// after it turned, at opened, and ends a whole number of seconds on.
+	early  time.Duration
+	cut    bool
+	opened time.Time
 	// noBound is set by a refusal: limit/reset is no refill to count on.
 	noBound bool
 	// reask is how long after a count of none left without a reset the
@@ -157,8 +164,8 @@ func (a *adaptiveState) counted(seq uint64, an serverAnswer, now time.Time) (exp
 			// Refused after the reset, with no word of when to come
 			// back: the reset was rounded down (a Unix time cut to its
 			// second). Ask again soon, a little later each time.
-			c.early = min(max(2*c.early, countEarlyStep), time.Second)
-			c.retryAt = now.Add(c.early)
+			c.early = min(max(2*c.early, countEarlyStep), countEarlyMax)
+			c.retryAt, c.cut = now.Add(c.early), true
 		}
 	}
 	switch {
@@ -188,17 +195,21 @@ func (a *adaptiveState) counted(seq uint64, an serverAnswer, now time.Time) (exp
 			c.refills = true // grown before the reset: a bucket
 		} else {
 			// A window turned: what came back at once is no refill to
-			// measure, and the next reset is another instant, which comes
-			// as late after what its count says as this one did.
-			if c.early > 0 {
-				c.late = min(max(now.Sub(c.resetAt), 0), time.Second)
-			}
+			// measure, and the next reset is another instant.
 			c.samples, c.resetAt, c.early, c.retryAt = c.samples[:0], time.Time{}, 0, time.Time{}
+			if c.cut {
+				c.opened = now
+			}
 		}
 	}
 	c.seq = max(c.seq, seq)
 	c.at, c.remaining, c.limit, c.reset = now, an.remaining, an.limit, an.reset
 	c.noteReset(an.reset, now)
+	if an.resetDue {
+		// Due now: a window, whose turn the next counts show. (c.reset
+		// stays 0: limit/reset says no refill.)
+		c.noteReset(time.Nanosecond, now)
+	}
 	switch {
 	case an.remaining > 0:
 		c.reask = 0
@@ -261,10 +272,15 @@ func (c *serverCount) wait(a *adaptiveState, now time.Time) (time.Duration, <-ch
 	// one, is asked for again after a while; a refusal's hint that ends
 	// sooner says when to ask.
 	backAt := c.resetAt
-	if backAt.IsZero() {
+	switch {
+	case backAt.IsZero():
 		backAt = c.at.Add(max(c.reask, adaptiveMinSample))
-	} else {
-		backAt = backAt.Add(c.late)
+	case !c.opened.IsZero() && backAt.After(c.opened):
+		// A reset cut to its second, of a window opened at c.opened: it
+		// ends the whole seconds the cut reset rounds up to after that
+		// (and a margin, for a server that counts its last instant in).
+		secs := math.Ceil(backAt.Sub(c.opened).Seconds())
+		backAt = c.opened.Add(time.Duration(secs)*time.Second + windowMargin)
 	}
 	if !c.retryAt.IsZero() && (c.retryAt.Before(backAt) || c.early > 0 && !now.Before(backAt)) {
 		backAt = c.retryAt

@@ -106,12 +106,14 @@ func readAnswer(resp *http.Response, err error, class Class, now time.Time) serv
 		if l := h[f.limit]; len(l) > 0 {
 			an.limit, _ = leadingCount(l[0])
 		}
-		an.reset = familyReset(h, f, now)
+		var said bool
+		an.reset, said = familyReset(h, f, now)
+		an.resetDue = said && an.reset == 0
 	}
 	if v := h[shopifyCallLimit]; len(v) > 0 {
 		if used, size, ok := parseCallLimit(v[0]); ok && an.fewer(size-used) {
 			// A leaky bucket says no reset: it drains at a steady rate.
-			an.remaining, an.limit, an.reset = size-used, size, 0
+			an.remaining, an.limit, an.reset, an.resetDue = size-used, size, 0, false
 		}
 	}
 	for _, sf := range structuredFields {
@@ -124,7 +126,7 @@ func readAnswer(resp *http.Response, err error, class Class, now time.Time) serv
 		if n < 0 || !an.fewer(n) {
 			continue
 		}
-		an.remaining, an.limit, an.reset = n, 0, reset
+		an.remaining, an.limit, an.reset, an.resetDue = n, 0, reset, false
 		if p := h[sf.policy]; len(p) > 0 {
 			an.limit = policyQuota(strings.Join(p, ","), name)
 		}
@@ -138,20 +140,20 @@ func (an *serverAnswer) fewer(n int) bool {
 	return an.remaining < 0 || n < an.remaining
 }
 
-// familyReset reads the reset of family f; 0 when it gives none.
-func familyReset(h http.Header, f *quotaHeaders, now time.Time) time.Duration {
+// familyReset reads the reset of family f, and whether it says one (0
+// for a reset already past).
+func familyReset(h http.Header, f *quotaHeaders, now time.Time) (time.Duration, bool) {
 	if f.resetAfter != "" {
 		if r := h[f.resetAfter]; len(r) > 0 {
 			if d, ok := parseSeconds(strings.TrimSpace(r[0])); ok {
-				return d
+				return d, true
 			}
 		}
 	}
 	if r := h[f.reset]; len(r) > 0 {
-		d, _ := parseReset(r[0], now)
-		return d
+		return parseReset(r[0], now)
 	}
-	return 0
+	return 0, false
 }
 
 // resetHint is the part of WaitHint past the Retry-After headers: the

@@ -107,6 +107,9 @@ type serverCount struct {
 	// takes: less than all once a request the count let go was refused,
 	// the quota taken meanwhile by other clients it shares with.
 	share float64
+	// period is a sliding window's length, once seen: the time between
+	// two windows' resets.
+	period time.Duration
 }
 
 // markSent notes how request seq was let go, with a.mu held.
@@ -152,8 +155,10 @@ func (a *adaptiveState) counted(seq uint64, an serverAnswer, now time.Time) (exp
 	}
 	explained = an.refused && an.remaining == 0
 	pastReset := explained && !c.refills && !c.resetAt.IsZero() && !now.Before(c.resetAt)
-	earlyAsk := pastReset && an.hint <= 0
-	if pastReset {
+	// A refusal whose own reset is already past says the window is about
+	// to turn, whatever its hint: the reset was cut to its second.
+	earlyAsk := explained && an.resetDue || pastReset && an.hint <= 0
+	if pastReset || earlyAsk {
 		if !earlyAsk {
 			// Refused after the reset the counts said, and told to wait:
 			// the quota does not come back at once (a sliding window),
@@ -162,8 +167,9 @@ func (a *adaptiveState) counted(seq uint64, an serverAnswer, now time.Time) (exp
 			c.refills, c.noBound = true, false
 		} else {
 			// Refused after the reset, with no word of when to come
-			// back: the reset was rounded down (a Unix time cut to its
-			// second). Ask again soon, a little later each time.
+			// back or with a reset already past: the reset was rounded
+			// down (a Unix time cut to its second). Ask again soon, a
+			// little later each time.
 			c.early = min(max(2*c.early, countEarlyStep), countEarlyMax)
 			c.retryAt, c.cut = now.Add(c.early), true
 		}
@@ -175,9 +181,10 @@ func (a *adaptiveState) counted(seq uint64, an serverAnswer, now time.Time) (exp
 		c.noBound = true
 	case explained && seq > 0 && !earlyAsk:
 		// A request the count let go, refused for none left: others took
-		// the quota meanwhile. Take half as much of what is left; a
-		// success on the count wins a little back. (One that asked past
-		// a reset cut short only found the window had not turned yet.)
+		// the quota meanwhile. Take half as much of what is left, once
+		// for the requests sent together; a success on the count wins a
+		// little back. (One that asked past the reset only found the
+		// window had not turned yet, its reset cut short.)
 		c.share = max(c.share/2, countMinShare)
 	case an.ok && seq > 0:
 		c.share = min(c.share*countShareRegain, 1)
@@ -189,6 +196,16 @@ func (a *adaptiveState) counted(seq uint64, an serverAnswer, now time.Time) (exp
 	settled := now.Sub(c.at) >= countSettle
 	if an.remaining > c.remaining && (!settled || seq < c.seq) {
 		return explained
+	}
+	if an.ok && !c.refills && an.reset > 0 && !c.resetAt.IsZero() && !now.Before(c.resetAt) &&
+		now.Add(an.reset).Sub(c.resetAt) >= time.Second && an.remaining*2 < an.limit {
+		// The window turned (its reset moved on a window's length) and
+		// gave back less than half its quota: a sliding window, whose
+		// quota comes back bit by bit as the last window's requests age
+		// out, its limit a window.
+		c.refills, c.noBound, c.early = true, false, 0
+		c.period = now.Add(an.reset).Sub(c.resetAt).Round(time.Second)
+		c.samples = c.samples[:0]
 	}
 	if grew := !c.at.IsZero() && an.remaining > c.remaining; grew && !c.refills {
 		if c.resetAt.IsZero() || now.Before(c.resetAt) {
@@ -218,7 +235,7 @@ func (a *adaptiveState) counted(seq uint64, an serverAnswer, now time.Time) (exp
 		// as long each time the answer is the same.
 		c.reask = min(max(2*c.reask, time.Second), countMaxReask)
 	}
-	if explained && an.hint > 0 {
+	if explained && an.hint > 0 && !earlyAsk {
 		c.retryAt = now.Add(an.hint)
 	}
 	if n := len(c.samples); n == 0 || now.Sub(c.samples[n-1].at) >= countSampleEvery {
@@ -313,7 +330,11 @@ func (c *serverCount) nextAnswer(a *adaptiveState) <-chan struct{} {
 // limit/reset and the refill measured between the counts of this window.
 func (c *serverCount) refill() float64 {
 	var r float64
-	if !c.noBound && c.limit > c.remaining && c.reset > 0 {
+	switch {
+	case c.noBound:
+	case c.period > 0:
+		r = float64(c.limit) / c.period.Seconds()
+	case c.limit > c.remaining && c.reset > 0:
 		r = float64(c.limit-c.remaining) / c.reset.Seconds()
 	}
 	if len(c.samples) > 0 {

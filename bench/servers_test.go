@@ -283,3 +283,46 @@ func TestToldTheLimitInProcess(t *testing.T) {
 		})
 	}
 }
+
+// TestDefaultsLearnAMidSecondSlidingWindow runs ratewise's defaults
+// against go-chi/httprate's sliding-window counter started a fraction of a
+// second past a whole one, as every real server is: its X-RateLimit-Reset,
+// a Unix time, is cut to the second, so each window turns a fraction of a
+// second after the reset it names, and its Retry-After is the whole
+// window. The defaults must still learn the counter's pace: within 10% of
+// the ideal, at most 0.05 refused a call, no call failed.
+func TestDefaultsLearnAMidSecondSlidingWindow(t *testing.T) {
+	var api API
+	for _, a := range APIs() {
+		if a.Name == "go-chi/httprate" {
+			api = a
+		}
+	}
+	var defaults Contender
+	for _, c := range Contenders() {
+		if c.Name == "ratewise defaults" {
+			defaults = c
+		}
+	}
+	for _, s := range Scenarios() {
+		if !api.Fits(s) {
+			continue
+		}
+		t.Run(s.Name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				time.Sleep(time.Until(fakeStart.Add(370 * time.Millisecond)))
+				s.Model = api.Model
+				srv, err := api.InProcess(s)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer srv.Close()
+				r := Run(context.Background(), s, defaults, srv, api.Ideal(s))
+				if r.WallRatio() > 1.10 || r.RefusedPerCall() > 0.05 || r.Failed != 0 {
+					t.Errorf("%.2f of the ideal, %.3f refused a call, %d failed; want at most 1.10, 0.05, none",
+						r.WallRatio(), r.RefusedPerCall(), r.Failed)
+				}
+			})
+		})
+	}
+}

@@ -310,7 +310,7 @@ func TestDefaultsLearnAMidSecondSlidingWindow(t *testing.T) {
 		}
 		t.Run(s.Name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				time.Sleep(time.Until(fakeStart.Add(370 * time.Millisecond)))
+				time.Sleep(time.Until(fakeStart))
 				s.Model = api.Model
 				srv, err := api.InProcess(s)
 				if err != nil {

@@ -154,25 +154,26 @@ func (a *adaptiveState) counted(seq uint64, an serverAnswer, now time.Time) (exp
 		c.consumed++
 	}
 	explained = an.refused && an.remaining == 0
-	pastReset := explained && !c.refills && !c.resetAt.IsZero() && !now.Before(c.resetAt)
+	// resetPassed: the reset the counts said has come, and the quota
+	// was to be back whole.
+	resetPassed := !c.refills && !c.resetAt.IsZero() && !now.Before(c.resetAt)
+	pastReset := explained && resetPassed
 	// A refusal whose own reset is already past says the window is about
 	// to turn, whatever its hint: the reset was cut to its second.
 	earlyAsk := explained && an.resetDue || pastReset && an.hint <= 0
-	if pastReset || earlyAsk {
-		if !earlyAsk {
-			// Refused after the reset the counts said, and told to wait:
-			// the quota does not come back at once (a sliding window),
-			// but bit by bit. Let limit/reset say how fast, until it
-			// fails too.
-			c.refills, c.noBound = true, false
-		} else {
-			// Refused after the reset, with no word of when to come
-			// back or with a reset already past: the reset was rounded
-			// down (a Unix time cut to its second). Ask again soon, a
-			// little later each time.
-			c.early = min(max(2*c.early, countEarlyStep), countEarlyMax)
-			c.retryAt, c.cut = now.Add(c.early), true
-		}
+	switch {
+	case earlyAsk:
+		// Refused after the reset, with no word of when to come back or
+		// with a reset already past: the reset was rounded down (a Unix
+		// time cut to its second). Ask again soon, a little later each
+		// time.
+		c.early = min(max(2*c.early, countEarlyStep), countEarlyMax)
+		c.retryAt, c.cut = now.Add(c.early), true
+	case pastReset:
+		// Refused after the reset the counts said, and told to wait: the
+		// quota does not come back at once (a sliding window), but bit by
+		// bit. Let limit/reset say how fast, until it fails too.
+		c.refills, c.noBound = true, false
 	}
 	switch {
 	case an.refused && c.sentOnRefill(seq):
@@ -181,10 +182,10 @@ func (a *adaptiveState) counted(seq uint64, an serverAnswer, now time.Time) (exp
 		c.noBound = true
 	case explained && seq > 0 && !earlyAsk:
 		// A request the count let go, refused for none left: others took
-		// the quota meanwhile. Take half as much of what is left, once
-		// for the requests sent together; a success on the count wins a
-		// little back. (One that asked past the reset only found the
-		// window had not turned yet, its reset cut short.)
+		// the quota meanwhile. Take half as much of what is left; a
+		// success on the count wins a little back. (One that asked past
+		// the reset only found the window had not turned yet, its reset
+		// cut short.)
 		c.share = max(c.share/2, countMinShare)
 	case an.ok && seq > 0:
 		c.share = min(c.share*countShareRegain, 1)
@@ -197,8 +198,8 @@ func (a *adaptiveState) counted(seq uint64, an serverAnswer, now time.Time) (exp
 	if an.remaining > c.remaining && (!settled || seq < c.seq) {
 		return explained
 	}
-	if an.ok && !c.refills && an.reset > 0 && !c.resetAt.IsZero() && !now.Before(c.resetAt) &&
-		now.Add(an.reset).Sub(c.resetAt) >= time.Second && an.remaining*2 < an.limit {
+	if an.ok && resetPassed && an.reset > 0 && now.Add(an.reset).Sub(c.resetAt) >= time.Second &&
+		an.remaining*2 < an.limit {
 		// The window turned (its reset moved on a window's length) and
 		// gave back less than half its quota: a sliding window, whose
 		// quota comes back bit by bit as the last window's requests age

@@ -143,6 +143,12 @@ type Limit struct {
 }
 
 // Validate reports every field of l that is out of range, in one error.
+// paces reports whether the limit sets a pace of its own: a Rate, a
+// MinSpacing or a Window.
+func (l *Limit) paces() bool {
+	return finiteRate(l.Rate) || l.MinSpacing > 0 || l.Window > 0
+}
+
 func (l Limit) Validate() error {
 	var errs []error
 	bad := func(format string, args ...any) {
@@ -425,5 +431,5 @@ func (s *scope) forgettable(st *scopeState, now time.Time) bool {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	return st.slots.Load() == 0 && len(st.queue) == 0 && !st.nextStart.After(now) &&
-		st.window.idle(now, s.limit().Window+windowMargin) && (st.bucket == nil || st.bucket.TokensAt(now) >= float64(st.bucket.Burst()))
+		st.window.idle(now, s.limit().Window) && (st.bucket == nil || st.bucket.TokensAt(now) >= float64(st.bucket.Burst()))
 }

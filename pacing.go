@@ -59,7 +59,7 @@ type turn struct {
 // pace waits for the request's turn; at once when the key has no bucket
 // and no spacing.
 func (s *scope) pace(c *call, key string, st *scopeState, deadline time.Time, l *Limit) error {
-	if !finiteRate(l.Rate) && l.MinSpacing <= 0 && l.Window <= 0 {
+	if !l.paces() {
 		return nil // nothing paces (catchUp keeps no bucket for such a limit)
 	}
 	if l.Store != nil {
@@ -176,7 +176,7 @@ func sharedMaxWait(c *call, st *scopeState, now, deadline time.Time, l *Limit) t
 // returns how long until it comes.
 func (s *scope) takeTurn(st *scopeState, now time.Time, p Priority, l *Limit) (time.Duration, turn) {
 	if l.Window > 0 {
-		return st.window.take(now, l.Burst, l.Window+windowMargin)
+		return st.window.take(now, l.Burst, l.Window)
 	}
 	if st.bucket == nil {
 		start := now

@@ -96,7 +96,7 @@ func (t *Transport) updatePaced() {
 	paced := false
 	for _, s := range t.scopes {
 		l := s.limit()
-		paced = paced || l.Adaptive || finiteRate(l.Rate) || l.MinSpacing > 0 || l.Window > 0
+		paced = paced || l.Adaptive || l.paces()
 	}
 	t.paced.Store(paced)
 }

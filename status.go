@@ -156,7 +156,7 @@ func (s *scope) status(key string, now time.Time) ScopeStatus {
 		out.Tokens = math.Max(st.bucket.TokensAt(now), 0)
 	}
 	if l.Window > 0 {
-		out.Tokens = float64(st.window.room(now, l.Burst, l.Window+windowMargin))
+		out.Tokens = float64(st.window.room(now, l.Burst, l.Window))
 	}
 	out.InFlight, out.Waiting = int(st.slots.Load()), st.waiting
 	if a := st.adapt.Load(); a != nil {

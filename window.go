@@ -16,19 +16,28 @@ const windowMargin = 5 * time.Millisecond
 // of the requests of the last window, and the turns reserved after it, in
 // order. A request may start when fewer than Burst did in the Window
 // before; one past it takes the turn the oldest start frees, a Window
-// after it. Held in a ring of Burst entries.
+// (and windowMargin) after it. The methods take the Limit's Window and
+// add the margin themselves. Held in a ring of Burst entries.
 type windowLog struct {
 	at   []time.Time // oldest at head
 	head int
 	n    int
 }
 
+// left counts the oldest starts that left a window of length window by
+// now: a start leaves it window and windowMargin after it.
+func (w *windowLog) left(now time.Time, window time.Duration) int {
+	i := 0
+	for i < w.n && !w.at[(w.head+i)%len(w.at)].Add(window+windowMargin).After(now) {
+		i++
+	}
+	return i
+}
+
 // expire drops the starts that left the window by now.
 func (w *windowLog) expire(now time.Time, window time.Duration) {
-	for w.n > 0 && !w.at[w.head].Add(window).After(now) {
-		w.head = (w.head + 1) % len(w.at)
-		w.n--
-	}
+	gone := w.left(now, window)
+	w.head, w.n = (w.head+gone)%len(w.at), w.n-gone
 }
 
 // last is the latest start or turn taken; zero when none.
@@ -51,7 +60,7 @@ func (w *windowLog) take(now time.Time, limit int, window time.Duration) (time.D
 	var freed time.Time
 	if w.n == limit {
 		freed = w.at[w.head]
-		start = freed.Add(window)
+		start = freed.Add(window + windowMargin)
 		w.head = (w.head + 1) % limit
 		w.n--
 	}
@@ -90,14 +99,10 @@ func (w *windowLog) resize(limit int) {
 
 // idle reports whether every start has left the window by now.
 func (w *windowLog) idle(now time.Time, window time.Duration) bool {
-	return w.n == 0 || !w.last().Add(window).After(now)
+	return w.n == 0 || !w.last().Add(window+windowMargin).After(now)
 }
 
 // room is how many more requests may start at now.
 func (w *windowLog) room(now time.Time, limit int, window time.Duration) int {
-	n := w.n
-	for i := 0; i < w.n && !w.at[(w.head+i)%len(w.at)].Add(window).After(now); i++ {
-		n--
-	}
-	return max(limit-n, 0)
+	return max(limit-(w.n-w.left(now, window)), 0)
 }

@@ -33,6 +33,17 @@ func callAt(tr http.RoundTripper, ctx context.Context, start time.Time, at time.
 	return err
 }
 
+// callsAt makes one call through tr at each of the fake times start+at,
+// in turn, and stops the test at the first error.
+func callsAt(t *testing.T, tr http.RoundTripper, start time.Time, ats ...time.Duration) {
+	t.Helper()
+	for _, at := range ats {
+		if err := callAt(tr, context.Background(), start, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // TestWindowSendsItsQuotaThenWaitsAWindow: seven requests at once through
 // a window of 3 per 10 s go 3 at once, 3 ten seconds on, and the last
 // twenty seconds on: the quickest a server's window of the same size lets
@@ -69,11 +80,7 @@ func TestWindowHoldsAnyWindowToItsBurst(t *testing.T) {
 		s := newScript(answer(200))
 		tr := New(s.mock(), WithLimit(threePer10s))
 		start := time.Now()
-		for _, at := range []time.Duration{0, 9 * time.Second, 9 * time.Second, 10 * time.Second, 11 * time.Second} {
-			if err := callAt(tr, context.Background(), start, at); err != nil {
-				t.Fatal(err)
-			}
-		}
+		callsAt(t, tr, start, 0, 9*time.Second, 9*time.Second, 10*time.Second, 11*time.Second)
 		want := []time.Duration{0, 9 * time.Second, 9 * time.Second, aWindowOn, 9*time.Second + aWindowOn}
 		if at := s.offsets(start); !slices.Equal(at, want) {
 			t.Errorf("requests sent at %v, want %v", at, want)
@@ -89,11 +96,7 @@ func TestWindowGivesBackACancelledTurn(t *testing.T) {
 		s := newScript(answer(200))
 		tr := New(s.mock(), WithLimit(threePer10s))
 		start := time.Now()
-		for _, at := range []time.Duration{0, time.Second, 2 * time.Second} {
-			if err := callAt(tr, context.Background(), start, at); err != nil {
-				t.Fatal(err)
-			}
-		}
+		callsAt(t, tr, start, 0, time.Second, 2*time.Second)
 		// The fourth would go at 10 s, when the start at 0 leaves the
 		// window, but gives up at 4 s.
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -101,9 +104,7 @@ func TestWindowGivesBackACancelledTurn(t *testing.T) {
 		if err := callAt(tr, ctx, start, 3*time.Second); !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("a wait cut short by its context: err = %v, want the deadline", err)
 		}
-		if err := callAt(tr, context.Background(), start, 5*time.Second); err != nil {
-			t.Fatal(err)
-		}
+		callsAt(t, tr, start, 5*time.Second)
 		want := []time.Duration{0, time.Second, 2 * time.Second, aWindowOn}
 		if at := s.offsets(start); !slices.Equal(at, want) {
 			t.Errorf("requests sent at %v, want %v: the last at 10s, the turn the cancelled one gave back, not at 11s", at, want)
@@ -138,10 +139,7 @@ func TestWindowIsNeverRefusedByAServerWindow(t *testing.T) {
 func TestWindowStatus(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tr := New(newScript(answer(200)).mock(), WithLimit(threePer10s))
-		start := time.Now()
-		if err := callAt(tr, context.Background(), start, 0); err != nil {
-			t.Fatal(err)
-		}
+		callsAt(t, tr, time.Now(), 0)
 		scopes := tr.LimitStatus("api.test").Scopes
 		if len(scopes) != 1 {
 			t.Fatalf("scopes %+v, want the told window alone", scopes)

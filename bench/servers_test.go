@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -248,12 +249,7 @@ func TestNginx(t *testing.T) {
 func TestToldTheLimitInProcess(t *testing.T) {
 	bucket := Scenario{Name: "told bucket", Rate: 10, Burst: 5, Workers: 5, Calls: 25}
 	window := Scenario{Name: "told window", Limit: 8, Window: 10 * time.Second, Workers: 5, Calls: 20}
-	var told Contender
-	for _, c := range Contenders() {
-		if c.Name == "ratewise told the limit" {
-			told = c
-		}
-	}
+	told := contenderNamed(t, "ratewise told the limit")
 	for _, api := range APIs() {
 		if api.InProcess == nil {
 			continue
@@ -292,18 +288,8 @@ func TestToldTheLimitInProcess(t *testing.T) {
 // window. The defaults must still learn the counter's pace: within 10% of
 // the ideal, at most 0.05 refused a call, no call failed.
 func TestDefaultsLearnAMidSecondSlidingWindow(t *testing.T) {
-	var api API
-	for _, a := range APIs() {
-		if a.Name == "go-chi/httprate" {
-			api = a
-		}
-	}
-	var defaults Contender
-	for _, c := range Contenders() {
-		if c.Name == "ratewise defaults" {
-			defaults = c
-		}
-	}
+	api := apiNamed(t, "go-chi/httprate")
+	defaults := contenderNamed(t, "ratewise defaults")
 	for _, s := range Scenarios() {
 		if !api.Fits(s) {
 			continue
@@ -325,4 +311,16 @@ func TestDefaultsLearnAMidSecondSlidingWindow(t *testing.T) {
 			})
 		})
 	}
+}
+
+// contenderNamed is the contender of that name; the test stops when there
+// is none.
+func contenderNamed(t *testing.T, name string) Contender {
+	t.Helper()
+	all := Contenders()
+	i := slices.IndexFunc(all, func(c Contender) bool { return c.Name == name })
+	if i < 0 {
+		t.Fatalf("no contender %q", name)
+	}
+	return all[i]
 }

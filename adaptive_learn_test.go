@@ -256,9 +256,7 @@ func TestResetCutToTheSecondIsAskedAgain(t *testing.T) {
 	} {
 		t.Run(fmt.Sprintf("%d per %v cut by %v", tt.limit, tt.window, tt.cut), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				// Fake time starts in 2000, when a Unix time was below the
-				// 10^9 seconds that tell it from a delta: start in 2026.
-				time.Sleep(time.Until(time.Date(2026, 1, 1, 0, 0, 0, int(tt.cut), time.UTC)))
+				sleepToThisDecade(tt.cut)
 				srv := &countingServer{limit: tt.limit, window: tt.window, unixReset: true}
 				wall, failed := goodput(New(srv), tt.workers, tt.calls)
 				ideal := time.Duration((tt.calls+tt.limit-1)/tt.limit-1) * tt.window

@@ -93,9 +93,7 @@ func TestLearnedPaceOnEveryModel(t *testing.T) {
 // through New(opts...), and holds it to the targets.
 func testLearnedPace(t *testing.T, m learnedModel, opts []Option) {
 	synctest.Test(t, func(t *testing.T) {
-		// Fake time starts in 2000, below the 10^9 seconds that tell a
-		// Unix reset from a delta: start where servers are.
-		time.Sleep(time.Until(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)))
+		sleepToThisDecade(0)
 		srv := ratewisetest.NewBucket(m.cfg)
 		// The pacer's decisions, logged when the run misses its target.
 		var logs []string

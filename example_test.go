@@ -287,7 +287,6 @@ func ExampleBreakerPolicy_rateLimitEvents() {
 	// after two 503s more: open
 }
 
-// LimitStatus is what a get_throttle_stats tool reports.
 // A server's documented window, "30 requests per minute", told as it is:
 // thirty go at once, the next ones as the first leave the minute.
 func ExampleLimit_window() {
@@ -304,6 +303,7 @@ func ExampleLimit_window() {
 	// Output: per minute: 18 of 30 may start now, window 1m0s
 }
 
+// LimitStatus is what a get_throttle_stats tool reports.
 func ExampleTransport_LimitStatus() {
 	mock := httpmock.NewMockTransport()
 	mock.RegisterResponder(http.MethodGet, "https://api.example.com/items", httpmock.NewStringResponder(200, "[]"))

@@ -19,6 +19,13 @@ func TestMain(m *testing.M) {
 
 const testURL = "https://api.example.com/items"
 
+// sleepToThisDecade moves a testing/synctest bubble's clock, which starts
+// in 2000, to 1 January 2026 and past midnight by into: a Unix time of
+// 2000 is below the 10^9 seconds that tell a Unix reset from a delta.
+func sleepToThisDecade(into time.Duration) {
+	time.Sleep(time.Until(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(into)))
+}
+
 // step is one scripted answer: a response, or err for a network failure.
 type step struct {
 	status int

@@ -130,6 +130,13 @@ type BreakerPolicy struct {
 	// request that caused the change, or of a timer for a probe that timed
 	// out; changes of one key may be reported concurrently.
 	OnStateChange func(key string, from, to BreakerState)
+	// FailFast makes a request that finds its breaker open, or half-open
+	// with every probe slot taken, fail at once with a *CircuitOpenError
+	// saying when it resets, instead of waiting for the reset or the
+	// probe's outcome within its wait budget: a batch can stop at the
+	// first refusal rather than wait, item by item, for a server that
+	// asked for hours. Nothing is sent either way.
+	FailFast bool
 	// IdleTimeout is how long a closed breaker outlives its key's last
 	// request; zero means DefaultIdleTimeout.
 	IdleTimeout time.Duration
@@ -237,7 +244,8 @@ var ErrCircuitOpen = errors.New("ratewise: circuit breaker open")
 // CircuitOpenError reports a request not sent because its key's breaker
 // is open and the reset does not fit the call's wait budget (or its
 // context's deadline), or because it is half-open with every probe slot
-// taken and the budget ran out before the probes' outcome came (that
+// taken and the budget ran out before the probes' outcome came, or at
+// once for either with [BreakerPolicy.FailFast] (that
 // outcome decides what comes next, so there is no reset to tell: ResetIn
 // is 0). A request that finds the probe slots taken waits for the
 // outcome: when the probe fails and the breaker opens again, the request

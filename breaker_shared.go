@@ -32,7 +32,7 @@ func (b *breakers) admitShared(c *call, key string) (sb SharedBreaker, asked boo
 		case sb.State == BreakerHalfOpen && !sb.Probe:
 			// Another transport probes: ask again in a while.
 			d := min(poll, c.budgetLeft())
-			if d <= 0 || c.waitAdmission(d, WaitBreaker) != nil {
+			if d <= 0 || b.policy.FailFast || c.waitAdmission(d, WaitBreaker) != nil {
 				if err := c.ctx.Err(); err != nil {
 					return sb, true, err
 				}

@@ -261,8 +261,12 @@ func (b *breakers) admit(c *call, key string, e *keyedEntry[breakerState]) (brea
 }
 
 // waitBreakerReset waits out an open breaker's resetIn, or, when that does
-// not fit, refuses the call with the breaker's error.
+// not fit or the policy fails fast, refuses the call with the breaker's
+// error.
 func (c *call) waitBreakerReset(key string, resetIn time.Duration, fails int) error {
+	if c.t.breakers.policy.FailFast {
+		return &CircuitOpenError{Key: key, State: BreakerOpen.String(), ResetIn: resetIn, Failures: fails}
+	}
 	err := c.waitAdmission(resetIn, WaitBreaker)
 	if err == nil || c.ctx.Err() != nil {
 		return err
@@ -328,8 +332,8 @@ func (b *breakers) admitLocal(c *call, key string, e *keyedEntry[breakerState]) 
 // waitProbes waits, within the call's budget, until the half-open
 // breaker's probes in flight are done or one of them is given back, or
 // the breaker changes: anything after the wakes seen may let the attempt
-// through. When the budget (or the context's deadline) runs out first, it
-// refuses the call, half-open.
+// through. When the budget (or the context's deadline) runs out first, or
+// the policy fails fast, it refuses the call, half-open.
 func (c *call) waitProbes(key string, st *breakerState, seen uint64, fails int) error {
 	st.mu.Lock()
 	if st.wakes != seen {
@@ -341,7 +345,7 @@ func (c *call) waitProbes(key string, st *breakerState, seen uint64, fails int) 
 	}
 	woken := st.woken
 	st.mu.Unlock()
-	if c.budgetLeft() > 0 {
+	if c.budgetLeft() > 0 && !c.t.breakers.policy.FailFast {
 		err := c.waitUntil(woken, time.Time{}, WaitBreaker, 0)
 		if err == nil || c.ctx.Err() != nil {
 			return err

@@ -1,12 +1,15 @@
 package ratewise
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"net/http"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/sony/gobreaker/v2"
 )
@@ -20,6 +23,11 @@ const (
 	DefaultHalfOpenProbes      = 1
 	DefaultProbeTimeout        = 30 * time.Second
 )
+
+// NoRetripEscalation, set as [BreakerPolicy.RetripWindow], keeps a breaker
+// that trips again soon after it closed at the level the Decay left
+// (zero means Decay).
+const NoRetripEscalation = -1
 
 // BreakerState is a circuit breaker's state.
 type BreakerState uint8
@@ -64,8 +72,9 @@ func fromGobreaker(s gobreaker.State) BreakerState {
 // in a row, or WindowFailures failures within Window; while open, nothing
 // is sent to its key. After the cooldown it lets HalfOpenProbes probes
 // through: SuccessesToClose successes close it, one failure opens it
-// again for the next, longer cooldown of Escalation. Every quiet Decay
-// brings the cooldown one step back down. A request that finds the
+// again for the next, longer cooldown of Escalation, as does a trip
+// within RetripWindow of its closing. Every quiet Decay brings the
+// cooldown one step back down. A request that finds the
 // breaker open waits for its reset, and one that finds every probe slot
 // taken waits for the probes' outcome, when its wait budget allows.
 //
@@ -101,14 +110,21 @@ type BreakerPolicy struct {
 	// Cooldown is how long the breaker stays open after it trips; zero
 	// means DefaultBreakerCooldown.
 	Cooldown time.Duration
-	// Escalation lists the cooldowns after failed probes: the first failed
-	// probe opens the breaker for Escalation[0], the next for Escalation[1],
-	// and so on, staying at the last (e.g. 1h, 6h, 12h, 24h, 48h). Each
-	// must be at least Cooldown. Empty means Cooldown every time.
+	// Escalation lists the cooldowns after failed probes and quick
+	// re-trips: the first opens the breaker for Escalation[0], the next
+	// for Escalation[1], and so on, staying at the last (e.g. 1h, 6h,
+	// 12h, 24h, 48h). Each must be at least Cooldown. Empty means
+	// Cooldown every time.
 	Escalation []time.Duration
 	// Decay is the quiet time, without a trip, after which the cooldown
 	// steps one level back down; zero means DefaultBreakerDecay.
 	Decay time.Duration
+	// RetripWindow is how soon after the breaker closed a new trip counts
+	// as the same trouble come back: it opens the breaker one level up,
+	// as a failed probe does ("a second detection within 24h" waits 6h
+	// where the first waited 1h). Zero means Decay; NoRetripEscalation
+	// makes a trip start from the level the Decay left.
+	RetripWindow time.Duration
 	// HalfOpenProbes is how many probes may be in flight at once while
 	// half-open; zero means DefaultHalfOpenProbes.
 	HalfOpenProbes int
@@ -125,11 +141,12 @@ type BreakerPolicy struct {
 	// rate-limited response IsFailure counts that is the sibling of one
 	// counted already (see above).
 	IsFailure func(resp *http.Response, err error) bool
-	// OnStateChange, when set, is told of every change of a key's breaker.
+	// OnStateChange, when set, is told of every change of a key's breaker:
+	// from and to which state, its level, and when it last opened and why.
 	// It runs outside any lock of the transport, in the goroutine of the
 	// request that caused the change, or of a timer for a probe that timed
 	// out; changes of one key may be reported concurrently.
-	OnStateChange func(key string, from, to BreakerState)
+	OnStateChange func(BreakerChange)
 	// FailFast makes a request that finds its breaker open, or half-open
 	// with every probe slot taken, fail at once with a *CircuitOpenError
 	// saying when it resets, instead of waiting for the reset or the
@@ -173,6 +190,9 @@ func (p BreakerPolicy) WithDefaults() BreakerPolicy {
 	}
 	if p.Decay == 0 {
 		p.Decay = DefaultBreakerDecay
+	}
+	if p.RetripWindow == 0 {
+		p.RetripWindow = p.Decay
 	}
 	if p.HalfOpenProbes == 0 {
 		p.HalfOpenProbes = DefaultHalfOpenProbes
@@ -223,6 +243,9 @@ func (p BreakerPolicy) Validate() error {
 	if d.IdleTimeout < 0 {
 		bad("IdleTimeout (%v) must not be negative", d.IdleTimeout)
 	}
+	if d.RetripWindow < 0 && d.RetripWindow != NoRetripEscalation {
+		bad("RetripWindow (%v) must not be negative, but for NoRetripEscalation", d.RetripWindow)
+	}
 	return errors.Join(errs...)
 }
 
@@ -236,6 +259,66 @@ func WithBreaker(p BreakerPolicy) Option {
 		}
 		t.breakers = newBreakers(p.WithDefaults())
 	}
+}
+
+// BreakerCause is what opened a breaker: the failure that tripped it, or
+// the probe's that failed. Its zero value means none is known.
+type BreakerCause struct {
+	// StatusCode is the response's status; 0 when there was none (a
+	// network error, or a probe that timed out).
+	StatusCode int `json:"status,omitempty"`
+	// Class is the retry policy's reading of the response; Final when
+	// there was none.
+	Class Class `json:"class"`
+	// Detail is the first line of the response's body, or the error's
+	// text, with credentials taken out ([Redact]), at most
+	// maxCauseDetail bytes.
+	Detail string `json:"detail,omitempty"`
+}
+
+// maxCauseDetail bounds BreakerCause.Detail: a line to read in a log or
+// a status, not a body to store; causePeek is what is read of a body
+// to find it.
+const (
+	maxCauseDetail = 200
+	causePeek      = 512
+)
+
+// newBreakerCause describes the failure of an attempt of req: its
+// response's status, class and first line, or its error. It reads at most
+// causePeek bytes of the body, which stays readable in full.
+func newBreakerCause(req *http.Request, resp *http.Response, err error, class Class) BreakerCause {
+	if err != nil {
+		return BreakerCause{Detail: boundedLine(redactError(err, req))}
+	}
+	return BreakerCause{StatusCode: resp.StatusCode, Class: class,
+		Detail: boundedLine(Redact(string(firstLine(peekBody(resp, causePeek))), req))}
+}
+
+// firstLine is the first line of b that is not blank.
+func firstLine(b []byte) []byte {
+	for len(b) > 0 {
+		line, rest, _ := bytes.Cut(b, []byte("\n"))
+		if line = bytes.TrimSpace(line); len(line) > 0 {
+			return line
+		}
+		b = rest
+	}
+	return nil
+}
+
+// boundedLine is s on one line, cut to maxCauseDetail bytes of valid
+// UTF-8.
+func boundedLine(s string) string {
+	s = strings.Join(strings.Fields(strings.ToValidUTF8(s, "")), " ")
+	if len(s) <= maxCauseDetail {
+		return s
+	}
+	cut := maxCauseDetail
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut]
 }
 
 // ErrCircuitOpen matches every *CircuitOpenError with errors.Is.

@@ -157,7 +157,7 @@ func TestSharedBreakerHalfOpenWaitsForTheProbe(t *testing.T) {
 				policy := BreakerPolicy{ConsecutiveFailures: 1, Cooldown: time.Minute,
 					Escalation: []time.Duration{5 * time.Minute}, Store: store}
 				rules := policy.Rules()
-				_, _ = store.BreakerFailed(context.Background(), host, false, &rules) // another replica trips it
+				_, _ = store.BreakerFailed(context.Background(), host, false, BreakerCause{}, &rules) // another replica trips it
 				time.Sleep(time.Minute)
 				a := breakerTransport(newScript(tt.probe).slowMock(2*time.Second), policy)
 				waiting := newScript(answer(200))

@@ -16,12 +16,13 @@ import (
 // reports asked false when there is no store, or it failed: that leaves
 // the local breaker alone to decide, unless the store fails closed.
 func (b *breakers) admitShared(c *call, key string) (sb SharedBreaker, asked bool, err error) {
-	if b.policy.Store == nil {
+	if b.store == nil {
 		return SharedBreaker{}, false, nil
 	}
+	cfg := b.config()
 	poll := sharedProbePoll
 	for {
-		sb, err = b.policy.Store.BreakerAdmit(c.ctx, key, &b.rules)
+		sb, err = b.store.BreakerAdmit(c.ctx, key, &cfg.rules)
 		switch {
 		case err != nil && c.ctx.Err() != nil:
 			return sb, false, c.ctx.Err()
@@ -32,7 +33,7 @@ func (b *breakers) admitShared(c *call, key string) (sb SharedBreaker, asked boo
 		case sb.State == BreakerHalfOpen && !sb.Probe:
 			// Another transport probes: ask again in a while.
 			d := min(poll, c.budgetLeft())
-			if d <= 0 || b.policy.FailFast || c.waitAdmission(d, WaitBreaker) != nil {
+			if d <= 0 || cfg.policy.FailFast || c.waitAdmission(d, WaitBreaker) != nil {
 				if err := c.ctx.Err(); err != nil {
 					return sb, true, err
 				}
@@ -66,7 +67,7 @@ const (
 // will not tell an outcome. It is told even when the call was cancelled,
 // or every transport would wait out ProbeTimeout.
 func (b *breakers) releaseProbe(c *call, key string, id uint64) {
-	_ = b.policy.Store.BreakerReleaseProbe(context.WithoutCancel(c.ctx), key, id)
+	_ = b.store.BreakerReleaseProbe(context.WithoutCancel(c.ctx), key, id)
 }
 
 // outcomeShared tells the store the outcome: every failure, and a success
@@ -74,8 +75,8 @@ func (b *breakers) releaseProbe(c *call, key string, id uint64) {
 // was admitted) or closes the breaker. An outcome that does not count gives
 // the probe back. A store that fails is left behind: the local breaker has
 // counted the outcome.
-func (t breakerTicket) outcomeShared(c *call, result error) {
-	store := t.b.policy.Store
+func (t breakerTicket) outcomeShared(c *call, result error, cause BreakerCause) {
+	store := t.b.store
 	switch {
 	case store == nil:
 	case result == errBreakerExcluded:
@@ -83,9 +84,9 @@ func (t breakerTicket) outcomeShared(c *call, result error) {
 			t.b.releaseProbe(c, t.key, t.sharedProbeID)
 		}
 	case result == errBreakerFailure:
-		_, _ = store.BreakerFailed(c.ctx, t.key, t.sharedProbe, &t.b.rules)
+		_, _ = store.BreakerFailed(c.ctx, t.key, t.sharedProbe, cause, &t.b.config().rules)
 	case t.sharedProbe || t.sharedClosed:
-		_ = store.BreakerSucceeded(c.ctx, t.key, t.sharedProbe, &t.b.rules)
+		_ = store.BreakerSucceeded(c.ctx, t.key, t.sharedProbe, &t.b.config().rules)
 	}
 }
 
@@ -94,17 +95,19 @@ func (t breakerTicket) outcomeShared(c *call, result error) {
 // store that heard it marks it told: a failed telling is tried again by
 // the next attempt's outcome or refusal.
 func (b *breakers) publishTrip(ctx context.Context, key string, st *breakerState) {
-	store := b.policy.Store
+	store := b.store
 	if store == nil {
 		return
 	}
 	st.mu.Lock()
-	until, level, published := st.openUntil, st.level, st.sharedUntil
+	trip := BreakerTrip{OpenedAt: st.openedAt, Until: st.openUntil, Level: st.level, Cause: st.cause}
+	published := st.sharedUntil
 	st.mu.Unlock()
+	until := trip.Until
 	if !until.After(published) || !until.After(time.Now()) {
 		return
 	}
-	if store.BreakerTripped(ctx, key, until, level, &b.rules) != nil {
+	if store.BreakerTripped(ctx, key, trip, &b.config().rules) != nil {
 		return
 	}
 	st.mu.Lock()

@@ -204,11 +204,11 @@ func TestBreakerEscalatesAndDecays(t *testing.T) {
 			Cooldown:            time.Minute,
 			Escalation:          []time.Duration{10 * time.Minute, time.Hour},
 			Decay:               24 * time.Hour,
-			OnStateChange: func(key string, from, to BreakerState) {
+			OnStateChange: func(c BreakerChange) {
 				// Runs outside any lock: asking the transport must not deadlock.
-				_ = tr.LimitStatus(key)
+				_ = tr.LimitStatus(c.Key)
 				mu.Lock()
-				changes = append(changes, fmt.Sprintf("%s->%s", from, to))
+				changes = append(changes, fmt.Sprintf("%s->%s", c.From, c.To))
 				mu.Unlock()
 			},
 		}

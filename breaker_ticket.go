@@ -1,6 +1,7 @@
 package ratewise
 
 import (
+	"fmt"
 	"net/http"
 	"sync"
 	"time"
@@ -75,7 +76,10 @@ func (t *breakerTicket) sent() {
 	}
 	t.event = t.entry.state.events.Load()
 	if g := t.probe; g != nil {
-		g.timer = time.AfterFunc(t.b.policy.ProbeTimeout, func() { g.complete(errProbeTimeout) })
+		timeout := t.b.config().policy.ProbeTimeout
+		g.timer = time.AfterFunc(timeout, func() {
+			g.complete(errProbeTimeout, BreakerCause{Detail: fmt.Sprintf("the probe had no answer within %v", timeout)})
+		})
 	}
 }
 
@@ -88,12 +92,13 @@ func (t breakerTicket) outcome(c *call, resp *http.Response, err error, class Cl
 		return
 	}
 	limited := err == nil && (class == RateLimited || resp.StatusCode == http.StatusTooManyRequests)
+	isFailure := t.b.config().policy.IsFailure
 	var result error
 	switch {
 	case err != nil && c.ctx.Err() != nil:
 		result = errBreakerExcluded
-	case t.b.policy.IsFailure != nil:
-		if t.b.policy.IsFailure(resp, err) {
+	case isFailure != nil:
+		if isFailure(resp, err) {
 			result = errBreakerFailure
 		}
 	case err != nil || limited || resp.StatusCode >= 500:
@@ -102,16 +107,22 @@ func (t breakerTicket) outcome(c *call, resp *http.Response, err error, class Cl
 	if limited && result == errBreakerFailure && !t.newEvent(c, resp) {
 		result = errBreakerExcluded // a sibling
 	}
-	t.outcomeShared(c, result)
+	// What a failure that trips the breaker will be known by; successes
+	// and siblings, the most of the outcomes, read nothing for it.
+	var cause BreakerCause
+	if result == errBreakerFailure {
+		cause = newBreakerCause(c.req, resp, err, class)
+	}
+	t.outcomeShared(c, result, cause)
 	switch {
 	case t.probe != nil:
-		t.probe.finish(result) // releases the entry
+		t.probe.finish(result, cause) // releases the entry
 		t.b.publishTrip(c.ctx, t.key, &t.entry.state)
 		return
 	case t.fast:
-		t.lateReport(result)
+		t.lateReport(result, cause)
 	default:
-		t.report(result)
+		t.report(result, cause)
 	}
 	t.b.publishTrip(c.ctx, t.key, &t.entry.state)
 	t.b.states.release(t.entry)
@@ -147,23 +158,24 @@ func (t breakerTicket) newEvent(c *call, resp *http.Response) bool {
 // lateReport tells gobreaker the outcome of a fast attempt, when it must
 // count: a failure, or a success after failures. An outcome from before a
 // state change is dropped, as gobreaker drops it.
-func (t breakerTicket) lateReport(result error) {
+func (t breakerTicket) lateReport(result error, cause BreakerCause) {
 	st := &t.entry.state
 	if result == errBreakerExcluded || st.gen.Load() != t.gen || result == nil && st.clean.Load() {
 		return
 	}
-	done, err := st.cb.Allow()
+	done, err := st.cb.Load().Allow()
 	if err == nil {
 		t.done = done
-		t.report(result)
+		t.report(result, cause)
 	} else {
 		t.b.report(t.key, st)
 	}
 }
 
 // report tells gobreaker the outcome, keeps the fast path's flag true to
-// gobreaker's counts, and reports any state change.
-func (t breakerTicket) report(result error) {
+// gobreaker's counts, and reports any state change. A failure's cause is
+// what the breaker is known to have opened for, should it trip on it.
+func (t breakerTicket) report(result error, cause BreakerCause) {
 	st := &t.entry.state
 	failure := result == errBreakerFailure
 	st.mu.Lock()
@@ -171,6 +183,7 @@ func (t breakerTicket) report(result error) {
 		st.failures++
 		st.pendingFailures++
 		st.clean.Store(false)
+		st.failing = cause
 	}
 	failuresBefore := st.failures
 	st.mu.Unlock()
@@ -184,10 +197,10 @@ func (t breakerTicket) report(result error) {
 	} else if result == nil && !st.clean.Load() && t.settled(failuresBefore) {
 		// Counts read only once no failure is on its way to gobreaker, so
 		// that they include every failure reported so far.
-		counts := st.cb.Counts() // gobreaker's lock, not ours
+		counts := st.cb.Load().Counts() // gobreaker's lock, not ours
 		st.mu.Lock()
 		if st.state == BreakerClosed && st.pendingFailures == 0 && st.failures == failuresBefore &&
-			counts.ConsecutiveFailures == 0 && (t.b.policy.WindowFailures == 0 || counts.TotalFailures == 0) {
+			counts.ConsecutiveFailures == 0 && (t.b.config().policy.WindowFailures == 0 || counts.TotalFailures == 0) {
 			st.clean.Store(true)
 		}
 		st.mu.Unlock()
@@ -213,11 +226,11 @@ func (t *breakerTicket) cancel(c *call) {
 	switch {
 	case t.b == nil:
 	case t.probe != nil:
-		t.probe.finish(errBreakerExcluded) // releases the entry
+		t.probe.finish(errBreakerExcluded, BreakerCause{}) // releases the entry
 	case t.fast:
 		t.b.states.release(t.entry)
 	default:
-		t.report(errBreakerExcluded)
+		t.report(errBreakerExcluded, BreakerCause{})
 		t.b.states.release(t.entry)
 	}
 	*t = breakerTicket{}
@@ -233,22 +246,22 @@ type probeGuard struct {
 
 // finish is called by the request's goroutine, which set the timer, once
 // the probe's outcome is known, or when it is withdrawn unsent.
-func (g *probeGuard) finish(result error) {
+func (g *probeGuard) finish(result error, cause BreakerCause) {
 	if g.timer != nil {
 		g.timer.Stop()
 	}
-	g.complete(result)
+	g.complete(result, cause)
 }
 
 // complete reports the probe's result and releases its entry, the first
 // time only; the timer calls it directly.
-func (g *probeGuard) complete(result error) {
+func (g *probeGuard) complete(result error, cause BreakerCause) {
 	g.once.Do(func() {
 		st := &g.ticket.entry.state
 		st.mu.Lock()
 		st.probes = max(st.probes-1, 0)
 		st.mu.Unlock()
-		g.ticket.report(result)
+		g.ticket.report(result, cause)
 		// Woken once gobreaker has the outcome, so that an attempt that
 		// wakes finds the probe's place free.
 		st.mu.Lock()

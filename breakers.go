@@ -36,19 +36,34 @@ var (
 
 // breakers is BreakerPolicy at work: one breaker per key.
 type breakers struct {
-	policy BreakerPolicy
-	rules  BreakerRules // what the policy's Store needs of it
+	// key and store are the policy's, fixed for the transport's life.
+	key    KeyFunc
+	store  BreakerStore
+	cfg    atomic.Pointer[breakerConfig] // SetBreakerPolicy replaces it
 	states *keyed[breakerState]
-	// notify is told of every change: the policy's OnStateChange, the
-	// transport's trace and counters. Set once the transport is built;
-	// nil when nobody listens.
-	notify func(key string, from, to BreakerState)
+}
+
+// breakerConfig is the BreakerPolicy in force, and what derives from it.
+type breakerConfig struct {
+	policy BreakerPolicy // defaults filled in
+	rules  BreakerRules  // what the policy's Store needs of it
+	// notify is told of every change: the policy's OnStateChange and the
+	// transport's trace; nil when nobody listens.
+	notify func(BreakerChange)
+	// gen counts the configurations: a key's gobreaker built under an
+	// older one is built again once its breaker is closed, so that its
+	// Window and SuccessesToClose change too.
+	gen uint64
 }
 
 // breakerState is one key's breaker: gobreaker's state machine, and the
 // escalation of its cooldown on top.
 type breakerState struct {
-	cb *gobreaker.TwoStepCircuitBreaker[struct{}] // set once, under mu
+	// cb is set under mu: at first use, and again, while the breaker is
+	// closed, after the policy changed (built is the config it was built
+	// under).
+	cb    atomic.Pointer[gobreaker.TwoStepCircuitBreaker[struct{}]]
+	built atomic.Uint64
 
 	// clean is set while the breaker is closed with no failure counted:
 	// the fast path is open. gen counts state changes, so that an outcome
@@ -64,18 +79,22 @@ type breakerState struct {
 	eventUntil atomic.Int64
 
 	mu          sync.Mutex
-	state       BreakerState // as gobreaker last reported it; guarded by mu
-	level       int          // escalation level, 0 is Cooldown; guarded by mu
-	levelSince  time.Time    // last trip or failed probe; guarded by mu
-	openUntil   time.Time    // the current cooldown's end, zero when not open; guarded by mu
-	sharedUntil time.Time    // the last openUntil told to the policy's Store; guarded by mu
-	tripFails   int          // failures that led to the last trip; guarded by mu
-	probes      int          // probes in flight; guarded by mu
+	state       BreakerState  // as gobreaker last reported it; guarded by mu
+	level       int           // escalation level, 0 is Cooldown; guarded by mu
+	openedAt    time.Time     // last trip or failed probe; guarded by mu
+	closedAt    time.Time     // when a probe last closed it; guarded by mu
+	cause       BreakerCause  // what opened it at openedAt; guarded by mu
+	failing     BreakerCause  // the failure being told to gobreaker; guarded by mu
+	openUntil   time.Time     // the current cooldown's end, zero when not open; guarded by mu
+	sharedUntil time.Time     // the last openUntil told to the policy's Store; guarded by mu
+	minCooldown time.Duration // cb's own timeout: no cooldown ends sooner; guarded by mu
+	tripFails   int           // failures that led to the last trip; guarded by mu
+	probes      int           // probes in flight; guarded by mu
 	// failures counts the failures reported, pendingFailures those not yet
 	// through gobreaker, to tell when its counts are clean; guarded by mu.
 	failures        uint64
 	pendingFailures int
-	changes         []stateChange
+	changes         []BreakerChange
 	hasChanges      atomic.Bool
 	// wakes counts what may let an attempt waiting for the half-open
 	// breaker's probes through: a state change, a probe done or given
@@ -95,53 +114,62 @@ func (st *breakerState) wakeLocked() {
 	}
 }
 
-type stateChange struct{ from, to BreakerState }
-
 func newBreakers(p BreakerPolicy) *breakers {
-	b := &breakers{policy: p, rules: p.Rules()}
+	b := &breakers{key: p.Key, store: p.Store}
+	b.cfg.Store(&breakerConfig{policy: p, rules: p.Rules()})
 	b.states = newKeyed(p.IdleTimeout, nil, b.forgettable)
 	return b
 }
 
+// config is the policy in force.
+func (b *breakers) config() *breakerConfig { return b.cfg.Load() }
+
 // forgettable reports whether evicting st loses nothing: a breaker closed
 // with no failure counted, or one whose cooldown is over and whose
-// escalation has decayed, with no probe in flight.
+// escalation has decayed, with no probe in flight. A breaker that closed
+// within the RetripWindow is kept: a trip now would escalate.
 func (b *breakers) forgettable(st *breakerState, now time.Time) bool {
+	cfg := b.config()
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	switch {
-	case st.cb == nil:
+	case st.cb.Load() == nil:
 		return true
-	case st.probes > 0 || b.levelAt(st, now) > 0:
+	case st.probes > 0 || b.levelAt(st, now, cfg) > 0 ||
+		len(cfg.rules.Cooldowns) > 1 && !st.closedAt.IsZero() && now.Sub(st.closedAt) < cfg.rules.RetripWindow:
 		return false
 	case st.state == BreakerClosed:
 		// The sweep asks only after the key has been idle about
 		// IdleTimeout: a streak of failures that long ago is stale, and
 		// window failures are, once the window fits in that time.
-		return st.clean.Load() || b.policy.WindowFailures == 0 || b.policy.Window <= b.states.idle
+		return st.clean.Load() || cfg.policy.WindowFailures == 0 || cfg.policy.Window <= b.states.idle
 	}
 	return !st.openUntil.After(now)
 }
 
-// acquire returns key's breaker, made on first use.
+// acquire returns key's breaker, made on first use, and made again when
+// the policy changed and it is closed: it then counts anew, by the policy
+// in force. An open or half-open one runs its course first.
 func (b *breakers) acquire(key string) *keyedEntry[breakerState] {
 	e := b.states.acquire(key, true)
-	if e.state.clean.Load() {
+	st := &e.state
+	cfg := b.config()
+	if st.clean.Load() && st.built.Load() == cfg.gen {
 		return e
 	}
-	e.state.mu.Lock()
-	if e.state.cb == nil {
-		b.build(key, &e.state)
+	st.mu.Lock()
+	if st.cb.Load() == nil || st.built.Load() != cfg.gen && st.state == BreakerClosed {
+		b.build(key, st, cfg)
 	}
-	e.state.mu.Unlock()
+	st.mu.Unlock()
 	return e
 }
 
-// build makes key's gobreaker, with st.mu held. gobreaker calls
+// build makes key's gobreaker under cfg, with st.mu held. gobreaker calls
 // ReadyToTrip and OnStateChange under its own lock: they only record into
 // st, taking st.mu after gobreaker's lock, never the other way round.
-func (b *breakers) build(key string, st *breakerState) {
-	p := b.policy
+func (b *breakers) build(key string, st *breakerState, cfg *breakerConfig) {
+	p := cfg.policy
 	settings := gobreaker.Settings{
 		Name:        key,
 		MaxRequests: uint32(p.SuccessesToClose),
@@ -150,7 +178,8 @@ func (b *breakers) build(key string, st *breakerState) {
 		// it, must be half-open by that instant.
 		Timeout: max(p.Cooldown-time.Nanosecond, time.Nanosecond),
 		ReadyToTrip: func(c gobreaker.Counts) bool {
-			fails := 0 // of the rule that trips
+			p := b.config().policy // SetBreakerPolicy's thresholds apply at once
+			fails := 0             // of the rule that trips
 			switch {
 			case c.ConsecutiveFailures >= uint32(p.ConsecutiveFailures):
 				fails = int(c.ConsecutiveFailures)
@@ -164,35 +193,49 @@ func (b *breakers) build(key string, st *breakerState) {
 			st.mu.Unlock()
 			return true
 		},
-		OnStateChange: func(_ string, from, to gobreaker.State) { b.recordChange(st, fromGobreaker(from), fromGobreaker(to)) },
-		IsSuccessful:  func(err error) bool { return err == nil },
-		IsExcluded:    func(err error) bool { return err == errBreakerExcluded },
+		OnStateChange: func(_ string, from, to gobreaker.State) {
+			b.recordChange(st, cfg.gen, fromGobreaker(from), fromGobreaker(to))
+		},
+		IsSuccessful: func(err error) bool { return err == nil },
+		IsExcluded:   func(err error) bool { return err == errBreakerExcluded },
 	}
 	if p.WindowFailures > 0 {
 		settings.Interval = p.Window
 		settings.BucketPeriod = p.Window / 10
 	}
-	st.cb = gobreaker.NewTwoStepCircuitBreaker[struct{}](settings)
+	st.cb.Store(gobreaker.NewTwoStepCircuitBreaker[struct{}](settings))
+	st.built.Store(cfg.gen)
+	st.minCooldown = p.Cooldown
 	st.clean.Store(true)
 }
 
 // recordChange notes a state change, under gobreaker's lock: the escalation
-// moves, and the change waits to be reported outside any lock.
-func (b *breakers) recordChange(st *breakerState, from, to BreakerState) {
+// moves, and the change waits to be reported outside any lock. A change
+// of a gobreaker replaced since (built under gen) is not the breaker's.
+func (b *breakers) recordChange(st *breakerState, gen uint64, from, to BreakerState) {
 	now := time.Now()
+	cfg := b.config()
 	st.mu.Lock()
 	defer st.mu.Unlock()
+	if st.built.Load() != gen {
+		return
+	}
 	st.state = to
 	st.gen.Add(1)
 	st.clean.Store(to == BreakerClosed) // gobreaker clears its counts on every change
+	var resetIn time.Duration
 	switch to {
 	case BreakerOpen:
-		level := b.levelAt(st, now)
-		if from == BreakerHalfOpen {
-			level = min(level+1, len(b.rules.Cooldowns)-1) // a failed probe
+		level := b.levelAt(st, now, cfg)
+		if from == BreakerHalfOpen || b.retripped(st, now, cfg) {
+			level++ // a failed probe, or the trouble back soon after it closed
 		}
-		st.level, st.levelSince = level, now
-		st.openUntil = now.Add(b.rules.Cooldowns[level])
+		level = min(level, len(cfg.rules.Cooldowns)-1)
+		// A cooldown shortened since the gobreaker was built still lasts
+		// its timeout, after which gobreaker lets a probe through.
+		resetIn = max(cfg.rules.Cooldowns[level], st.minCooldown)
+		st.level, st.openedAt, st.cause = level, now, st.failing
+		st.openUntil = now.Add(resetIn)
 	case BreakerHalfOpen:
 		// gobreaker goes half-open after the base Cooldown; an escalated
 		// cooldown still holds until openUntil.
@@ -200,19 +243,26 @@ func (b *breakers) recordChange(st *breakerState, from, to BreakerState) {
 			st.openUntil = time.Time{}
 		}
 	case BreakerClosed:
-		st.probes, st.openUntil = 0, time.Time{}
+		st.probes, st.openUntil, st.closedAt = 0, time.Time{}, now
 	}
 	st.wakeLocked()
-	if b.notify != nil {
-		st.changes = append(st.changes, stateChange{from, to})
+	if cfg.notify != nil {
+		st.changes = append(st.changes, BreakerChange{From: from, To: to, Level: st.level,
+			OpenedAt: st.openedAt, ResetIn: resetIn, Cause: st.cause})
 		st.hasChanges.Store(true)
 	}
 }
 
+// retripped reports whether a trip now comes within the RetripWindow of
+// the breaker's last closing, with st.mu held.
+func (b *breakers) retripped(st *breakerState, now time.Time, cfg *breakerConfig) bool {
+	return cfg.rules.RetripWindow > 0 && !st.closedAt.IsZero() && now.Sub(st.closedAt) < cfg.rules.RetripWindow
+}
+
 // levelAt is the escalation level after the quiet Decays since the last
 // trip, with st.mu held.
-func (b *breakers) levelAt(st *breakerState, now time.Time) int {
-	return decayedLevel(st.level, st.levelSince, now, b.policy.Decay)
+func (b *breakers) levelAt(st *breakerState, now time.Time, cfg *breakerConfig) int {
+	return decayedLevel(st.level, st.openedAt, now, cfg.policy.Decay)
 }
 
 // decayedLevel is an escalation level reached at since, one step lower
@@ -224,7 +274,7 @@ func decayedLevel(level int, since, now time.Time, decay time.Duration) int {
 	return max(level-int(now.Sub(since)/decay), 0)
 }
 
-// report tells notify of the changes recorded, outside any lock.
+// report tells the listeners of the changes recorded, outside any lock.
 func (b *breakers) report(key string, st *breakerState) {
 	if !st.hasChanges.Load() {
 		return
@@ -234,8 +284,13 @@ func (b *breakers) report(key string, st *breakerState) {
 	st.changes = nil
 	st.hasChanges.Store(false)
 	st.mu.Unlock()
+	notify := b.config().notify
+	if notify == nil {
+		return
+	}
 	for _, c := range changes {
-		b.notify(key, c.from, c.to)
+		c.Key = key
+		notify(c)
 	}
 }
 
@@ -264,7 +319,7 @@ func (b *breakers) admit(c *call, key string, e *keyedEntry[breakerState]) (brea
 // not fit or the policy fails fast, refuses the call with the breaker's
 // error.
 func (c *call) waitBreakerReset(key string, resetIn time.Duration, fails int) error {
-	if c.t.breakers.policy.FailFast {
+	if c.t.breakers.config().policy.FailFast {
 		return &CircuitOpenError{Key: key, State: BreakerOpen.String(), ResetIn: resetIn, Failures: fails}
 	}
 	err := c.waitAdmission(resetIn, WaitBreaker)
@@ -295,7 +350,7 @@ func (b *breakers) admitLocal(c *call, key string, e *keyedEntry[breakerState]) 
 				continue
 			}
 		}
-		done, err := st.cb.Allow()
+		done, err := st.cb.Load().Allow()
 		b.report(key, st)
 		switch {
 		case errors.Is(err, gobreaker.ErrOpenState):
@@ -309,7 +364,7 @@ func (b *breakers) admitLocal(c *call, key string, e *keyedEntry[breakerState]) 
 		}
 		st.mu.Lock()
 		probe := st.state == BreakerHalfOpen
-		if probe && st.probes >= b.policy.HalfOpenProbes {
+		if probe && st.probes >= b.config().policy.HalfOpenProbes {
 			st.mu.Unlock()
 			done(errBreakerExcluded)
 			if err := c.waitProbes(key, st, wakes, fails); err != nil {
@@ -345,7 +400,7 @@ func (c *call) waitProbes(key string, st *breakerState, seen uint64, fails int) 
 	}
 	woken := st.woken
 	st.mu.Unlock()
-	if c.budgetLeft() > 0 && !c.t.breakers.policy.FailFast {
+	if c.budgetLeft() > 0 && !c.t.breakers.config().policy.FailFast {
 		err := c.waitUntil(woken, time.Time{}, WaitBreaker, 0)
 		if err == nil || c.ctx.Err() != nil {
 			return err

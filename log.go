@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"strconv"
+	"time"
 )
 
 // WithLogger makes the transport log what it does to l, as structured
@@ -13,11 +14,14 @@ import (
 //	event=rate_wait     kind delay_ms attempt key endpoint           (Info)
 //	event=rate_success  attempts total_wait_ms status key endpoint   (Info after a retry or a wait, else Debug)
 //	event=rate_giveup   reason attempts total_wait_ms status error key endpoint (Warn)
-//	event=breaker_state from to key                                  (Warn on open, else Info)
+//	event=breaker_state from to key level [reset_in_ms opened_at cause_status cause_class cause_detail] (Warn on open, else Info)
 //
 // key is the request's host (for breaker_state, the breaker's key as its
 // KeyFunc returns it: ByHeader hashes the header's value) and endpoint the
-// label of WithEndpoint. No URL, header or body is logged, and errors go
+// label of WithEndpoint. A breaker_state event of a breaker that has
+// opened says when (opened_at, RFC 3339) and why: the status, the class
+// and the first line of the body or error that tripped it (see
+// [BreakerCause]); one to open says for how long (reset_in_ms). No URL, header or body is logged, and errors go
 // through [Redact], so API keys, Authorization and tokens in query
 // parameters never appear. An event
 // whose level l does not enable is not built. Without WithLogger the
@@ -92,9 +96,17 @@ func logTrace(l *slog.Logger) *Trace {
 			if !l.Enabled(ctx, level) {
 				return
 			}
-			l.LogAttrs(ctx, level, "circuit breaker "+b.To.String(),
-				slog.String("event", "breaker_state"), slog.String("from", b.From.String()),
-				slog.String("to", b.To.String()), slog.String("key", b.Key))
+			attrs := []slog.Attr{slog.String("event", "breaker_state"), slog.String("from", b.From.String()),
+				slog.String("to", b.To.String()), slog.String("key", b.Key), slog.Int("level", b.Level)}
+			if b.To == BreakerOpen {
+				attrs = append(attrs, slog.Int64("reset_in_ms", b.ResetIn.Milliseconds()))
+			}
+			if !b.OpenedAt.IsZero() {
+				attrs = append(attrs, slog.String("opened_at", b.OpenedAt.UTC().Format(time.RFC3339)),
+					slog.Int("cause_status", b.Cause.StatusCode), slog.String("cause_class", b.Cause.Class.String()),
+					slog.String("cause_detail", b.Cause.Detail))
+			}
+			l.LogAttrs(ctx, level, "circuit breaker "+b.To.String(), attrs...)
 		},
 	}
 }

@@ -35,6 +35,9 @@ type memBreaker struct {
 	level      int
 	since      time.Time     // the last trip, for the level's decay
 	decay      time.Duration // the rules' Decay at that trip
+	cause      BreakerCause  // what tripped it at since
+	closed     time.Time     // when a probe last closed it
+	retrip     time.Duration // the rules' RetripWindow then
 	probeUntil time.Time     // half-open: the probe granted holds until then
 	probeID    uint64        // the probe granted
 }
@@ -105,6 +108,20 @@ func (m *MemoryStore) BreakerAdmit(_ context.Context, key string, rules *Breaker
 	return SharedBreaker{State: BreakerHalfOpen, Level: b.level, Probe: true, ProbeID: b.probeID}, nil
 }
 
+// BreakerRead implements BreakerStore.
+func (m *MemoryStore) BreakerRead(_ context.Context, key string, rules *BreakerRules) (SharedBreaker, error) {
+	now := time.Now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	b := m.breakers[key]
+	if b == nil {
+		return SharedBreaker{State: BreakerClosed}, nil
+	}
+	sb := b.state(now, rules)
+	sb.OpenedAt, sb.Cause = b.since, b.cause
+	return sb, nil
+}
+
 // BreakerReleaseProbe implements BreakerStore.
 func (m *MemoryStore) BreakerReleaseProbe(_ context.Context, key string, probeID uint64) error {
 	m.mu.Lock()
@@ -116,7 +133,7 @@ func (m *MemoryStore) BreakerReleaseProbe(_ context.Context, key string, probeID
 }
 
 // BreakerFailed implements BreakerStore.
-func (m *MemoryStore) BreakerFailed(_ context.Context, key string, probe bool, rules *BreakerRules) (SharedBreaker, error) {
+func (m *MemoryStore) BreakerFailed(_ context.Context, key string, probe bool, cause BreakerCause, rules *BreakerRules) (SharedBreaker, error) {
 	now := time.Now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -125,7 +142,7 @@ func (m *MemoryStore) BreakerFailed(_ context.Context, key string, probe bool, r
 	case b.open && now.Before(b.until):
 		// Open already: a request sent before the trip counts nothing.
 	case b.open && probe:
-		b.trip(now, min(b.level+1, len(rules.Cooldowns)-1), rules) // a failed probe: the next cooldown
+		b.trip(now, min(b.level+1, len(rules.Cooldowns)-1), cause, rules) // a failed probe: the next cooldown
 	case !b.open:
 		b.failures++
 		if rules.WindowFailures > 0 {
@@ -135,14 +152,18 @@ func (m *MemoryStore) BreakerFailed(_ context.Context, key string, probe bool, r
 			}
 		}
 		if b.failures >= rules.ConsecutiveFailures || rules.WindowFailures > 0 && len(b.recent) >= rules.WindowFailures {
-			b.trip(now, b.levelAt(now, rules), rules)
+			level := b.levelAt(now, rules)
+			if !b.closed.IsZero() && now.Sub(b.closed) < rules.RetripWindow {
+				level++ // the trouble came back soon after it closed
+			}
+			b.trip(now, min(level, len(rules.Cooldowns)-1), cause, rules)
 		}
 	}
 	return b.state(now, rules), nil
 }
 
 // BreakerSucceeded implements BreakerStore.
-func (m *MemoryStore) BreakerSucceeded(_ context.Context, key string, probe bool, _ *BreakerRules) error {
+func (m *MemoryStore) BreakerSucceeded(_ context.Context, key string, probe bool, rules *BreakerRules) error {
 	now := time.Now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -153,21 +174,25 @@ func (m *MemoryStore) BreakerSucceeded(_ context.Context, key string, probe bool
 	b.failures = 0
 	if probe && b.open && !now.Before(b.until) {
 		b.open, b.probeUntil = false, time.Time{} // the level stays, to decay
+		b.closed, b.retrip = now, rules.RetripWindow
 	}
 	return nil
 }
 
 // BreakerTripped implements BreakerStore.
-func (m *MemoryStore) BreakerTripped(_ context.Context, key string, until time.Time, level int, rules *BreakerRules) error {
+func (m *MemoryStore) BreakerTripped(_ context.Context, key string, trip BreakerTrip, rules *BreakerRules) error {
 	now := time.Now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	b := m.breaker(key, now)
-	if b.open && !b.until.Before(until) {
+	if b.open && !b.until.Before(trip.Until) {
 		return nil
 	}
-	b.trip(now, max(min(level, len(rules.Cooldowns)-1), b.levelAt(now, rules)), rules)
-	b.until = until
+	b.trip(now, max(min(trip.Level, len(rules.Cooldowns)-1), b.levelAt(now, rules)), trip.Cause, rules)
+	b.until = trip.Until
+	if !trip.OpenedAt.IsZero() {
+		b.since = trip.OpenedAt
+	}
 	return nil
 }
 
@@ -182,8 +207,8 @@ func (m *MemoryStore) breaker(key string, now time.Time) *memBreaker {
 	return b
 }
 
-func (b *memBreaker) trip(now time.Time, level int, rules *BreakerRules) {
-	b.open, b.level, b.since, b.decay = true, level, now, rules.Decay
+func (b *memBreaker) trip(now time.Time, level int, cause BreakerCause, rules *BreakerRules) {
+	b.open, b.level, b.since, b.decay, b.cause = true, level, now, rules.Decay, cause
 	b.until = now.Add(rules.Cooldowns[level])
 	b.failures, b.recent, b.probeUntil = 0, nil, time.Time{}
 }
@@ -226,7 +251,7 @@ func (m *MemoryStore) prune(now time.Time) {
 		}
 	}
 	for k, b := range m.breakers {
-		if !b.open && b.failures == 0 && b.levelAt(now, nil) == 0 {
+		if !b.open && b.failures == 0 && b.levelAt(now, nil) == 0 && now.Sub(b.closed) >= b.retrip {
 			delete(m.breakers, k)
 		}
 	}

@@ -107,7 +107,7 @@ func TestTraceOfBreakerChanges(t *testing.T) {
 		var policyHeard []string
 		tr := New(s.mock(), WithRetry(RetryPolicy{MaxAttempts: 1}), WithTrace(rec.trace("")),
 			WithBreaker(BreakerPolicy{ConsecutiveFailures: 1, Cooldown: time.Second,
-				OnStateChange: func(key string, from, to BreakerState) { policyHeard = append(policyHeard, to.String()) }}))
+				OnStateChange: func(c BreakerChange) { policyHeard = append(policyHeard, c.To.String()) }}))
 		_, _ = callOnce(t, tr, context.Background())
 		time.Sleep(time.Second)
 		_, _ = callOnce(t, tr, context.Background())

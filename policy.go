@@ -93,6 +93,9 @@ func (c Class) String() string {
 	return fmt.Sprintf("Class(%d)", uint8(c))
 }
 
+// MarshalText writes the class's name, for JSON.
+func (c Class) MarshalText() ([]byte, error) { return []byte(c.String()), nil }
+
 // RetryPolicy says when and how long the transport waits before trying a
 // request again. The zero value is ready to use: every zero field means the
 // Default constant of the same name (DefaultMaxAttempts and so on), so a

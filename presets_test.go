@@ -126,8 +126,8 @@ func TestPresetsFailNoCallOnASmallBucket(t *testing.T) {
 					srv := ratewisetest.NewBucket(ratewisetest.Config{Rate: 5, Burst: 2, Latency: 20 * time.Millisecond, RetryAfter: mode})
 					var opened atomic.Int32
 					breaker := *p.Breaker
-					breaker.OnStateChange = func(_ string, _, to BreakerState) {
-						if to == BreakerOpen {
+					breaker.OnStateChange = func(c BreakerChange) {
+						if c.To == BreakerOpen {
 							opened.Add(1)
 						}
 					}

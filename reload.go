@@ -3,12 +3,13 @@ package ratewise
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"time"
 )
 
-// This file changes a running transport's policies, so that a service can
-// turn itself down without a deploy. A change applies from the next
+// This file changes a running transport's policies (retry, limits,
+// breaker), so that a service can turn itself down without a deploy. A change applies from the next
 // attempt; calls in flight are not dropped.
 
 // SetRetryPolicy makes p the transport's retry policy, from the next
@@ -79,6 +80,68 @@ func (t *Transport) SetLimit(l Limit) error {
 		})
 	}
 	return nil
+}
+
+// SetBreakerPolicy makes p the policy of the transport's breakers, zero
+// fields taking their defaults, for each breaker's next decision: its
+// thresholds count the next outcome, its cooldowns and escalation time
+// the next trip, its HalfOpenProbes, ProbeTimeout, IsFailure and
+// OnStateChange the next request or change. A key's breaker that is
+// closed starts counting anew under p (its Window and SuccessesToClose
+// too); one open or half-open runs its course first, and its next
+// cooldown lasts at least the Cooldown it opened under, after which it
+// probes, as before. Key, Store and IdleTimeout make the breakers what
+// they are and may not change. An invalid p, or a transport built
+// without WithBreaker, is refused and changes nothing.
+func (t *Transport) SetBreakerPolicy(p BreakerPolicy) error {
+	b := t.breakers
+	if b == nil {
+		return errors.New("ratewise: SetBreakerPolicy: the transport has no breaker; give it one with WithBreaker")
+	}
+	if err := p.Validate(); err != nil {
+		return err
+	}
+	p = p.WithDefaults()
+	p.Escalation = slices.Clone(p.Escalation)
+	t.reloadMu.Lock()
+	defer t.reloadMu.Unlock()
+	old := b.config()
+	var errs []error
+	if !sameKeyFunc(p.Key, old.policy.Key) {
+		errs = append(errs, errors.New("its Key"))
+	}
+	if !sameStore(p.Store, old.policy.Store) {
+		errs = append(errs, errors.New("its Store"))
+	}
+	if p.IdleTimeout != old.policy.IdleTimeout {
+		errs = append(errs, fmt.Errorf("its IdleTimeout (%v to %v)", old.policy.IdleTimeout, p.IdleTimeout))
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("ratewise: SetBreakerPolicy cannot change what makes the breakers what they are: %w", errors.Join(errs...))
+	}
+	b.cfg.Store(&breakerConfig{policy: p, rules: p.Rules(), notify: breakerListeners(p.OnStateChange, t.trace), gen: old.gen + 1})
+	return nil
+}
+
+// BreakerPolicy returns the transport's breaker policy, defaults filled
+// in, and false when it has no breaker.
+func (t *Transport) BreakerPolicy() (BreakerPolicy, bool) {
+	if t.breakers == nil {
+		return BreakerPolicy{}, false
+	}
+	p := t.breakers.config().policy
+	p.Escalation = slices.Clone(p.Escalation)
+	return p, true
+}
+
+// sameStore reports whether a and b are the same store; stores of a type
+// that == cannot compare are taken for different ones.
+func sameStore(a, b BreakerStore) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	t := reflect.TypeOf(a)
+	return t == reflect.TypeOf(b) && t.Comparable() && a == b
 }
 
 // Limits returns the Limits in force, one per scope, in the order given.

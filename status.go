@@ -1,6 +1,7 @@
 package ratewise
 
 import (
+	"context"
 	"encoding/json"
 	"math"
 	"time"
@@ -75,6 +76,12 @@ type BreakerStatus struct {
 	Requests            uint32 `json:"requests"`
 	Failures            uint32 `json:"failures"`
 	ConsecutiveFailures uint32 `json:"consecutive_failures"`
+	// OpenedAt is when the breaker last opened (a trip, or a failed
+	// probe), and Cause what opened it; zero when it never did as far as
+	// the transport, or the policy's Store, remembers. They stay once it
+	// closes, until the breaker is forgotten.
+	OpenedAt time.Time    `json:"-"`
+	Cause    BreakerCause `json:"-"`
 }
 
 // MarshalJSON writes the status with PausedFor in seconds.
@@ -86,13 +93,20 @@ func (s LimitStatus) MarshalJSON() ([]byte, error) {
 	}{plain(s), s.PausedFor.Seconds()})
 }
 
-// MarshalJSON writes the status with ResetIn in seconds.
+// MarshalJSON writes the status with ResetIn in seconds, and, once the
+// breaker has opened, opened_at (RFC 3339) and cause.
 func (s BreakerStatus) MarshalJSON() ([]byte, error) {
 	type plain BreakerStatus
-	return json.Marshal(struct {
+	out := struct {
 		plain
-		ResetIn float64 `json:"reset_in_seconds"`
-	}{plain(s), s.ResetIn.Seconds()})
+		ResetIn  float64       `json:"reset_in_seconds"`
+		OpenedAt *time.Time    `json:"opened_at,omitempty"`
+		Cause    *BreakerCause `json:"cause,omitempty"`
+	}{plain: plain(s), ResetIn: s.ResetIn.Seconds()}
+	if !s.OpenedAt.IsZero() {
+		out.OpenedAt, out.Cause = &s.OpenedAt, &s.Cause
+	}
+	return json.Marshal(out)
 }
 
 // LimitStatus reports the state kept for key: the cooldown gate's pause,
@@ -197,28 +211,66 @@ func (t *Transport) BreakerStatuses() []BreakerStatus {
 	return out
 }
 
+// status is key's breaker: this transport's, and the one its store
+// shares, whichever holds requests back longer.
 func (b *breakers) status(key string, now time.Time) BreakerStatus {
+	out := b.localStatus(key, now)
+	if b.store != nil {
+		b.addShared(&out, key, now)
+	}
+	return out
+}
+
+// localStatus is key's breaker in this transport.
+func (b *breakers) localStatus(key string, now time.Time) BreakerStatus {
 	e := b.states.peek(key)
 	if e == nil {
 		return BreakerStatus{Key: key, State: BreakerClosed}
 	}
 	defer b.states.release(e)
 	st := &e.state
-	st.mu.Lock()
-	cb := st.cb
-	st.mu.Unlock()
+	cb := st.cb.Load()
 	if cb == nil {
 		return BreakerStatus{Key: key, State: BreakerClosed}
 	}
 	state := fromGobreaker(cb.State()) // gobreaker's lock, then ours: never both
 	counts := cb.Counts()
 	b.report(key, st) // State may have moved it to half-open
+	cfg := b.config()
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	out := BreakerStatus{Key: key, State: state, Level: b.levelAt(st, now), Requests: counts.Requests,
-		Failures: counts.TotalFailures, ConsecutiveFailures: counts.ConsecutiveFailures}
+	out := BreakerStatus{Key: key, State: state, Level: b.levelAt(st, now, cfg), Requests: counts.Requests,
+		Failures: counts.TotalFailures, ConsecutiveFailures: counts.ConsecutiveFailures,
+		OpenedAt: st.openedAt, Cause: st.cause}
 	if resetIn := st.openUntil.Sub(now); resetIn > 0 {
 		out.State, out.ResetIn = BreakerOpen, resetIn
 	}
 	return out
+}
+
+// addShared folds into out the breaker the store shares for key: open
+// there, opened by another transport, it is open here too; half-open
+// there, another transport probes and this one's requests wait for it. A
+// store that fails closed holds every request back: open, for as long as
+// it fails. Any other failure leaves this transport's own view.
+func (b *breakers) addShared(out *BreakerStatus, key string, now time.Time) {
+	cfg := b.config()
+	sb, err := b.store.BreakerRead(context.Background(), key, &cfg.rules)
+	switch {
+	case err != nil && storeFailedClosed(err):
+		out.State = BreakerOpen
+		return
+	case err != nil:
+		return
+	}
+	switch resetIn := sb.Until.Sub(now); {
+	case sb.State == BreakerOpen && resetIn > 0:
+		out.State, out.ResetIn = BreakerOpen, max(out.ResetIn, resetIn)
+	case sb.State == BreakerHalfOpen && out.State == BreakerClosed:
+		out.State = BreakerHalfOpen
+	}
+	out.Level = max(out.Level, sb.Level)
+	if sb.OpenedAt.After(out.OpenedAt) {
+		out.OpenedAt, out.Cause = sb.OpenedAt, sb.Cause
+	}
 }

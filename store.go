@@ -65,27 +65,41 @@ type BreakerStore interface {
 	// rules.ProbeTimeout at most, or until it is released; a request
 	// refused it asks again a little later, while its budget lasts.
 	BreakerAdmit(ctx context.Context, key string, rules *BreakerRules) (SharedBreaker, error)
+	// BreakerRead reads key's shared breaker as BreakerAdmit would,
+	// without granting a probe or creating anything: for statuses.
+	BreakerRead(ctx context.Context, key string, rules *BreakerRules) (SharedBreaker, error)
 	// BreakerReleaseProbe gives back the probe granted as probeID, whose
 	// request was not sent after all or whose outcome does not count (its
 	// caller gave up), so that another request may probe at once rather
 	// than after ProbeTimeout. A probe granted since to another request
 	// is left alone.
 	BreakerReleaseProbe(ctx context.Context, key string, probeID uint64) error
-	// BreakerFailed records a failure of key's request: the breaker trips
-	// when the failures counted reach the rules, or at once when the
-	// request was the probe of a half-open breaker. The transport tells
-	// only failures that count: of a burst of rate-limit refusals, the
-	// first it sees, not its siblings.
-	BreakerFailed(ctx context.Context, key string, probe bool, rules *BreakerRules) (SharedBreaker, error)
+	// BreakerFailed records a failure of key's request, described by
+	// cause: the breaker trips when the failures counted reach the rules,
+	// or at once when the request was the probe of a half-open breaker,
+	// and keeps cause as what tripped it. A trip from closed within
+	// rules.RetripWindow of the breaker's last closing opens it one level
+	// up. The transport tells only failures that count: of a burst of
+	// rate-limit refusals, the first it sees, not its siblings.
+	BreakerFailed(ctx context.Context, key string, probe bool, cause BreakerCause, rules *BreakerRules) (SharedBreaker, error)
 	// BreakerSucceeded records a success: it clears the failures counted,
 	// and a probe's success closes the breaker. The transport tells it
 	// every success of a request admitted while the breaker was closed, so
 	// that only failures in a row across the transports trip it.
 	BreakerSucceeded(ctx context.Context, key string, probe bool, rules *BreakerRules) error
 	// BreakerTripped records that a transport's own breaker for key
-	// opened until until at level: the shared breaker opens too, the
-	// later end and the higher level winning.
-	BreakerTripped(ctx context.Context, key string, until time.Time, level int, rules *BreakerRules) error
+	// opened, as trip says: the shared breaker opens too, the later end
+	// and the higher level winning, with the trip's cause when it opens.
+	BreakerTripped(ctx context.Context, key string, trip BreakerTrip, rules *BreakerRules) error
+}
+
+// BreakerTrip is a trip of a transport's own breaker, told to its store.
+type BreakerTrip struct {
+	// OpenedAt is when it opened, Until when it lets a probe through.
+	OpenedAt, Until time.Time
+	// Level is the escalation level of the cooldown.
+	Level int
+	Cause BreakerCause
 }
 
 // SharedBreaker is a breaker's state as a BreakerStore keeps it.
@@ -103,6 +117,11 @@ type SharedBreaker struct {
 	ProbeID uint64
 	// Failures counts the failures since the last success.
 	Failures int
+	// OpenedAt is when the breaker last opened and Cause what opened it,
+	// as far as the store keeps them (zero when it does not); only
+	// BreakerRead must fill them.
+	OpenedAt time.Time
+	Cause    BreakerCause
 }
 
 // BreakerRules are what a BreakerStore needs of a BreakerPolicy: when to
@@ -118,6 +137,9 @@ type BreakerRules struct {
 	Cooldowns    []time.Duration
 	Decay        time.Duration
 	ProbeTimeout time.Duration
+	// RetripWindow is how soon after the breaker closed a trip opens it
+	// one level up; 0 when such a trip starts from the decayed level.
+	RetripWindow time.Duration
 }
 
 // Rules returns the BreakerRules of p, defaults filled in.
@@ -126,7 +148,7 @@ func (p BreakerPolicy) Rules() BreakerRules {
 	window := d.Window
 	failures := d.ConsecutiveFailures
 	r := BreakerRules{ConsecutiveFailures: failures, WindowFailures: d.WindowFailures, Window: window,
-		Decay: d.Decay, ProbeTimeout: d.ProbeTimeout}
+		Decay: d.Decay, ProbeTimeout: d.ProbeTimeout, RetripWindow: max(d.RetripWindow, 0)}
 	r.Cooldowns = append([]time.Duration{d.Cooldown}, d.Escalation...)
 	return r
 }

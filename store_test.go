@@ -90,7 +90,7 @@ func TestSharedBreakerOneProbeAtATime(t *testing.T) {
 		slow := newScript(answer(200))
 		policy := BreakerPolicy{ConsecutiveFailures: 1, Cooldown: time.Second, Store: store}
 		rules := policy.Rules()
-		if _, err := store.BreakerFailed(context.Background(), host, false, &rules); err != nil {
+		if _, err := store.BreakerFailed(context.Background(), host, false, BreakerCause{}, &rules); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(time.Second)
@@ -137,14 +137,17 @@ func (f failingStore) PausedUntil(context.Context, string) (time.Time, error) {
 func (f failingStore) BreakerAdmit(context.Context, string, *BreakerRules) (SharedBreaker, error) {
 	return SharedBreaker{}, f.err()
 }
+func (f failingStore) BreakerRead(context.Context, string, *BreakerRules) (SharedBreaker, error) {
+	return SharedBreaker{}, f.err()
+}
 func (f failingStore) BreakerReleaseProbe(context.Context, string, uint64) error { return f.err() }
-func (f failingStore) BreakerFailed(context.Context, string, bool, *BreakerRules) (SharedBreaker, error) {
+func (f failingStore) BreakerFailed(context.Context, string, bool, BreakerCause, *BreakerRules) (SharedBreaker, error) {
 	return SharedBreaker{}, f.err()
 }
 func (f failingStore) BreakerSucceeded(context.Context, string, bool, *BreakerRules) error {
 	return f.err()
 }
-func (f failingStore) BreakerTripped(context.Context, string, time.Time, int, *BreakerRules) error {
+func (f failingStore) BreakerTripped(context.Context, string, BreakerTrip, *BreakerRules) error {
 	return f.err()
 }
 
@@ -216,9 +219,9 @@ func TestMemoryStoreBreakerStateMachine(t *testing.T) {
 			Escalation: []time.Duration{10 * time.Minute}, Decay: time.Hour}.Rules()
 		var states []string
 		note := func(sb SharedBreaker) { states = append(states, sb.State.String()) }
-		sb, _ := m.BreakerFailed(ctx, "k", false, &rules)
+		sb, _ := m.BreakerFailed(ctx, "k", false, BreakerCause{}, &rules)
 		note(sb) // 1 failure: closed
-		sb, _ = m.BreakerFailed(ctx, "k", false, &rules)
+		sb, _ = m.BreakerFailed(ctx, "k", false, BreakerCause{}, &rules)
 		note(sb) // 2: open for a minute
 		if sb.Until != time.Now().Add(time.Minute) || sb.Level != 0 {
 			t.Fatalf("trip = %+v, want a minute at level 0", sb)
@@ -226,7 +229,7 @@ func TestMemoryStoreBreakerStateMachine(t *testing.T) {
 		time.Sleep(time.Minute)
 		sb, _ = m.BreakerAdmit(ctx, "k", &rules)
 		note(sb) // half-open: the probe
-		sb, _ = m.BreakerFailed(ctx, "k", true, &rules)
+		sb, _ = m.BreakerFailed(ctx, "k", true, BreakerCause{}, &rules)
 		note(sb) // the probe failed: open at the next level
 		if sb.Level != 1 || sb.Until != time.Now().Add(10*time.Minute) {
 			t.Fatalf("after a failed probe = %+v, want 10 minutes at level 1", sb)
@@ -399,11 +402,11 @@ func TestSharedLimitRespectsTheContextDeadline(t *testing.T) {
 // opens while the shared one stays as the test sets it.
 type deafStore struct{ *MemoryStore }
 
-func (deafStore) BreakerFailed(context.Context, string, bool, *BreakerRules) (SharedBreaker, error) {
+func (deafStore) BreakerFailed(context.Context, string, bool, BreakerCause, *BreakerRules) (SharedBreaker, error) {
 	return SharedBreaker{}, errors.New("not heard")
 }
 
-func (deafStore) BreakerTripped(context.Context, string, time.Time, int, *BreakerRules) error {
+func (deafStore) BreakerTripped(context.Context, string, BreakerTrip, *BreakerRules) error {
 	return errors.New("not heard")
 }
 
@@ -457,7 +460,7 @@ func TestSharedProbeGivenBackWhenUnused(t *testing.T) {
 				policy := BreakerPolicy{ConsecutiveFailures: 1, Cooldown: time.Second, Store: store}
 				rules := policy.Rules()
 				prober := tt.prober(t, store)
-				_, _ = store.BreakerFailed(context.Background(), host, false, &rules) // another replica trips it
+				_, _ = store.BreakerFailed(context.Background(), host, false, BreakerCause{}, &rules) // another replica trips it
 				time.Sleep(time.Second)
 				call := tt.call
 				if call == nil {
@@ -511,12 +514,12 @@ func TestSharedSuccessClearsFailuresCountedInFlight(t *testing.T) {
 		}), WithBreaker(policy))
 		done := goCallOnce(t, b, context.Background())
 		time.Sleep(100 * time.Millisecond)
-		_, _ = store.BreakerFailed(context.Background(), host, false, &rules)
-		_, _ = store.BreakerFailed(context.Background(), host, false, &rules)
+		_, _ = store.BreakerFailed(context.Background(), host, false, BreakerCause{}, &rules)
+		_, _ = store.BreakerFailed(context.Background(), host, false, BreakerCause{}, &rules)
 		if err := <-done; err != nil { // b's success, after the two failures
 			t.Error(err)
 		}
-		if sb, _ := store.BreakerFailed(context.Background(), host, false, &rules); sb.State != BreakerClosed || sb.Failures != 1 {
+		if sb, _ := store.BreakerFailed(context.Background(), host, false, BreakerCause{}, &rules); sb.State != BreakerClosed || sb.Failures != 1 {
 			t.Errorf("fail, fail, success, fail: %+v, want closed with one failure", sb)
 		}
 	})
@@ -528,14 +531,14 @@ type blipStore struct {
 	trips atomic.Int64
 }
 
-func (b *blipStore) BreakerTripped(ctx context.Context, key string, until time.Time, level int, r *BreakerRules) error {
+func (b *blipStore) BreakerTripped(ctx context.Context, key string, trip BreakerTrip, r *BreakerRules) error {
 	if b.trips.Add(1) == 1 {
 		return errors.New("i/o timeout")
 	}
-	return b.MemoryStore.BreakerTripped(ctx, key, until, level, r)
+	return b.MemoryStore.BreakerTripped(ctx, key, trip, r)
 }
 
-func (b *blipStore) BreakerFailed(context.Context, string, bool, *BreakerRules) (SharedBreaker, error) {
+func (b *blipStore) BreakerFailed(context.Context, string, bool, BreakerCause, *BreakerRules) (SharedBreaker, error) {
 	return SharedBreaker{}, errors.New("i/o timeout")
 }
 

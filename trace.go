@@ -145,8 +145,18 @@ type RetryInfo struct {
 
 // BreakerChange describes a change of a key's breaker.
 type BreakerChange struct {
+	// Key is the breaker's key, as its KeyFunc returns it.
 	Key      string
 	From, To BreakerState
+	// Level is the escalation level: 0 for Cooldown, i for
+	// Escalation[i-1].
+	Level int
+	// OpenedAt is when the breaker last opened, this change included, and
+	// Cause what opened it; zero before it first did.
+	OpenedAt time.Time
+	Cause    BreakerCause
+	// ResetIn is, on a change to open, how long the breaker stays open.
+	ResetIn time.Duration
 }
 
 // GiveUpReason says why a call ended without the answer it was retrying

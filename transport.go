@@ -95,28 +95,21 @@ func New(base http.RoundTripper, opts ...Option) *Transport {
 		t.learns = t.learns || s.adaptive
 	}
 	if b := t.breakers; b != nil {
-		b.notify = breakerListeners(b.policy.OnStateChange, t.trace)
+		cfg := *b.config()
+		cfg.notify = breakerListeners(cfg.policy.OnStateChange, t.trace)
+		b.cfg.Store(&cfg)
 	}
 	return t
 }
 
 // breakerListeners returns what tells onChange and trace of a breaker's
 // change, or nil when neither listens.
-func breakerListeners(onChange func(string, BreakerState, BreakerState), trace *Trace) func(string, BreakerState, BreakerState) {
+func breakerListeners(onChange func(BreakerChange), trace *Trace) func(BreakerChange) {
 	var hook func(BreakerChange)
 	if trace != nil {
 		hook = trace.BreakerStateChanged
 	}
-	switch {
-	case hook == nil:
-		return onChange
-	case onChange == nil:
-		return func(key string, from, to BreakerState) { hook(BreakerChange{Key: key, From: from, To: to}) }
-	}
-	return func(key string, from, to BreakerState) {
-		onChange(key, from, to)
-		hook(BreakerChange{Key: key, From: from, To: to})
-	}
+	return composeHook(onChange, hook)
 }
 
 // LearnedScope is the Name of the limit scope that [New] adds when no
@@ -399,7 +392,7 @@ func (c *call) admitBreaker() error {
 	if t.breakers == nil {
 		return nil
 	}
-	key := t.breakers.policy.Key(c.req)
+	key := t.breakers.key(c.req)
 	e := t.breakers.acquire(key)
 	ticket, err := t.breakers.admit(c, key, e)
 	if err != nil {

@@ -25,15 +25,49 @@ func (s *Store) BreakerAdmit(ctx context.Context, key string, rules *ratewise.Br
 	return s.breaker(ctx, breakerAdmitScript, key, time.Now().UnixMilli(), rules.ProbeTimeout.Milliseconds())
 }
 
+// BreakerRead implements ratewise.BreakerStore.
+func (s *Store) BreakerRead(ctx context.Context, key string, rules *ratewise.BreakerRules) (ratewise.SharedBreaker, error) {
+	return call(s, ctx, func(ctx context.Context) (ratewise.SharedBreaker, error) {
+		v, err := breakerReadScript.Run(ctx, s.rdb, s.breakerKeys(key), time.Now().UnixMilli(), rules.Decay.Milliseconds()).Slice()
+		if err != nil {
+			return ratewise.SharedBreaker{}, err
+		}
+		if len(v) != 8 {
+			return ratewise.SharedBreaker{}, fmt.Errorf("breaker read script answered %d values, want 8", len(v))
+		}
+		var n [7]int64
+		for i := range n {
+			if n[i], err = toInt64(v[i]); err != nil {
+				return ratewise.SharedBreaker{}, fmt.Errorf("breaker read script answered %v at %d: %w", v[i], i, err)
+			}
+		}
+		sb := sharedBreaker(n[0], n[1], n[2])
+		sb.Failures = int(n[3])
+		if n[4] > 0 {
+			sb.OpenedAt = time.UnixMilli(n[4])
+		}
+		detail, _ := v[7].(string)
+		sb.Cause = ratewise.BreakerCause{StatusCode: int(n[5]), Class: ratewise.Class(n[6]), Detail: detail}
+		return sb, nil
+	})
+}
+
+func toInt64(v any) (int64, error) {
+	if n, ok := v.(int64); ok {
+		return n, nil
+	}
+	return 0, fmt.Errorf("not an integer")
+}
+
 // BreakerFailed implements ratewise.BreakerStore.
-func (s *Store) BreakerFailed(ctx context.Context, key string, probe bool, rules *ratewise.BreakerRules) (ratewise.SharedBreaker, error) {
+func (s *Store) BreakerFailed(ctx context.Context, key string, probe bool, cause ratewise.BreakerCause, rules *ratewise.BreakerRules) (ratewise.SharedBreaker, error) {
 	window := rules.Window
 	if window <= 0 {
 		window = s.opts.FailuresTTL
 	}
 	args := []any{time.Now().UnixMilli(), flag(probe), rules.ConsecutiveFailures, rules.WindowFailures,
 		window.Milliseconds(), s.opts.FailuresTTL.Milliseconds(), rules.Decay.Milliseconds(), rules.ProbeTimeout.Milliseconds(),
-		rand.Uint64()}
+		rand.Uint64(), rules.RetripWindow.Milliseconds(), cause.StatusCode, int(cause.Class), cause.Detail}
 	for _, c := range rules.Cooldowns {
 		args = append(args, c.Milliseconds())
 	}
@@ -48,16 +82,22 @@ func (s *Store) BreakerReleaseProbe(ctx context.Context, key string, probeID uin
 }
 
 // BreakerSucceeded implements ratewise.BreakerStore.
-func (s *Store) BreakerSucceeded(ctx context.Context, key string, probe bool, _ *ratewise.BreakerRules) error {
+func (s *Store) BreakerSucceeded(ctx context.Context, key string, probe bool, rules *ratewise.BreakerRules) error {
 	return s.do(ctx, func(ctx context.Context) error {
-		return breakerSucceededScript.Run(ctx, s.rdb, s.breakerKeys(key), time.Now().UnixMilli(), flag(probe)).Err()
+		return breakerSucceededScript.Run(ctx, s.rdb, s.breakerKeys(key), time.Now().UnixMilli(), flag(probe),
+			rules.RetripWindow.Milliseconds()).Err()
 	})
 }
 
 // BreakerTripped implements ratewise.BreakerStore.
-func (s *Store) BreakerTripped(ctx context.Context, key string, until time.Time, level int, rules *ratewise.BreakerRules) error {
-	_, err := s.breaker(ctx, breakerTrippedScript, key, time.Now().UnixMilli(), until.UnixMilli(), level,
-		rules.Decay.Milliseconds(), rules.ProbeTimeout.Milliseconds())
+func (s *Store) BreakerTripped(ctx context.Context, key string, trip ratewise.BreakerTrip, rules *ratewise.BreakerRules) error {
+	var openedAt int64
+	if !trip.OpenedAt.IsZero() {
+		openedAt = trip.OpenedAt.UnixMilli()
+	}
+	_, err := s.breaker(ctx, breakerTrippedScript, key, time.Now().UnixMilli(), trip.Until.UnixMilli(), trip.Level,
+		rules.Decay.Milliseconds(), rules.ProbeTimeout.Milliseconds(), openedAt,
+		trip.Cause.StatusCode, int(trip.Cause.Class), trip.Cause.Detail)
 	return err
 }
 
@@ -71,21 +111,29 @@ func (s *Store) breaker(ctx context.Context, script *goredis.Script, key string,
 		if len(v) != 5 && len(v) != 6 {
 			return ratewise.SharedBreaker{}, fmt.Errorf("breaker script answered %d values, want 5 or 6", len(v))
 		}
-		sb := ratewise.SharedBreaker{Level: int(v[2]), Probe: v[3] == 1, Failures: int(v[4])}
+		sb := sharedBreaker(v[0], v[1], v[2])
+		sb.Probe, sb.Failures = v[3] == 1, int(v[4])
 		if len(v) == 6 {
 			sb.ProbeID = uint64(v[5])
 		}
-		switch v[0] {
-		case 1:
-			sb.State = ratewise.BreakerHalfOpen
-		case 2:
-			sb.State = ratewise.BreakerOpen
-		}
-		if v[1] > 0 {
-			sb.Until = time.UnixMilli(v[1])
-		}
 		return sb, nil
 	})
+}
+
+// sharedBreaker reads the state, the end of the cooldown and the level
+// that the scripts answer first.
+func sharedBreaker(state, until, level int64) ratewise.SharedBreaker {
+	sb := ratewise.SharedBreaker{Level: int(level)}
+	switch state {
+	case 1:
+		sb.State = ratewise.BreakerHalfOpen
+	case 2:
+		sb.State = ratewise.BreakerOpen
+	}
+	if until > 0 {
+		sb.Until = time.UnixMilli(until)
+	}
+	return sb
 }
 
 func flag(b bool) int {

@@ -42,12 +42,14 @@ end
 return tostring(wait)
 `)
 
-// The breaker's keys: KEYS[1] a hash (open, until, level, since, probe:
-// when the probe granted ends, probes: a count naming each, prober: the
-// name of the one granted), KEYS[2] the consecutive failures, KEYS[3] the
-// failures in the window, a sorted set scored by their time. Every
-// script answers {state, until, level, probe, failures}, state 0 closed,
-// 1 half-open, 2 open; the admission of a probe adds its name.
+// The breaker's keys: KEYS[1] a hash (open, until, level, since: when it
+// last opened, closed: when a probe last closed it, probe: when the probe
+// granted ends, probes: a count naming each, prober: the name of the one
+// granted, cstatus, cclass, cdetail: what tripped it), KEYS[2] the
+// consecutive failures, KEYS[3] the failures in the window, a sorted set
+// scored by their time. Every script but the read answers {state, until,
+// level, probe, failures}, state 0 closed, 1 half-open, 2 open; the
+// admission of a probe adds its name.
 
 // breakerAdmitScript: ARGV now, probe timeout. Half-open, the first to
 // ask is the probe until the timeout, or until it is released.
@@ -81,12 +83,14 @@ return 1
 `)
 
 // tripLua opens the breaker at lvl for its cooldown: cooldowns are ARGV
-// from index first on. The hash outlives the open by the decay of its
-// level, so that an escalation is remembered and then forgotten.
+// from index first on; cs, cc, cd say what tripped it. The hash outlives
+// the open by the decay of its level, so that an escalation is
+// remembered and then forgotten.
 const tripLua = `
-local function trip(now, lvl, first, decay, probeTimeout)
+local function trip(now, lvl, first, decay, probeTimeout, cs, cc, cd)
   local untilms = now + tonumber(ARGV[first + lvl])
-  redis.call('HSET', KEYS[1], 'open', 1, 'until', untilms, 'level', lvl, 'since', now, 'probe', 0)
+  redis.call('HSET', KEYS[1], 'open', 1, 'until', untilms, 'level', lvl, 'since', now, 'probe', 0,
+    'cstatus', cs, 'cclass', cc, 'cdetail', cd)
   redis.call('PEXPIREAT', KEYS[1], untilms + probeTimeout + decay * (lvl + 1))
   redis.call('DEL', KEYS[2], KEYS[3])
   return {2, untilms, lvl, 0, 0}
@@ -100,22 +104,42 @@ local function decayed(h, now, decay)
 end
 `
 
+// breakerReadScript: ARGV now, decay ms. It answers {state, until,
+// level, failures, since, cause status, cause class, cause detail} and
+// changes nothing.
+var breakerReadScript = goredis.NewScript(tripLua + `
+local h = redis.call('HMGET', KEYS[1], 'open', 'until', 'level', 'since', 'cstatus', 'cclass', 'cdetail')
+local now = tonumber(ARGV[1])
+local state, untilms, level = 0, 0, decayed(h, now, tonumber(ARGV[2]))
+if h[1] == '1' then
+  untilms, level, state = tonumber(h[2]), tonumber(h[3]), 1
+  if now < untilms then
+    state = 2
+  end
+end
+return {state, untilms, level, tonumber(redis.call('GET', KEYS[2]) or '0'), tonumber(h[4] or '0'),
+  tonumber(h[5] or '0'), tonumber(h[6] or '0'), h[7] or ''}
+`)
+
 // breakerFailedScript: ARGV now, probe (0/1), consecutive limit, window
 // limit (0: none), window ms, failures ttl ms, decay ms, probe timeout ms,
-// a name for the failure unique in the window, then the cooldowns of each
-// level. The window slides: the failures of the last window ms count.
+// a name for the failure unique in the window, the retrip window ms (0:
+// none), the cause's status, class and detail, then the cooldowns of each
+// level. The window slides: the failures of the last window ms count. A
+// trip within the retrip window of the last closing goes a level up.
 var breakerFailedScript = goredis.NewScript(tripLua + `
 local now = tonumber(ARGV[1])
 local decay, probeTimeout = tonumber(ARGV[7]), tonumber(ARGV[8])
-local levels = #ARGV - 9
-local h = redis.call('HMGET', KEYS[1], 'open', 'until', 'level', 'since')
+local cs, cc, cd = ARGV[11], ARGV[12], ARGV[13]
+local levels = #ARGV - 13
+local h = redis.call('HMGET', KEYS[1], 'open', 'until', 'level', 'since', 'closed')
 if h[1] == '1' then
   local untilms = tonumber(h[2])
   if now < untilms then
     return {2, untilms, tonumber(h[3]), 0, 0}
   end
   if ARGV[2] == '1' then
-    return trip(now, math.min(decayed(h, now, decay) + 1, levels - 1), 10, decay, probeTimeout)
+    return trip(now, math.min(decayed(h, now, decay) + 1, levels - 1), 14, decay, probeTimeout, cs, cc, cd)
   end
   return {1, untilms, tonumber(h[3]), 0, 0}
 end
@@ -131,36 +155,53 @@ if windowLimit > 0 then
   redis.call('PEXPIRE', KEYS[3], windowms)
 end
 if c >= tonumber(ARGV[3]) or (windowLimit > 0 and w >= windowLimit) then
-  return trip(now, math.min(decayed(h, now, decay), levels - 1), 10, decay, probeTimeout)
+  local lvl = decayed(h, now, decay)
+  local closed = tonumber(h[5] or '0')
+  if closed > 0 and now - closed < tonumber(ARGV[10]) then
+    lvl = lvl + 1
+  end
+  return trip(now, math.min(lvl, levels - 1), 14, decay, probeTimeout, cs, cc, cd)
 end
 return {0, 0, decayed(h, now, decay), 0, c}
 `)
 
-// breakerSucceededScript: ARGV now, probe (0/1). The failures are
-// cleared; a probe's success closes the breaker, its level kept to decay.
+// breakerSucceededScript: ARGV now, probe (0/1), retrip window ms. The
+// failures are cleared; a probe's success closes the breaker, its level
+// kept to decay, and the hash kept at least the retrip window, which a
+// trip within escalates.
 var breakerSucceededScript = goredis.NewScript(`
 redis.call('DEL', KEYS[2])
 if ARGV[2] == '1' then
   local h = redis.call('HMGET', KEYS[1], 'open', 'until')
   if h[1] == '1' and tonumber(ARGV[1]) >= tonumber(h[2]) then
-    redis.call('HSET', KEYS[1], 'open', 0, 'probe', 0)
+    redis.call('HSET', KEYS[1], 'open', 0, 'probe', 0, 'closed', ARGV[1])
+    local retrip = tonumber(ARGV[3])
+    if retrip > 0 and redis.call('PTTL', KEYS[1]) < retrip then
+      redis.call('PEXPIRE', KEYS[1], retrip)
+    end
   end
 end
 return 1
 `)
 
-// breakerTrippedScript: ARGV now, until, level, decay ms, probe timeout ms.
-// A transport's own breaker opened: the shared one opens too, the later
+// breakerTrippedScript: ARGV now, until, level, decay ms, probe timeout
+// ms, when it opened (0: now), the cause's status, class and detail. A
+// transport's own breaker opened: the shared one opens too, the later
 // end and the higher level winning.
 var breakerTrippedScript = goredis.NewScript(tripLua + `
 local now, untilms, level = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 local decay, probeTimeout = tonumber(ARGV[4]), tonumber(ARGV[5])
+local since = tonumber(ARGV[6])
+if since <= 0 then
+  since = now
+end
 local h = redis.call('HMGET', KEYS[1], 'open', 'until', 'level', 'since')
 if h[1] == '1' and tonumber(h[2]) >= untilms then
   return {2, tonumber(h[2]), tonumber(h[3]), 0, 0}
 end
 level = math.max(level, decayed(h, now, decay))
-redis.call('HSET', KEYS[1], 'open', 1, 'until', untilms, 'level', level, 'since', now, 'probe', 0)
+redis.call('HSET', KEYS[1], 'open', 1, 'until', untilms, 'level', level, 'since', since, 'probe', 0,
+  'cstatus', ARGV[7], 'cclass', ARGV[8], 'cdetail', ARGV[9])
 redis.call('PEXPIREAT', KEYS[1], untilms + probeTimeout + decay * (level + 1))
 redis.call('DEL', KEYS[2], KEYS[3])
 return {2, untilms, level, 0, 0}

@@ -85,10 +85,10 @@ func TestBreakerStateMachine(t *testing.T) {
 		states = append(states, sb.State.String())
 		return sb
 	}
-	note(s.BreakerFailed(ctx, "k", false, &rules))
+	note(s.BreakerFailed(ctx, "k", false, ratewise.BreakerCause{}, &rules))
 	_ = s.BreakerSucceeded(ctx, "k", false, &rules) // a success clears the count
-	note(s.BreakerFailed(ctx, "k", false, &rules))
-	sb := note(s.BreakerFailed(ctx, "k", false, &rules)) // two in a row: open
+	note(s.BreakerFailed(ctx, "k", false, ratewise.BreakerCause{}, &rules))
+	sb := note(s.BreakerFailed(ctx, "k", false, ratewise.BreakerCause{}, &rules)) // two in a row: open
 	if sb.Level != 0 || time.Until(sb.Until) <= 100*time.Millisecond {
 		t.Fatalf("trip = %+v, want 200ms at level 0", sb)
 	}
@@ -99,7 +99,7 @@ func TestBreakerStateMachine(t *testing.T) {
 	if !probe.Probe || other.Probe {
 		t.Fatalf("half-open: first %+v, second %+v; want only the first to probe", probe, other)
 	}
-	sb = note(s.BreakerFailed(ctx, "k", true, &rules)) // the probe failed: the next level
+	sb = note(s.BreakerFailed(ctx, "k", true, ratewise.BreakerCause{}, &rules)) // the probe failed: the next level
 	if sb.Level != 1 || time.Until(sb.Until) <= 300*time.Millisecond {
 		t.Fatalf("after the failed probe = %+v, want 400ms at level 1", sb)
 	}
@@ -113,7 +113,7 @@ func TestBreakerStateMachine(t *testing.T) {
 	}
 	// A local trip is published: the later end and higher level win.
 	until := time.Now().Add(time.Minute)
-	if err := s.BreakerTripped(ctx, "j", until, 1, &rules); err != nil {
+	if err := s.BreakerTripped(ctx, "j", ratewise.BreakerTrip{Until: until, Level: 1}, &rules); err != nil {
 		t.Fatal(err)
 	}
 	sb, _ = s.BreakerAdmit(ctx, "j", &rules)
@@ -320,7 +320,7 @@ func TestWindowFailuresSlide(t *testing.T) {
 		for _, at := range []time.Duration{0, 250 * time.Millisecond, 310 * time.Millisecond, 320 * time.Millisecond} {
 			time.Sleep(time.Until(start.Add(at)))
 			var err error
-			if sb, err = st.BreakerFailed(ctx, "k", false, &rules); err != nil {
+			if sb, err = st.BreakerFailed(ctx, "k", false, ratewise.BreakerCause{}, &rules); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -332,7 +332,7 @@ func TestWindowFailuresSlide(t *testing.T) {
 	}
 	// Below the count, the window's failures are kept as long as Window.
 	for range 2 {
-		if sb, _ := s.BreakerFailed(ctx, "j", false, &rules); sb.State != ratewise.BreakerClosed {
+		if sb, _ := s.BreakerFailed(ctx, "j", false, ratewise.BreakerCause{}, &rules); sb.State != ratewise.BreakerClosed {
 			t.Fatalf("two failures: %+v, want closed", sb)
 		}
 	}
@@ -349,7 +349,7 @@ func TestBreakerProbeReleased(t *testing.T) {
 	s, client := newStore(t, srv, Options{Prefix: "t:"})
 	ctx := context.Background()
 	rules := ratewise.BreakerPolicy{ConsecutiveFailures: 1, Cooldown: 50 * time.Millisecond}.Rules()
-	sb, _ := s.BreakerFailed(ctx, "k", false, &rules)
+	sb, _ := s.BreakerFailed(ctx, "k", false, ratewise.BreakerCause{}, &rules)
 	time.Sleep(time.Until(sb.Until) + 10*time.Millisecond)
 	first, err := s.BreakerAdmit(ctx, "k", &rules)
 	if err != nil || !first.Probe || first.ProbeID == 0 {

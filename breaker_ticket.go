@@ -177,7 +177,7 @@ func (t breakerTicket) lateReport(result error, cause BreakerCause) {
 // what the breaker is known to have opened for, should it trip on it.
 func (t breakerTicket) report(result error, cause BreakerCause) {
 	st := &t.entry.state
-	failure := result == errBreakerFailure
+	failure := result != nil && result != errBreakerExcluded // a failure, or a probe's timeout
 	st.mu.Lock()
 	if failure {
 		st.failures++

@@ -51,7 +51,7 @@ type breakerConfig struct {
 	// transport's trace; nil when nobody listens.
 	notify func(BreakerChange)
 	// gen counts the configurations: a key's gobreaker built under an
-	// older one is built again once its breaker is closed, so that its
+	// older one is built again once its breaker is clean, so that its
 	// Window and SuccessesToClose change too.
 	gen uint64
 }
@@ -60,7 +60,7 @@ type breakerConfig struct {
 // escalation of its cooldown on top.
 type breakerState struct {
 	// cb is set under mu: at first use, and again, while the breaker is
-	// closed, after the policy changed (built is the config it was built
+	// clean, after the policy changed (built is the config it was built
 	// under).
 	cb    atomic.Pointer[gobreaker.TwoStepCircuitBreaker[struct{}]]
 	built atomic.Uint64
@@ -148,8 +148,9 @@ func (b *breakers) forgettable(st *breakerState, now time.Time) bool {
 }
 
 // acquire returns key's breaker, made on first use, and made again when
-// the policy changed and it is closed: it then counts anew, by the policy
-// in force. An open or half-open one runs its course first.
+// the policy changed and it is clean, closed with no failure counted,
+// which loses nothing. One counting failures keeps its counts under the
+// thresholds in force; an open or half-open one runs its course first.
 func (b *breakers) acquire(key string) *keyedEntry[breakerState] {
 	e := b.states.acquire(key, true)
 	st := &e.state
@@ -158,7 +159,7 @@ func (b *breakers) acquire(key string) *keyedEntry[breakerState] {
 		return e
 	}
 	st.mu.Lock()
-	if st.cb.Load() == nil || st.built.Load() != cfg.gen && st.state == BreakerClosed {
+	if st.cb.Load() == nil || st.built.Load() != cfg.gen && st.clean.Load() {
 		b.build(key, st, cfg)
 	}
 	st.mu.Unlock()

@@ -14,7 +14,7 @@ import (
 //	event=rate_wait     kind delay_ms attempt key endpoint           (Info)
 //	event=rate_success  attempts total_wait_ms status key endpoint   (Info after a retry or a wait, else Debug)
 //	event=rate_giveup   reason attempts total_wait_ms status error key endpoint (Warn)
-//	event=breaker_state from to key level [reset_in_ms opened_at cause_status cause_class cause_detail] (Warn on open, else Info)
+//	event=breaker_state from to key breaker_level [reset_in_ms opened_at cause_status cause_class cause_detail] (Warn on open, else Info)
 //
 // key is the request's host (for breaker_state, the breaker's key as its
 // KeyFunc returns it: ByHeader hashes the header's value) and endpoint the
@@ -97,7 +97,7 @@ func logTrace(l *slog.Logger) *Trace {
 				return
 			}
 			attrs := []slog.Attr{slog.String("event", "breaker_state"), slog.String("from", b.From.String()),
-				slog.String("to", b.To.String()), slog.String("key", b.Key), slog.Int("level", b.Level)}
+				slog.String("to", b.To.String()), slog.String("key", b.Key), slog.Int("breaker_level", b.Level)}
 			if b.To == BreakerOpen {
 				attrs = append(attrs, slog.Int64("reset_in_ms", b.ResetIn.Milliseconds()))
 			}

@@ -86,11 +86,11 @@ func (t *Transport) SetLimit(l Limit) error {
 // fields taking their defaults, for each breaker's next decision: its
 // thresholds count the next outcome, its cooldowns and escalation time
 // the next trip, its HalfOpenProbes, ProbeTimeout, IsFailure and
-// OnStateChange the next request or change. A key's breaker that is
-// closed starts counting anew under p (its Window and SuccessesToClose
-// too); one open or half-open runs its course first, and its next
-// cooldown lasts at least the Cooldown it opened under, after which it
-// probes, as before. Key, Store and IdleTimeout make the breakers what
+// OnStateChange the next request or change. A key's breaker takes p's
+// Window and SuccessesToClose once it is clean (closed, no failure
+// counted); until then it keeps counting, open or half-open runs its
+// course, and its next cooldown lasts at least the Cooldown it was built
+// under. Key, Store and IdleTimeout make the breakers what
 // they are and may not change. An invalid p, or a transport built
 // without WithBreaker, is refused and changes nothing.
 func (t *Transport) SetBreakerPolicy(p BreakerPolicy) error {

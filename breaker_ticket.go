@@ -91,7 +91,7 @@ func (t breakerTicket) outcome(c *call, resp *http.Response, err error, class Cl
 	if t.b == nil {
 		return
 	}
-	limited := err == nil && (class == RateLimited || resp.StatusCode == http.StatusTooManyRequests)
+	limited := err == nil && (class.refusal() || resp.StatusCode == http.StatusTooManyRequests)
 	isFailure := t.b.config().policy.IsFailure
 	var result error
 	switch {

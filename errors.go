@@ -37,13 +37,20 @@ type RateLimitError struct {
 	// context carries (all the calls made with that context), and 0 when
 	// it carries none.
 	Attempts int
+	// Class is RateLimited, or Blocked for a refusal that retrying soon
+	// will not fix (see [Blocked]).
+	Class Class
 }
 
 // Error describes the refusal, the attempts and the wait the server asked
 // for. It leaves out the URL, which may carry credentials.
 func (e *RateLimitError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "ratewise: rate limited (%d %s)", e.StatusCode, http.StatusText(e.StatusCode))
+	what := "rate limited"
+	if e.Class == Blocked {
+		what = "blocked by the server"
+	}
+	fmt.Fprintf(&b, "ratewise: %s (%d %s)", what, e.StatusCode, http.StatusText(e.StatusCode))
 	if e.Attempts > 0 {
 		fmt.Fprintf(&b, " after %d attempts", e.Attempts)
 	}
@@ -56,25 +63,70 @@ func (e *RateLimitError) Error() string {
 // Is reports whether target is ErrRateLimited.
 func (e *RateLimitError) Is(target error) bool { return target == ErrRateLimited }
 
-// CheckResponse returns a *RateLimitError when resp is rate-limited by
-// [DefaultClassify] (429; 503 with Retry-After; 403 with Retry-After or
-// X-RateLimit-Remaining: 0), and nil otherwise, nil resp included. The
-// transport returns such a final response with a nil error, as
-// [http.RoundTripper] requires; CheckResponse is for callers who would
-// rather handle an error. The body stays readable in full. For a
-// policy with its own Classify or RateLimitPhrases, use
-// [RetryPolicy.CheckResponse].
+// ClassHeader is the header a [Transport] adds to a final response that
+// its retry policy read as a refusal, RateLimited or Blocked, when
+// [DefaultClassify] alone would not: a body rule matched, or a Classify
+// hook said so. Its value is the class's name ("blocked",
+// "rate-limited"); [CheckResponse] reads it. The response's other
+// headers and its body are as the server sent them.
+const ClassHeader = "Ratewise-Class"
+
+// CheckResponse returns a *RateLimitError when resp is a refusal for
+// rate: rate-limited by [DefaultClassify] (429; 503 with Retry-After; 403
+// with Retry-After or X-RateLimit-Remaining: 0), or marked by the
+// transport's policy as RateLimited or Blocked (see [ClassHeader]), such
+// as an anti-bot page served with 200 that its BlockPhrases caught. It
+// returns nil otherwise, nil resp included. The transport returns such a
+// final response with a nil error, as [http.RoundTripper] requires;
+// CheckResponse is for callers who would rather handle an error. The
+// body stays readable in full. [RetryPolicy.CheckResponse] classifies
+// with a policy instead, for a response that did not come through the
+// transport.
 func CheckResponse(resp *http.Response) error {
-	if resp == nil || DefaultClassify(resp) != RateLimited {
+	if resp == nil {
 		return nil
 	}
-	return newRateLimitError(resp)
+	class := DefaultClassify(resp)
+	if class != RateLimited {
+		class = markedClass(resp)
+	}
+	if !class.refusal() {
+		return nil
+	}
+	return newRateLimitError(resp, class)
 }
 
-func newRateLimitError(resp *http.Response) *RateLimitError {
+// markedClass is the class ClassHeader names on resp, Final when none.
+func markedClass(resp *http.Response) Class {
+	switch resp.Header.Get(ClassHeader) {
+	case "blocked":
+		return Blocked
+	case "rate-limited":
+		return RateLimited
+	}
+	return Final
+}
+
+// markClass puts ClassHeader on a final response that class reads as a
+// refusal where DefaultClassify does not. The header map is copied
+// first: a base may hand out one map in several responses.
+func markClass(resp *http.Response, class Class) {
+	if !class.refusal() || DefaultClassify(resp) == RateLimited {
+		return
+	}
+	h := resp.Header.Clone()
+	if h == nil {
+		h = http.Header{}
+	}
+	h.Set(ClassHeader, class.String())
+	resp.Header = h
+}
+
+func newRateLimitError(resp *http.Response, class Class) *RateLimitError {
 	e := &RateLimitError{
 		StatusCode: resp.StatusCode,
 		RawBody:    string(peekBody(resp, peekLimit)),
+		Class:      class,
 	}
 	e.RetryAfter, e.HasRetryAfter = WaitHint(resp, time.Now())
 	if resp.Request != nil {

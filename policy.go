@@ -78,9 +78,19 @@ const (
 	// (a server's hint still raises the delay). The default classification
 	// never returns it; a [RetryPolicy.Classify] hook may, e.g. for 502.
 	Retryable
+	// Blocked means the server refused the client in a way that retrying
+	// soon will not fix, such as an anti-bot page served with 200 ("Sign
+	// in to confirm you're not a bot"). It counts as a rate-limit event
+	// for the breaker, the cooldown gate and the learned pace, as
+	// RateLimited does, but is not retried: the response is final, its
+	// call gives up (GiveUpBlocked), and [CheckResponse] reports it as a
+	// *RateLimitError. [RetryPolicy.BlockPhrases] return it; so may a
+	// Classify or ClassifyBody hook.
+	Blocked
 )
 
-// String returns the class's name.
+// String returns the class's name: "final", "rate-limited",
+// "retryable" or "blocked".
 func (c Class) String() string {
 	switch c {
 	case Final:
@@ -89,9 +99,15 @@ func (c Class) String() string {
 		return "rate-limited"
 	case Retryable:
 		return "retryable"
+	case Blocked:
+		return "blocked"
 	}
 	return fmt.Sprintf("Class(%d)", uint8(c))
 }
+
+// refusal reports whether the class is a refusal of the client for rate:
+// RateLimited, or Blocked.
+func (c Class) refusal() bool { return c == RateLimited || c == Blocked }
 
 // MarshalText writes the class's name, for JSON.
 func (c Class) MarshalText() ([]byte, error) { return []byte(c.String()), nil }
@@ -150,13 +166,34 @@ type RetryPolicy struct {
 	RetryBudget      float64
 	RetryBudgetFloor float64
 	// Classify, when set, replaces DefaultClassify. It must not read the
-	// response body; RateLimitPhrases covers bodies.
+	// response body; the body rules below read it.
 	Classify func(*http.Response) Class
-	// RateLimitPhrases mark a non-2xx response as RateLimited when one of
-	// them appears, ignoring case, in the first 4 KiB of its body (e.g.
-	// "rate limit", "confirm you're not a bot"). The caller can still read
-	// the whole body.
+	//
+	// The body rules read at most the first 4 KiB of a response body, and
+	// only for a response the status and headers leave Final: the caller
+	// still gets the whole body, as it came, and its Close. A policy with
+	// no body rule reads no body. Phrases match ignoring case, and an
+	// apostrophe in any of its usual spellings (', ’, &#39;, &rsquo;,
+	// \u0027 and the like) matches any other. The rules are tried in the
+	// order below.
+	//
+	// BlockPhrases mark a response of any status, 2xx included, as
+	// Blocked when one of them appears in its body: an answer that
+	// refuses the client while saying 200, such as YouTube's "Sign in to
+	// confirm you're not a bot" or "LOGIN_REQUIRED". Every response then
+	// waits for its first 4 KiB (or its end) before it is handed over: set
+	// them on a transport whose responses are not streams.
+	BlockPhrases []string
+	// RateLimitPhrases mark a non-2xx response as RateLimited, and so
+	// retried, when one of them appears in its body (e.g. "rate limit",
+	// "secondary rate limit").
 	RateLimitPhrases []string
+	// ClassifyBody, when set, classifies what the phrases leave Final, of
+	// any status: it gets the response and the first 4 KiB of its body
+	// (fewer when the body is shorter), which it must neither change nor
+	// keep, and its answer stands unless it is Final. Return RateLimited
+	// for a refusal worth retrying, Blocked for one that is not.
+	ClassifyBody func(resp *http.Response, head []byte) Class
 }
 
 // DefaultRetryPolicy returns the policy with every default spelled out; it
@@ -253,6 +290,11 @@ func (p RetryPolicy) Validate() error {
 			bad("RateLimitPhrases[%d] is empty: it would match every body", i)
 		}
 	}
+	for i, phrase := range d.BlockPhrases {
+		if strings.TrimSpace(phrase) == "" {
+			bad("BlockPhrases[%d] is empty: it would match every body", i)
+		}
+	}
 	return errors.Join(errs...)
 }
 
@@ -287,6 +329,7 @@ func (p RetryPolicy) prepared() (*RetryPolicy, error) {
 	err := p.Validate()
 	p = p.WithDefaults()
 	p.RateLimitPhrases = slices.Clone(p.RateLimitPhrases)
+	p.BlockPhrases = slices.Clone(p.BlockPhrases)
 	return &p, err
 }
 
@@ -351,9 +394,9 @@ func DefaultClassify(resp *http.Response) Class {
 	return Final
 }
 
-// classify reads resp with p's hook and phrases. When phrases are set and
-// the response is a non-2xx Final one, it peeks at the body and puts it
-// back so the caller can still read it in full.
+// classify reads resp with p's hooks and body rules. A rule peeks at the
+// body and puts it back, so that the caller still reads it in full; a
+// policy with none reads nothing of it.
 func (p *RetryPolicy) classify(resp *http.Response) Class {
 	var class Class
 	if p.Classify != nil {
@@ -361,31 +404,73 @@ func (p *RetryPolicy) classify(resp *http.Response) Class {
 	} else {
 		class = DefaultClassify(resp)
 	}
-	if class == Final && len(p.RateLimitPhrases) > 0 && (resp.StatusCode < 200 || resp.StatusCode > 299) {
-		if containsAnyFold(peekBody(resp, peekLimit), p.RateLimitPhrases) {
-			return RateLimited
-		}
+	if class != Final || !p.readsBody(resp.StatusCode) {
+		return class
 	}
-	return class
+	return p.classifyBody(resp, peekBody(resp, peekLimit))
 }
+
+// readsBody reports whether a body rule may read the body of a response
+// of status.
+func (p *RetryPolicy) readsBody(status int) bool {
+	return len(p.BlockPhrases) > 0 || p.ClassifyBody != nil || len(p.RateLimitPhrases) > 0 && !is2xx(status)
+}
+
+// classifyBody applies the body rules to head, the start of resp's body.
+func (p *RetryPolicy) classifyBody(resp *http.Response, head []byte) Class {
+	var folded string // head folded for the phrases, once
+	matches := func(phrases []string) bool {
+		if len(phrases) == 0 || len(head) == 0 {
+			return false
+		}
+		if folded == "" {
+			folded = foldPhrase(string(head))
+		}
+		return containsAnyFolded(folded, phrases)
+	}
+	switch {
+	case matches(p.BlockPhrases):
+		return Blocked
+	case !is2xx(resp.StatusCode) && matches(p.RateLimitPhrases):
+		return RateLimited
+	case p.ClassifyBody != nil:
+		return p.ClassifyBody(resp, head)
+	}
+	return Final
+}
+
+func is2xx(status int) bool { return status >= 200 && status <= 299 }
 
 // CheckResponse is [CheckResponse] with p's classification: it returns a
-// *RateLimitError when p's Classify hook or RateLimitPhrases read resp as
-// RateLimited, and nil otherwise.
+// *RateLimitError when p's Classify hook or body rules read resp as
+// RateLimited or Blocked, and nil otherwise.
 func (p RetryPolicy) CheckResponse(resp *http.Response) error {
-	if resp == nil || p.classify(resp) != RateLimited {
+	if resp == nil {
 		return nil
 	}
-	return newRateLimitError(resp)
+	if class := p.classify(resp); class.refusal() {
+		return newRateLimitError(resp, class)
+	}
+	return nil
 }
 
-func containsAnyFold(body []byte, phrases []string) bool {
-	if len(body) == 0 {
-		return false
-	}
-	lower := strings.ToLower(string(body))
+// apostrophes are the spellings of an apostrophe that a phrase matches
+// as one: typographic ones, and those of HTML and JSON text.
+var apostrophes = strings.NewReplacer("’", "'", "‘", "'", "ʼ", "'", "′", "'",
+	"&#39;", "'", "&#039;", "'", "&#x27;", "'", "&#X27;", "'", "&apos;", "'", "&rsquo;", "'", "&lsquo;", "'",
+	"&#8217;", "'", "&#x2019;", "'", `\u0027`, "'", `\u2019`, "'")
+
+// foldPhrase is s as phrases are matched: lower case, every apostrophe
+// written '.
+func foldPhrase(s string) string {
+	return strings.ToLower(apostrophes.Replace(s))
+}
+
+// containsAnyFolded reports whether folded, a folded body, holds one of
+// phrases.
+func containsAnyFolded(folded string, phrases []string) bool {
 	for _, phrase := range phrases {
-		if phrase = strings.TrimSpace(phrase); phrase != "" && strings.Contains(lower, strings.ToLower(phrase)) {
+		if phrase = strings.TrimSpace(phrase); phrase != "" && strings.Contains(folded, foldPhrase(phrase)) {
 			return true
 		}
 	}

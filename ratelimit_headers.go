@@ -87,8 +87,8 @@ func readAnswer(resp *http.Response, err error, class Class, now time.Time) serv
 		return serverAnswer{remaining: -1}
 	}
 	an := serverAnswer{
-		ok:        resp.StatusCode >= 200 && resp.StatusCode <= 299,
-		refused:   class == RateLimited,
+		ok:        is2xx(resp.StatusCode) && !class.refusal(),
+		refused:   class.refusal(),
 		remaining: -1,
 	}
 	h := resp.Header

@@ -47,7 +47,7 @@ func (s *CallStats) recordResponse(status int, class Class) {
 		return
 	}
 	s.lastStatus.Store(int64(status))
-	if class == RateLimited {
+	if class.refusal() {
 		s.rateLimitHits.Add(1)
 	}
 }

@@ -182,6 +182,9 @@ const (
 	GiveUpNetwork GiveUpReason = "network"
 	// GiveUpBody: the request body cannot be sent again.
 	GiveUpBody GiveUpReason = "body"
+	// GiveUpBlocked: the server refused the client in a way the policy
+	// reads as Blocked, which is not retried.
+	GiveUpBlocked GiveUpReason = "blocked"
 	// GiveUpInvalid: the call could not start: the transport's options or
 	// the context's retry policy are invalid, or the request has no URL.
 	GiveUpInvalid GiveUpReason = "invalid"
@@ -189,7 +192,7 @@ const (
 
 // giveUpReasons are the reasons, in the order Stats counts them.
 var giveUpReasons = [...]GiveUpReason{GiveUpAttempts, GiveUpWaitBudget, GiveUpRetryBudget,
-	GiveUpBreakerOpen, GiveUpLimit, GiveUpCanceled, GiveUpNetwork, GiveUpBody, GiveUpInvalid}
+	GiveUpBreakerOpen, GiveUpLimit, GiveUpCanceled, GiveUpNetwork, GiveUpBody, GiveUpInvalid, GiveUpBlocked}
 
 // CallEndInfo describes a call as it ends.
 type CallEndInfo struct {

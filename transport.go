@@ -272,7 +272,7 @@ func (c *call) run() (*http.Response, error) {
 		if err == nil {
 			class = c.policy.classify(resp)
 			c.stats.recordResponse(resp.StatusCode, class)
-			if class == RateLimited {
+			if class.refusal() {
 				c.t.counters.recordRateLimited(c.req.URL.Host)
 			}
 		}
@@ -287,14 +287,17 @@ func (c *call) run() (*http.Response, error) {
 			}
 			delay = c.policy.jittered(c.attempts - 1)
 		} else {
-			if class == Final || c.attempts >= c.policy.MaxAttempts || !c.replayable {
+			if class == Final || class == Blocked || c.attempts >= c.policy.MaxAttempts || !c.replayable {
 				switch {
 				case class == Final:
+				case class == Blocked:
+					c.gaveUp = GiveUpBlocked
 				case c.attempts >= c.policy.MaxAttempts:
 					c.gaveUp = GiveUpAttempts
 				default:
 					c.gaveUp = GiveUpBody
 				}
+				markClass(resp, class)
 				return c.deliver(resp), nil
 			}
 			delay = c.responseDelay(resp)
@@ -309,14 +312,15 @@ func (c *call) run() (*http.Response, error) {
 				return nil, c.ctx.Err()
 			}
 			if resp != nil {
-				return c.deliver(resp), nil // the last response is the answer, untouched
+				markClass(resp, class)
+				return c.deliver(resp), nil // the last response is the answer
 			}
 			return c.lastOr(fmt.Errorf("ratewise: giving up after %d attempts, %w: %w", c.attempts, refused, err))
 		}
 		c.t.counters.recordRetry(resp)
 		c.traceRetry(delay, resp)
 		if resp != nil {
-			c.keepLast(resp)
+			c.keepLast(resp, class)
 		}
 		if err := c.wait(delay, WaitBackoff); err != nil {
 			closeRequestBody(next)
@@ -508,7 +512,7 @@ func (c *call) feedBack(resp *http.Response, err error, class Class) {
 			hint = min(h, c.t.maxPause())
 		}
 	}
-	if c.t.learns && err == nil && (class == RateLimited || c.sampleQuota(resp)) {
+	if c.t.learns && err == nil && (class.refusal() || c.sampleQuota(resp)) {
 		c.learnUntracked(resp, class, hint)
 	}
 	// A hint pauses the key's other requests too: all of them when
@@ -574,16 +578,18 @@ func (c *call) deliver(resp *http.Response) *http.Response {
 	return resp
 }
 
-// keepLast discards resp before a retry: its body is drained (bounded) and
-// closed, freeing its connection and slots, and kept in memory when small,
-// so that resp can still be handed back should the retry be refused.
-func (c *call) keepLast(resp *http.Response) {
+// keepLast discards resp, of class, before a retry: its body is drained
+// (bounded) and closed, freeing its connection and slots, and kept in
+// memory when small, so that resp can still be handed back should the
+// retry be refused.
+func (c *call) keepLast(resp *http.Response, class Class) {
 	c.last = nil
 	if resp.Body != nil {
 		kept, _ := io.ReadAll(io.LimitReader(resp.Body, peekLimit+1))
 		drainAndClose(resp.Body)
 		if len(kept) <= peekLimit {
 			resp.Body = io.NopCloser(bytes.NewReader(kept))
+			markClass(resp, class)
 			c.last = resp
 		}
 	}

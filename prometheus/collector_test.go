@@ -61,6 +61,7 @@ func TestCollectorAfterAScriptedRun(t *testing.T) {
 # HELP ratewise_aborts_total Calls that gave up, by reason.
 # TYPE ratewise_aborts_total counter
 ratewise_aborts_total{reason="attempts"} 0
+ratewise_aborts_total{reason="blocked"} 0
 ratewise_aborts_total{reason="body"} 0
 ratewise_aborts_total{reason="breaker_open"} 0
 ratewise_aborts_total{reason="canceled"} 0

@@ -179,8 +179,8 @@ func (b *breakers) build(key string, st *breakerState, cfg *breakerConfig) {
 		// it, must be half-open by that instant.
 		Timeout: max(p.Cooldown-time.Nanosecond, time.Nanosecond),
 		ReadyToTrip: func(c gobreaker.Counts) bool {
-			p := b.config().policy // SetBreakerPolicy's thresholds apply at once
-			fails := 0             // of the rule that trips
+			p := &b.config().policy // SetBreakerPolicy's thresholds apply at once
+			fails := 0              // of the rule that trips
 			switch {
 			case c.ConsecutiveFailures >= uint32(p.ConsecutiveFailures):
 				fails = int(c.ConsecutiveFailures)

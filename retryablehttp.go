@@ -15,7 +15,7 @@ import (
 // RetryablehttpPolicy adapts p for a [retryablehttp.Client], for teams that
 // already have one: the CheckRetry retries what p reads as rate-limited or
 // retryable (by default 429, and 503 or 403 with a rate-limit signal, see
-// [DefaultClassify]) and, after network errors, idempotent methods only,
+// [DefaultClassify]; never what it reads as Blocked) and, after network errors, idempotent methods only,
 // never permanent errors; the Backoff is p's jittered backoff, raised to
 // the server's Retry-After or reset hint (see [WaitHint]) unless
 // p.IgnoreRetryAfter. Wire it in with
@@ -33,6 +33,7 @@ import (
 func RetryablehttpPolicy(p RetryPolicy) (retryablehttp.CheckRetry, retryablehttp.Backoff) {
 	p = p.WithDefaults()
 	p.RateLimitPhrases = slices.Clone(p.RateLimitPhrases)
+	p.BlockPhrases = slices.Clone(p.BlockPhrases)
 	checkRetry := func(ctx context.Context, resp *http.Response, err error) (bool, error) {
 		if ctx.Err() != nil {
 			return false, ctx.Err()
@@ -40,7 +41,10 @@ func RetryablehttpPolicy(p RetryPolicy) (retryablehttp.CheckRetry, retryablehttp
 		if err != nil {
 			return retryableNetworkError(err), nil
 		}
-		if resp == nil || p.classify(resp) == Final {
+		if resp == nil {
+			return false, nil
+		}
+		if class := p.classify(resp); class == Final || class == Blocked {
 			return false, nil
 		}
 		if hint, ok := WaitHint(resp, time.Now()); ok && !p.IgnoreRetryAfter && hint > p.TotalWaitCap {

@@ -41,6 +41,23 @@ func TestRetryablehttpPolicyHonoursRetryAfter(t *testing.T) {
 	})
 }
 
+// youtube-remediation-plan.md, Phase 2: an anti-bot 200 is not retried
+// through a retryablehttp client either.
+func TestRetryablehttpPolicyDoesNotRetryBlocked(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newScript(step{status: 200, header: http.Header{}, body: "Sign in to confirm you're not a bot"})
+		client := newRetryableClient(s.mock(), RetryPolicy{BlockPhrases: []string{"not a bot"}})
+		resp, err := client.Get(testURL)
+		if err != nil {
+			t.Fatalf("Get: %v", err)
+		}
+		readAll(t, resp)
+		if s.calls() != 1 {
+			t.Errorf("%d requests, want 1: a Blocked answer is not retried", s.calls())
+		}
+	})
+}
+
 func TestRetryablehttpPolicyFullJitterBackoff(t *testing.T) {
 	_, backoff := RetryablehttpPolicy(RetryPolicy{InitialDelay: time.Second})
 	for range 1000 {

@@ -55,11 +55,13 @@ func connect(t *testing.T, cfg kanbanizetest.Config) *session {
 	t.Helper()
 	cfg.APIKey = secretKey
 	s := &session{fake: kanbanizetest.New(cfg), logs: &syncBuffer{}}
-	client, err := kanbanize.NewClient("acme", secretKey, kanbanize.WithHTTPClient(&http.Client{Transport: s.fake.Transport()}))
+	log := slog.New(slog.NewJSONHandler(s.logs, nil))
+	client, err := kanbanize.NewClient("acme", secretKey, kanbanize.WithHTTPClient(&http.Client{Transport: s.fake.Transport()}),
+		kanbanize.WithLogger(log)) // as main makes it
 	if err != nil {
 		t.Fatal(err)
 	}
-	server, err := newServer(client, kanbanize.RetryOptions{}, slog.New(slog.NewJSONHandler(s.logs, nil)))
+	server, err := newServer(client, kanbanize.RetryOptions{}, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,6 +184,12 @@ func TestReadCardWithRetryPartial(t *testing.T) {
 	}
 	if env.Data.Title != "Migrate invoices to the new schema" {
 		t.Errorf("title = %q", env.Data.Title)
+	}
+	// kanbanize-rate-limit-plan.md §8: the part the call went on without
+	// is logged, as JSON on stderr.
+	want := `"level":"WARN","msg":"card read without its subtasks","event":"rate_partial","endpoint":"subtasks","error":"max retries exceeded (429)","attempts":2,"card_id":"102"}`
+	if !strings.Contains(s.logs.String(), want) {
+		t.Errorf("the partial read was not logged as %s:\n%s", want, s.logs.String())
 	}
 
 	failing := s.call(t, "read_card_with_retry", map[string]any{"card_id": "102", "max_attempts": 2, "initial_delay_ms": 1, "fail_on_partial": true}, nil)

@@ -148,13 +148,13 @@ type Limit struct {
 	Store BucketStore
 }
 
-// Validate reports every field of l that is out of range, in one error.
 // paces reports whether the limit sets a pace of its own: a Rate, a
 // MinSpacing or a Window.
 func (l *Limit) paces() bool {
 	return finiteRate(l.Rate) || l.MinSpacing > 0 || l.Window > 0
 }
 
+// Validate reports every field of l that is out of range, in one error.
 func (l Limit) Validate() error {
 	var errs []error
 	bad := func(format string, args ...any) {

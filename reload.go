@@ -35,11 +35,11 @@ func (t *Transport) RetryPolicy() RetryPolicy {
 // SetLimit replaces the Limit of the scope named l.Name (the Name given to
 // WithLimit, or "limit N" for the Nth scope given without one), from the
 // next admission of every request. Every field may change but the Name,
-// Key, Applies, Adaptive and IdleTimeout, which make the scope what it is. Each
-// key's bucket keeps the tokens it has under the new rate and burst; a
-// raised MaxConcurrent lets waiting requests through at once, and a
-// lowered one takes slots back as they free. An invalid l, or one naming
-// no scope, is refused and changes nothing.
+// Key, Applies, Adaptive and IdleTimeout, which make the scope what it
+// is. Each key's bucket keeps the tokens it has under the new rate and
+// burst; a raised MaxConcurrent lets waiting requests through at once,
+// and a lowered one takes slots back as they free. An invalid l, or one
+// naming no scope, is refused and changes nothing.
 func (t *Transport) SetLimit(l Limit) error {
 	if err := l.Validate(); err != nil {
 		return err

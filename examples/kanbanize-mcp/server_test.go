@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -210,7 +211,13 @@ func TestProgressNotifications(t *testing.T) {
 	if len(s.progress) == 0 {
 		t.Fatal("no progress notification during a 429 wait")
 	}
-	p := s.progress[0]
+	// The subtasks, read beside the comments, may wait first for the pace
+	// the 429 taught the key: look for the comments' retry.
+	i := slices.IndexFunc(s.progress, func(p *mcp.ProgressNotificationParams) bool { return strings.Contains(p.Message, "for comments") })
+	if i < 0 {
+		t.Fatalf("progress = %+v, none for the comments", s.progress)
+	}
+	p := s.progress[i]
 	if p.ProgressToken != "token-1" || !strings.HasPrefix(p.Message, "waiting ") || !strings.Contains(p.Message, "for comments (attempt 2/10)") {
 		t.Errorf("progress = %+v, want token-1 and a message like \"waiting 0.0s for comments (attempt 2/10)\"", p)
 	}

@@ -204,8 +204,11 @@ func (c *call) learnUntracked(resp *http.Response, class Class, hint time.Durati
 	if !an.refused && an.remaining < 0 {
 		return // no signal after all
 	}
-	for _, s := range c.t.scopes {
-		if !s.adaptive || c.adaptive.has(func(t adaptiveTicket) bool { return t.scope == s && t.a != nil }) {
+	for _, s := range c.t.scopes() {
+		if !s.adaptive || s.applies != nil && !s.applies(c.req) {
+			continue // not a scope that learns of this request
+		}
+		if c.adaptive.has(func(t adaptiveTicket) bool { return t.scope == s && t.a != nil }) {
 			continue // paced: its ticket tells the scope
 		}
 		key := s.key(c.req)

@@ -342,7 +342,7 @@ func TestAdaptiveForgetsIdleKey(t *testing.T) {
 		for range 5 {
 			get("api.test") // refused at first, then paced
 		}
-		s := tr.scopes[0]
+		s := tr.scopes()[0]
 		if e := s.states.acquire("api.test", false); e == nil || e.state.adapt.Load().unpaced {
 			t.Fatal("the key learned nothing from its refusals")
 		} else {
@@ -372,8 +372,8 @@ func TestAdaptiveBreakerCloseResumesGently(t *testing.T) {
 		if status, _ := callOnce(t, tr, context.Background()); status != 503 {
 			t.Fatalf("first call = %d, want the 503", status)
 		}
-		e := tr.scopes[0].states.acquire(host, false)
-		defer tr.scopes[0].states.release(e)
+		e := tr.scopes()[0].states.acquire(host, false)
+		defer tr.scopes()[0].states.release(e)
 		a := e.state.adapt.Load()
 		a.mu.Lock()
 		before := a.rate(time.Now())

@@ -90,7 +90,7 @@ func TestPolicyFromEnvDelaysKeepTheirOrder(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 	var fallbacks []EnvFallback
-	p := PolicyFromEnvLenient("KB", func(f EnvFallback) { fallbacks = append(fallbacks, f) })
+	p := PolicyFromEnvLenient("KB", RetryPolicy{}, func(f EnvFallback) { fallbacks = append(fallbacks, f) })
 	if p.InitialDelay != 10*time.Second || p.MaxDelay != 0 || len(fallbacks) != 1 || fallbacks[0].Var != "KB_RETRY_MAX_DELAY" {
 		t.Errorf("lenient: %+v, fallbacks %+v; want the max delay dropped", p, fallbacks)
 	}
@@ -100,7 +100,7 @@ func TestPolicyFromEnvDelaysKeepTheirOrder(t *testing.T) {
 	// An initial delay above the default max delay cannot stand alone.
 	t.Setenv("KB_RETRY_MAX_DELAY", "")
 	t.Setenv("KB_RETRY_INITIAL_DELAY", "5m")
-	p = PolicyFromEnvLenient("KB", nil)
+	p = PolicyFromEnvLenient("KB", RetryPolicy{}, nil)
 	if p.InitialDelay != 0 || p.Validate() != nil {
 		t.Errorf("lenient with an initial delay of 5m: %+v, %v", p, p.Validate())
 	}
@@ -112,7 +112,7 @@ func TestPolicyFromEnvLenientFallsBackPerVariable(t *testing.T) {
 	t.Setenv("KB_RETRY_JITTER", "none")
 	t.Setenv("KB_RETRY_TOTAL_CAP", "forever")
 	var fallbacks []string
-	p := PolicyFromEnvLenient("KB", func(f EnvFallback) { fallbacks = append(fallbacks, f.Var+"="+f.Value) })
+	p := PolicyFromEnvLenient("KB", RetryPolicy{}, func(f EnvFallback) { fallbacks = append(fallbacks, f.Var+"="+f.Value) })
 	if p.MaxAttempts != 4 || p.Jitter != JitterNone || p.Multiplier != 0 || p.TotalWaitCap != 0 {
 		t.Errorf("lenient = %+v, want the good variables kept and the bad ones default", p)
 	}
@@ -175,7 +175,7 @@ func TestLimitFromEnvBadValues(t *testing.T) {
 		t.Errorf("rate and spacing: err = %v", err)
 	}
 	var fallbacks []EnvFallback
-	l := LimitFromEnvLenient("API", func(f EnvFallback) { fallbacks = append(fallbacks, f) })
+	l := LimitFromEnvLenient("API", Limit{}, func(f EnvFallback) { fallbacks = append(fallbacks, f) })
 	if l.Rate != 5 || l.MinSpacing != 0 || len(fallbacks) != 1 || l.Validate() != nil {
 		t.Errorf("lenient = %+v, fallbacks %+v", l, fallbacks)
 	}
@@ -189,7 +189,7 @@ func TestEnvLenientIsAlwaysValid(t *testing.T) {
 				t.Setenv("T_RETRY_INITIAL_DELAY", initial)
 				t.Setenv("T_RETRY_MAX_DELAY", maxDelay)
 				t.Setenv("T_RETRY_TOTAL_CAP", total)
-				if err := PolicyFromEnvLenient("T", nil).Validate(); err != nil {
+				if err := PolicyFromEnvLenient("T", RetryPolicy{}, nil).Validate(); err != nil {
 					t.Fatalf("initial %q, max %q, total %q: %v", initial, maxDelay, total, err)
 				}
 				if p, err := PolicyFromEnv("T"); err == nil && p.Validate() != nil {
@@ -204,10 +204,217 @@ func TestEnvLenientIsAlwaysValid(t *testing.T) {
 				t.Setenv("L_RATE", r)
 				t.Setenv("L_MIN_DELAY", spacing)
 				t.Setenv("L_BURST", burst)
-				if err := LimitFromEnvLenient("L", nil).Validate(); err != nil {
+				if err := LimitFromEnvLenient("L", Limit{}, nil).Validate(); err != nil {
 					t.Fatalf("rate %q, spacing %q, burst %q: %v", r, spacing, burst, err)
 				}
 			}
 		}
+	}
+}
+
+// youtube-mcp-throttling-spec.md, EC6 and AC6: invalid configuration
+// (YOUTUBE_MIN_DELAY=-500, YOUTUBE_MAX_RETRIES=abc) falls back to the
+// defaults, 2000 ms and 3 retries, and a warning says so. The spacing
+// stays 2s: a fallback to zero would turn throttling off.
+func TestEnvLenientBadValueKeepsTheDefault(t *testing.T) {
+	t.Setenv("YOUTUBE_MIN_DELAY", "-500")
+	t.Setenv("YOUTUBE_RETRY_MAX_ATTEMPTS", "abc")
+	var fallbacks []EnvFallback
+	warn := func(f EnvFallback) { fallbacks = append(fallbacks, f) }
+
+	l := LimitFromEnvLenient("YOUTUBE", Limit{MinSpacing: 2 * time.Second}, warn)
+	if l.MinSpacing != 2*time.Second || l.Name != "youtube" || l.Validate() != nil {
+		t.Errorf("LimitFromEnvLenient = %+v, want MinSpacing 2s, named youtube", l)
+	}
+	p := PolicyFromEnvLenient("YOUTUBE", RetryPolicy{MaxAttempts: 4}, warn) // 3 retries
+	if p.MaxAttempts != 4 || p.Validate() != nil {
+		t.Errorf("PolicyFromEnvLenient = %+v, want MaxAttempts 4", p)
+	}
+	want := []EnvFallback{
+		{Var: "YOUTUBE_MIN_DELAY", Value: "-500", Used: "2s"},
+		{Var: "YOUTUBE_RETRY_MAX_ATTEMPTS", Value: "abc", Used: "4"},
+	}
+	if len(fallbacks) != len(want) {
+		t.Fatalf("fallbacks = %+v, want %d", fallbacks, len(want))
+	}
+	for i, fb := range fallbacks {
+		if fb.Var != want[i].Var || fb.Value != want[i].Value || fb.Used != want[i].Used || fb.Reason == "" {
+			t.Errorf("fallback %d = %+v, want %s=%q reported with %q used and a reason", i, fb, want[i].Var, want[i].Value, want[i].Used)
+		}
+	}
+}
+
+// youtube-mcp-throttling-spec.md, EC6: what stands in for a bad value is
+// reported as the variable takes it, and a zero one as what it means.
+func TestEnvLenientUsedOfZeroDefaults(t *testing.T) {
+	t.Setenv("API_MIN_DELAY", "-500")
+	t.Setenv("API_RATE", "lots")
+	t.Setenv("API_BURST", "0")
+	t.Setenv("API_MAX_CONCURRENT", "-1")
+	t.Setenv("API_RETRY_MAX_ATTEMPTS", "abc")
+	t.Setenv("API_RETRY_INITIAL_DELAY", "soon")
+	t.Setenv("API_RETRY_MULTIPLIER", "0.5")
+	t.Setenv("API_RETRY_JITTER", "some")
+	used := map[string]string{}
+	note := func(f EnvFallback) { used[f.Var] = f.Used }
+	LimitFromEnvLenient("API", Limit{}, note)
+	PolicyFromEnvLenient("API", RetryPolicy{}, note)
+	want := map[string]string{
+		"API_MIN_DELAY":           "0s (no spacing)",
+		"API_RATE":                "0 (no token bucket)",
+		"API_BURST":               "1 (the library default)",
+		"API_MAX_CONCURRENT":      "0 (no cap)",
+		"API_RETRY_MAX_ATTEMPTS":  "5 (the library default)",
+		"API_RETRY_INITIAL_DELAY": "1s (the library default)",
+		"API_RETRY_MULTIPLIER":    "2 (the library default)",
+		"API_RETRY_JITTER":        "full",
+	}
+	if !reflect.DeepEqual(used, want) {
+		t.Errorf("used = %v, want %v", used, want)
+	}
+	used = map[string]string{}
+	LimitFromEnvLenient("API", Limit{Rate: rate.Every(2 * time.Second), Burst: 30, MaxConcurrent: 4}, note)
+	PolicyFromEnvLenient("API", RetryPolicy{MaxAttempts: 3, InitialDelay: 250 * time.Millisecond, Multiplier: 1.5,
+		Jitter: JitterProportional}, note)
+	want = map[string]string{
+		"API_MIN_DELAY": "0s (no spacing)", "API_RATE": "0.5", "API_BURST": "30", "API_MAX_CONCURRENT": "4",
+		"API_RETRY_MAX_ATTEMPTS": "3", "API_RETRY_INITIAL_DELAY": "250ms", "API_RETRY_MULTIPLIER": "1.5",
+		"API_RETRY_JITTER": "proportional",
+	}
+	if !reflect.DeepEqual(used, want) {
+		t.Errorf("over defaults, used = %v, want %v", used, want)
+	}
+}
+
+// youtube-mcp-throttling-spec.md, AC6: variables not set keep the
+// defaults, whole.
+func TestEnvLenientUnsetKeepsTheDefaults(t *testing.T) {
+	report := func(f EnvFallback) { t.Errorf("nothing set, yet %+v reported", f) }
+	policy := RetryPolicy{MaxAttempts: 3, InitialDelay: 2 * time.Second, MaxDelay: time.Minute, TotalWaitCap: 5 * time.Minute,
+		Multiplier: 1.5, Jitter: JitterNone, NetworkRetries: 1, RateLimitPhrases: []string{"slow down"}}
+	if p := PolicyFromEnvLenient("UNSET", policy, report); !reflect.DeepEqual(p, policy) {
+		t.Errorf("PolicyFromEnvLenient = %+v, want the defaults %+v", p, policy)
+	}
+	limit := Limit{Name: "youtube transcripts", MinSpacing: 2 * time.Second, SpacingJitter: 0.1, MaxConcurrent: 1, Key: Global}
+	l := LimitFromEnvLenient("UNSET", limit, report)
+	if l.Name != limit.Name || l.MinSpacing != limit.MinSpacing || l.SpacingJitter != limit.SpacingJitter ||
+		l.MaxConcurrent != 1 || !sameKeyFunc(l.Key, Global) {
+		t.Errorf("LimitFromEnvLenient = %+v, want the defaults %+v", l, limit)
+	}
+	if l := LimitFromEnvLenient("UNSET", Limit{Burst: 3}, report); l.Name != "unset" {
+		t.Errorf("defaults with no Name: named %q, want the prefix, unset", l.Name)
+	}
+}
+
+// youtube-mcp-throttling-spec.md, FR1 and EC6: a valid rate from the
+// environment replaces the defaults' spacing (a Limit paces by one or
+// the other), and a spacing their rate or window; what the defaults set
+// besides stays.
+func TestEnvLenientPaceOfTheEnvironmentWins(t *testing.T) {
+	report := func(f EnvFallback) { t.Errorf("%+v reported", f) }
+	t.Setenv("YT_RATE", "30/m")
+	l := LimitFromEnvLenient("YT", Limit{MinSpacing: 2 * time.Second, MaxConcurrent: 2}, report)
+	if l.Rate != 0.5 || l.MinSpacing != 0 || l.MaxConcurrent != 2 || l.Validate() != nil {
+		t.Errorf("rate over a spacing: %+v, want the rate alone, MaxConcurrent 2 kept", l)
+	}
+	l = LimitFromEnvLenient("YT", Limit{Burst: 30, Window: time.Minute}, report)
+	if l.Rate != 0.5 || l.Window != 0 || l.Burst != 30 || l.Validate() != nil {
+		t.Errorf("rate over a window: %+v, want the rate with the defaults' burst", l)
+	}
+	t.Setenv("YT_RATE", "")
+	t.Setenv("YT_MIN_DELAY", "1500")
+	l = LimitFromEnvLenient("YT", Limit{Rate: 5, Burst: 10}, report)
+	if l.MinSpacing != 1500*time.Millisecond || l.Rate != 0 || l.Validate() != nil {
+		t.Errorf("spacing over a rate: %+v, want the spacing alone", l)
+	}
+	// A spacing of 0 turns the spacing off, and nothing else.
+	t.Setenv("YT_MIN_DELAY", "0")
+	l = LimitFromEnvLenient("YT", Limit{MinSpacing: 2 * time.Second}, report)
+	if l.MinSpacing != 0 || l.Validate() != nil {
+		t.Errorf("YT_MIN_DELAY=0 over 2s: %+v, want no spacing", l)
+	}
+}
+
+// youtube-mcp-throttling-spec.md, EC6: a value that does not fit the
+// defaults' other fields falls back too, and the Limit validates.
+func TestEnvLenientValueThatDoesNotFitTheDefaults(t *testing.T) {
+	var fallbacks []EnvFallback
+	report := func(f EnvFallback) { fallbacks = append(fallbacks, f) }
+	t.Setenv("API_BURST", "3")
+	l := LimitFromEnvLenient("API", Limit{Rate: 5, Burst: 10, Reserve: 4}, report)
+	if l.Burst != 10 || l.Validate() != nil || len(fallbacks) != 1 || fallbacks[0].Var != "API_BURST" ||
+		fallbacks[0].Used != "10" || !strings.Contains(fallbacks[0].Reason, "Reserve (4) must be below Burst (3)") {
+		t.Errorf("a burst below the Reserve: %+v, fallbacks %+v", l, fallbacks)
+	}
+	fallbacks = nil
+	t.Setenv("API_BURST", "")
+	t.Setenv("API_MIN_DELAY", "1s")
+	store := NewMemoryStore()
+	l = LimitFromEnvLenient("API", Limit{Rate: 5, Burst: 10, Store: store}, report)
+	if l.Rate != 5 || l.MinSpacing != 0 || l.Validate() != nil || len(fallbacks) != 1 || fallbacks[0].Var != "API_MIN_DELAY" ||
+		fallbacks[0].Used != "0s (no spacing)" {
+		t.Errorf("a spacing over a shared bucket: %+v, fallbacks %+v", l, fallbacks)
+	}
+}
+
+// youtube-mcp-throttling-spec.md, EC6: defaults that do not validate
+// are replaced whole by the library's, and that is reported first; the
+// variables still apply.
+func TestEnvLenientInvalidDefaults(t *testing.T) {
+	var fallbacks []EnvFallback
+	report := func(f EnvFallback) { fallbacks = append(fallbacks, f) }
+	t.Setenv("API_BURST", "7")
+	l := LimitFromEnvLenient("API", Limit{Rate: 5, MinSpacing: time.Second}, report)
+	if l.Rate != 0 || l.MinSpacing != 0 || l.Burst != 7 || l.Name != "api" || l.Validate() != nil {
+		t.Errorf("over a Limit with both a rate and a spacing: %+v, want the zero Limit with BURST 7", l)
+	}
+	if len(fallbacks) != 1 || fallbacks[0].Var != "" || fallbacks[0].Used != "the library defaults" ||
+		!strings.Contains(fallbacks[0].Reason, "has both Rate") {
+		t.Errorf("fallbacks = %+v, want the defaults refused", fallbacks)
+	}
+	fallbacks = nil
+	t.Setenv("API_RETRY_MAX_ATTEMPTS", "3")
+	p := PolicyFromEnvLenient("API", RetryPolicy{InitialDelay: 10 * time.Second, MaxDelay: 2 * time.Second}, report)
+	if !reflect.DeepEqual(p, RetryPolicy{MaxAttempts: 3}) || len(fallbacks) != 1 || fallbacks[0].Var != "" ||
+		!strings.Contains(fallbacks[0].Reason, "MaxDelay (2s) is below InitialDelay (10s)") {
+		t.Errorf("over a policy out of order: %+v, fallbacks %+v; want the zero policy with 3 attempts", p, fallbacks)
+	}
+}
+
+// kanbanize-rate-limit-plan.md §9 (configuration validation): the delays
+// keep their order with the defaults standing in for what is not set; a
+// delay out of order falls back to the defaults' value for its field.
+func TestEnvLenientDelaysKeepTheirOrderOverDefaults(t *testing.T) {
+	defaults := RetryPolicy{InitialDelay: 2 * time.Second, MaxDelay: 10 * time.Second, TotalWaitCap: time.Minute}
+	for _, tt := range []struct {
+		name             string
+		initial, max     string
+		want             RetryPolicy
+		fellBack, usedAs string
+	}{
+		{"initial above the defaults' max", "20s", "",
+			defaults, "API_RETRY_INITIAL_DELAY", "2s"},
+		{"max below the defaults' initial", "", "1s",
+			defaults, "API_RETRY_MAX_DELAY", "10s"},
+		{"both set, in order", "500ms", "1s",
+			RetryPolicy{InitialDelay: 500 * time.Millisecond, MaxDelay: time.Second, TotalWaitCap: time.Minute}, "", ""},
+		{"initial within the set max", "15s", "30s",
+			RetryPolicy{InitialDelay: 15 * time.Second, MaxDelay: 30 * time.Second, TotalWaitCap: time.Minute}, "", ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("API_RETRY_INITIAL_DELAY", tt.initial)
+			t.Setenv("API_RETRY_MAX_DELAY", tt.max)
+			var fallbacks []EnvFallback
+			p := PolicyFromEnvLenient("API", defaults, func(f EnvFallback) { fallbacks = append(fallbacks, f) })
+			if !reflect.DeepEqual(p, tt.want) || p.Validate() != nil {
+				t.Errorf("PolicyFromEnvLenient = %+v, want %+v", p, tt.want)
+			}
+			switch {
+			case tt.fellBack == "" && len(fallbacks) != 0:
+				t.Errorf("fallbacks = %+v, want none", fallbacks)
+			case tt.fellBack != "" && (len(fallbacks) != 1 || fallbacks[0].Var != tt.fellBack || fallbacks[0].Used != tt.usedAs):
+				t.Errorf("fallbacks = %+v, want %s with %s used", fallbacks, tt.fellBack, tt.usedAs)
+			}
+		})
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/go-retryablehttp"
@@ -340,4 +341,36 @@ func ExampleMemoryStore() {
 	// Output:
 	// a: 200
 	// b refused by the shared limit: true
+}
+
+// A running transport takes a limit of its own for the requests Applies
+// picks: here GitHub's search API, limited to 30 requests a minute apart
+// from the rest of the API, added once the service knows it needs it.
+// Other requests pass the scope untouched.
+func ExampleTransport_AddLimit() {
+	mock := httpmock.NewMockTransport()
+	mock.RegisterNoResponder(httpmock.NewStringResponder(200, "{}"))
+	tr := ratewise.New(mock)
+	err := tr.AddLimit(ratewise.Limit{
+		Name:    "search",
+		Rate:    rate.Every(2 * time.Second),
+		Burst:   30,
+		Applies: func(req *http.Request) bool { return strings.HasPrefix(req.URL.Path, "/search/") },
+	})
+	fmt.Println("added:", err)
+	for _, path := range []string{"/search/issues?q=is:open", "/search/code?q=ratewise", "/repos/golang/go"} {
+		req, _ := http.NewRequest(http.MethodGet, "https://api.github.com"+path, nil)
+		resp, _ := tr.RoundTrip(req)
+		resp.Body.Close()
+	}
+	for _, scope := range tr.LimitStatus("api.github.com").Scopes {
+		if scope.Name == "search" {
+			fmt.Printf("%s: %d of %d tokens left\n", scope.Name, int(scope.Tokens), scope.Burst)
+		}
+	}
+	fmt.Println("again:", tr.AddLimit(ratewise.Limit{Name: "search", Rate: 1}))
+	// Output:
+	// added: <nil>
+	// search: 28 of 30 tokens left
+	// again: ratewise: AddLimit: a limit scope is already named "search": give the new one another Name, or change that one with SetLimit
 }

@@ -56,8 +56,8 @@ func ByHeader(name string) KeyFunc {
 // pass every scope, e.g. per host and global, or per minute and per hour.
 //
 // The zero value limits nothing. Zero fields mean: no token bucket, no
-// spacing, Key Host, no concurrency cap, no wait limit but the call's
-// budget, no queue cap, no reserve.
+// spacing, Key Host, every request applies, no concurrency cap, no wait
+// limit but the call's budget, no queue cap, no reserve.
 type Limit struct {
 	// Name labels the scope in statuses and errors; by default "limit N",
 	// N counting WithLimit options from 1.
@@ -86,6 +86,12 @@ type Limit struct {
 	SpacingJitter float64
 	// Key maps a request to its key in this scope; nil means Host.
 	Key KeyFunc
+	// Applies, when set, picks the requests the scope limits: the others
+	// pass it untouched, neither paced nor counted, and an Adaptive scope
+	// learns nothing from them. Nil means every request. Like Key, it is
+	// fixed for the scope's life, and is called for every request that
+	// reaches the scope: keep it cheap (a header or path test).
+	Applies func(*http.Request) bool
 	// MaxConcurrent caps the requests of one key in flight, from admission
 	// until the response body is closed (or read to its end).
 	MaxConcurrent int
@@ -142,13 +148,13 @@ type Limit struct {
 	Store BucketStore
 }
 
-// Validate reports every field of l that is out of range, in one error.
 // paces reports whether the limit sets a pace of its own: a Rate, a
 // MinSpacing or a Window.
 func (l *Limit) paces() bool {
 	return finiteRate(l.Rate) || l.MinSpacing > 0 || l.Window > 0
 }
 
+// Validate reports every field of l that is out of range, in one error.
 func (l Limit) Validate() error {
 	var errs []error
 	bad := func(format string, args ...any) {
@@ -211,18 +217,18 @@ func (l Limit) Validate() error {
 }
 
 // WithLimit adds a limit scope; give it once per scope. An invalid Limit
-// makes every RoundTrip fail with its validation error.
+// makes every RoundTrip fail with its validation error. [Transport.AddLimit]
+// adds one to a running transport.
 func WithLimit(l Limit) Option {
 	return func(t *Transport) {
 		if l.Name == "" {
-			l.Name = fmt.Sprintf("limit %d", len(t.scopes)+1)
+			l.Name = fmt.Sprintf("limit %d", len(t.scopes())+1)
 		}
 		if err := l.Validate(); err != nil {
 			t.err = errors.Join(t.err, err)
 			return
 		}
-		t.scopes = append(t.scopes, newScope(l))
-		t.updatePaced()
+		t.addScope(newScope(l))
 	}
 }
 
@@ -269,6 +275,7 @@ func (e *LimitError) Is(target error) bool { return target == ErrLimited }
 type scope struct {
 	name     string
 	key      KeyFunc
+	applies  func(*http.Request) bool // nil: every request
 	adaptive bool
 	global   bool // key is Global: one state, whatever the request
 	cfg      atomic.Pointer[Limit]
@@ -330,13 +337,17 @@ func (l Limit) withDefaults() Limit {
 
 // sameKeyFunc reports whether a and b are the same function: KeyFuncs
 // cannot be compared with ==.
-func sameKeyFunc(a, b KeyFunc) bool {
+func sameKeyFunc(a, b KeyFunc) bool { return sameFunc(a, b) }
+
+// sameFunc reports whether a and b, funcs, run the same code (both nil
+// included); funcs cannot be compared with ==.
+func sameFunc[F any](a, b F) bool {
 	return reflect.ValueOf(a).Pointer() == reflect.ValueOf(b).Pointer()
 }
 
 func newScope(l Limit) *scope {
 	l = l.withDefaults()
-	s := &scope{name: l.Name, key: l.Key, adaptive: l.Adaptive, global: sameKeyFunc(l.Key, Global)}
+	s := &scope{name: l.Name, key: l.Key, applies: l.Applies, adaptive: l.Adaptive, global: sameKeyFunc(l.Key, Global)}
 	s.cfg.Store(&l)
 	s.states = newKeyed(l.IdleTimeout, s.initState, s.forgettable)
 	return s

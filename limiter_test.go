@@ -344,7 +344,7 @@ func TestIdleKeysEvicted(t *testing.T) {
 		})
 		byPath := func(r *http.Request) string { return r.URL.Path }
 		tr := New(base, WithLimit(Limit{Rate: 100, Burst: 1, Key: byPath, MaxConcurrent: 10}))
-		s := tr.scopes[0]
+		s := tr.scopes()[0]
 		req := mustRequest(t, http.MethodGet, nil)
 		for i := range 100_000 {
 			r := req.Clone(req.Context())
@@ -570,7 +570,7 @@ func TestSlotAccountingUnderChaos(t *testing.T) {
 			})
 		}
 		wg.Wait()
-		for _, s := range tr.scopes {
+		for _, s := range tr.scopes() {
 			for i := range s.states.shards {
 				for key, e := range s.states.shards[i].m {
 					if e.refs.Load() != 0 || e.state.slots.Load() != 0 || e.state.waiting != 0 || len(e.state.queue) != 0 {

@@ -36,27 +36,31 @@ func (t *Transport) RetryPolicy() RetryPolicy {
 // SetLimit replaces the Limit of the scope named l.Name (the Name given to
 // WithLimit, or "limit N" for the Nth scope given without one), from the
 // next admission of every request. Every field may change but the Name,
-// Key, Adaptive and IdleTimeout, which make the scope what it is. Each
-// key's bucket keeps the tokens it has under the new rate and burst; a
-// raised MaxConcurrent lets waiting requests through at once, and a
-// lowered one takes slots back as they free. An invalid l, or one naming
-// no scope, is refused and changes nothing.
+// Key, Applies, Adaptive and IdleTimeout, which make the scope what it
+// is. Each key's bucket keeps the tokens it has under the new rate and
+// burst; a raised MaxConcurrent lets waiting requests through at once,
+// and a lowered one takes slots back as they free. An invalid l, or one
+// naming no scope, is refused and changes nothing.
 func (t *Transport) SetLimit(l Limit) error {
 	if err := l.Validate(); err != nil {
 		return err
 	}
 	t.reloadMu.Lock() // one SetLimit at a time: each sees the others' paced
 	defer t.reloadMu.Unlock()
-	i := slices.IndexFunc(t.scopes, func(s *scope) bool { return s.name == l.Name })
+	scopes := t.scopes()
+	i := slices.IndexFunc(scopes, func(s *scope) bool { return s.name == l.Name })
 	if i < 0 {
 		return fmt.Errorf("ratewise: no limit scope is named %q", l.Name)
 	}
-	s := t.scopes[i]
+	s := scopes[i]
 	old := s.limit()
 	l = l.withDefaults()
 	var errs []error
 	if !sameKeyFunc(l.Key, old.Key) {
 		errs = append(errs, errors.New("its Key"))
+	}
+	if !sameFunc(l.Applies, old.Applies) {
+		errs = append(errs, errors.New("its Applies"))
 	}
 	if l.Adaptive != old.Adaptive {
 		errs = append(errs, fmt.Errorf("its Adaptive (%v to %v)", old.Adaptive, l.Adaptive))
@@ -144,10 +148,58 @@ func sameStore(a, b BreakerStore) bool {
 	return t == reflect.TypeOf(b) && t.Comparable() && a == b
 }
 
+// AddLimit adds the limit scope l to the running transport, from the
+// next admission of every request, as WithLimit adds one to a new
+// transport; requests already past the scopes are not held by it. l must
+// validate, and its Name (by default "limit N", N counting the scopes
+// from 1) must be new to the transport: a scope already named so is
+// changed with SetLimit, not added again. When l paces requests, the
+// transport answers short wait hints with the pace, as New does for a
+// Limit given. The LearnedScope that New added, if any, stays: it paces by
+// what it learns the requests l does not limit (other keys, or what
+// l.Applies leaves out), which would otherwise go unpaced. AddLimit is
+// safe to call while requests go through the transport.
+func (t *Transport) AddLimit(l Limit) error {
+	t.reloadMu.Lock()
+	defer t.reloadMu.Unlock()
+	scopes := t.scopes()
+	if l.Name == "" {
+		l.Name = fmt.Sprintf("limit %d", len(scopes)+1)
+	}
+	if err := l.Validate(); err != nil {
+		return err
+	}
+	if slices.ContainsFunc(scopes, func(s *scope) bool { return s.name == l.Name }) {
+		return fmt.Errorf("ratewise: AddLimit: a limit scope is already named %q: give the new one another Name, or change that one with SetLimit", l.Name)
+	}
+	t.addScope(newScope(l))
+	return nil
+}
+
+// scopes returns the limit scopes, in the order given. The slice is never
+// changed: AddLimit replaces it.
+func (t *Transport) scopes() []*scope { return *t.scopeList.Load() }
+
+// addScope appends s to the scopes, copying them so that a request going
+// through the old ones keeps them whole, and notes what s paces and
+// learns. In New, or with reloadMu held.
+func (t *Transport) addScope(s *scope) {
+	old := t.scopes()
+	scopes := make([]*scope, len(old), len(old)+1)
+	copy(scopes, old)
+	scopes = append(scopes, s)
+	t.scopeList.Store(&scopes)
+	t.updatePaced()
+	if s.adaptive {
+		t.learns.Store(true)
+	}
+}
+
 // Limits returns the Limits in force, one per scope, in the order given.
 func (t *Transport) Limits() []Limit {
-	out := make([]Limit, len(t.scopes))
-	for i, s := range t.scopes {
+	scopes := t.scopes()
+	out := make([]Limit, len(scopes))
+	for i, s := range scopes {
 		out[i] = *s.limit()
 	}
 	return out
@@ -157,7 +209,7 @@ func (t *Transport) Limits() []Limit {
 // the cooldown gate, answers a wait hint of a second or less.
 func (t *Transport) updatePaced() {
 	paced := false
-	for _, s := range t.scopes {
+	for _, s := range t.scopes() {
 		l := s.limit()
 		paced = paced || l.Adaptive || l.paces()
 	}

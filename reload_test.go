@@ -237,7 +237,7 @@ func TestSetLimitBetweenAdmissionsIsNotLost(t *testing.T) {
 		if _, err := callOnce(t, tr, context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		s := tr.scopes[0]
+		s := tr.scopes()[0]
 		e := s.states.acquire(host, false)
 		defer s.states.release(e)
 		if err := tr.SetLimit(Limit{Name: "a", Rate: 1, Burst: 10}); err != nil {

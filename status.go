@@ -120,7 +120,7 @@ func (t *Transport) LimitStatus(key string) LimitStatus {
 	if t.gate != nil {
 		st.PausedFor = t.gate.pausedFor(key, now)
 	}
-	for _, s := range t.scopes {
+	for _, s := range t.scopes() {
 		st.Scopes = append(st.Scopes, s.status(key, now))
 	}
 	if t.breakers != nil {

@@ -28,10 +28,13 @@ import (
 // Create one with [New]. It is safe for concurrent use; its zero value is
 // not usable.
 type Transport struct {
-	base   http.RoundTripper
-	retry  atomic.Pointer[RetryPolicy] // with defaults filled in; SetRetryPolicy replaces it
-	scopes []*scope
-	gate   *gate // nil when the cooldown gate is off
+	base  http.RoundTripper
+	retry atomic.Pointer[RetryPolicy] // with defaults filled in; SetRetryPolicy replaces it
+	// scopeList is the limit scopes, in the order given. AddLimit
+	// replaces the slice, never changes it: a request reads it once
+	// (scopes) and goes through what it read.
+	scopeList atomic.Pointer[[]*scope]
+	gate      *gate // nil when the cooldown gate is off
 	// retryBudgets holds the retry balance of each host that retried.
 	retryBudgets *keyed[retryBalance]
 	// trace hears every call (WithTrace, WithLogger); nil when nothing
@@ -46,9 +49,9 @@ type Transport struct {
 	paced atomic.Bool
 	// learns is set when a scope is Adaptive: its keys learn from the
 	// signals of requests it did not pace. noLearning is WithoutLearning.
-	learns     bool
+	learns     atomic.Bool
 	noLearning bool
-	reloadMu   sync.Mutex // serializes SetLimit
+	reloadMu   sync.Mutex // serializes SetLimit and AddLimit
 	// err is the first invalid option; every RoundTrip returns it so that
 	// a bad configuration is loud rather than silently replaced.
 	err error
@@ -81,6 +84,7 @@ func New(base http.RoundTripper, opts ...Option) *Transport {
 	}
 	t := &Transport{base: base, gate: newGate(CooldownPolicy{}), counters: new(counters),
 		retryBudgets: newKeyed(DefaultIdleTimeout, nil, forgettableBalance)}
+	t.scopeList.Store(new([]*scope))
 	defaults := DefaultRetryPolicy()
 	t.retry.Store(&defaults)
 	for _, opt := range opts {
@@ -90,9 +94,6 @@ func New(base http.RoundTripper, opts ...Option) *Transport {
 	}
 	if !t.noLearning && !t.paced.Load() {
 		WithLimit(Limit{Name: LearnedScope, Adaptive: true})(t)
-	}
-	for _, s := range t.scopes {
-		t.learns = t.learns || s.adaptive
 	}
 	if b := t.breakers; b != nil {
 		cfg := *b.config()
@@ -440,7 +441,10 @@ func (c *call) withdraw() {
 
 // admitScopes takes the attempt through every limit scope in turn.
 func (c *call) admitScopes() error {
-	for _, s := range c.t.scopes {
+	for _, s := range c.t.scopes() {
+		if s.applies != nil && !s.applies(c.req) {
+			continue // not a request this scope limits
+		}
 		key := s.key(c.req)
 		if s.lazy() && s.answered(key) {
 			continue // an adaptive scope's key that has learned nothing: unpaced
@@ -512,7 +516,7 @@ func (c *call) feedBack(resp *http.Response, err error, class Class) {
 			hint = min(h, c.t.maxPause())
 		}
 	}
-	if c.t.learns && err == nil && (class.refusal() || c.sampleQuota(resp)) {
+	if c.t.learns.Load() && err == nil && (class.refusal() || c.sampleQuota(resp)) {
 		c.learnUntracked(resp, class, hint)
 	}
 	// A hint pauses the key's other requests too: all of them when

@@ -13,9 +13,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -30,14 +32,17 @@ type Client struct {
 	apiKey    string
 	http      *http.Client
 	rw        *ratewise.Transport // the ratewise transport http calls through
+	log       *slog.Logger        // the client's own events; nil logs nothing
 }
 
 // Option configures a Client in NewClient.
 type Option func(*clientConfig)
 
 type clientConfig struct {
-	http *http.Client
-	plan Plan
+	http          *http.Client
+	plan          Plan
+	log           *slog.Logger
+	transportOpts []ratewise.Option
 }
 
 // WithHTTPClient sends requests with a copy of c. A Transport that is a
@@ -53,11 +58,41 @@ func WithHTTPClient(c *http.Client) Option {
 }
 
 // WithPlan paces the client under the account plan's published limits
-// (see PlanLimits), so that it seldom meets a 429 at all. It applies to
-// the ratewise transport the client builds; a ratewise transport given
-// through WithHTTPClient carries its own limits.
+// (see PlanLimits), so that it seldom meets a 429 at all. The client's
+// own transport is built with them; a ratewise transport given through
+// WithHTTPClient gets them added (ratewise.Transport.AddLimit), unless it
+// has scopes of those names already, as when clients of one plan share
+// it: it then keeps its own. The scopes pace only requests that carry an
+// apikey header, each key apart, so a shared transport's other traffic
+// is never paced by the plan; clients of different plans sharing one
+// transport are paced by each plan's scopes, the strictest binding.
 func WithPlan(p Plan) Option {
 	return func(cfg *clientConfig) { cfg.plan = p }
+}
+
+// WithLogger makes the client log to l, as structured events: its
+// transport's (rate_retry, rate_wait, rate_success, rate_giveup,
+// breaker_state: see ratewise.WithLogger) and its own (rate_partial, at
+// Warn, when ReadCardWithRetry returns without the comments or the
+// subtasks). No API key is logged. A ratewise transport given through
+// WithHTTPClient is already built and is not changed: l then serves the
+// client's own events only; give that transport ratewise.WithLogger
+// where it is built for the rest. Without WithLogger the client logs
+// nothing.
+func WithLogger(l *slog.Logger) Option {
+	return func(cfg *clientConfig) { cfg.log = l }
+}
+
+// WithTransportOptions adds opts to the ratewise transport the client
+// builds, after its own (the retry policy, the breaker, the plan's
+// limits, WithLogger's logger), so that they win where they clash: a
+// ratewise.WithTrace hears every call, a ratewise.WithRetry replaces the
+// client's policy, a ratewise.WithLimit adds a scope. It may be given
+// more than once; the options add up. A ratewise transport given through
+// WithHTTPClient is already built: NewClient then refuses
+// WithTransportOptions with an error rather than drop them.
+func WithTransportOptions(opts ...ratewise.Option) Option {
+	return func(cfg *clientConfig) { cfg.transportOpts = append(cfg.transportOpts, opts...) }
 }
 
 // NewClient returns a client of the account, given as a subdomain ("acme"),
@@ -81,14 +116,10 @@ func NewClient(account, apiKey string, opts ...Option) (*Client, error) {
 			opt(&cfg)
 		}
 	}
-	var limits []ratewise.Option
+	var scopes []ratewise.Limit
 	if cfg.plan != "" {
-		scopes, err := PlanLimits(cfg.plan)
-		if err != nil {
+		if scopes, err = PlanLimits(cfg.plan); err != nil {
 			return nil, err
-		}
-		for _, l := range scopes {
-			limits = append(limits, ratewise.WithLimit(l))
 		}
 	}
 	var hc http.Client // a copy: the caller's client is not changed
@@ -97,15 +128,44 @@ func NewClient(account, apiKey string, opts ...Option) (*Client, error) {
 	}
 	rw := findRatewise(hc.Transport)
 	if rw != nil {
-		if cfg.plan != "" {
-			return nil, errors.New("kanbanize: WithPlan cannot add limits to the ratewise transport of WithHTTPClient: give it the PlanLimits scopes itself")
+		if len(cfg.transportOpts) > 0 {
+			return nil, errors.New("kanbanize: WithTransportOptions cannot apply to the ratewise transport of WithHTTPClient, which is already built: " +
+				"give those options to ratewise.New where it is built, or leave WithHTTPClient out")
+		}
+		if err := addScopes(rw, scopes); err != nil {
+			return nil, err
 		}
 	} else {
-		rw = newTransport(hc.Transport, limits)
+		var opts []ratewise.Option
+		for _, l := range scopes {
+			opts = append(opts, ratewise.WithLimit(l))
+		}
+		if cfg.log != nil {
+			opts = append(opts, ratewise.WithLogger(cfg.log))
+		}
+		rw = newTransport(hc.Transport, append(opts, cfg.transportOpts...))
 		hc.Transport = rw
 	}
 	hc.CheckRedirect = sameHostRedirects(hc.CheckRedirect)
-	return &Client{base: base, subdomain: accountSubdomain(base), apiKey: apiKey, http: &hc, rw: rw}, nil
+	return &Client{base: base, subdomain: accountSubdomain(base), apiKey: apiKey, http: &hc, rw: rw, log: cfg.log}, nil
+}
+
+// addScopes adds to rw each limit scope it has no scope of that name for:
+// a transport that clients of one plan share gets the plan's once.
+func addScopes(rw *ratewise.Transport, scopes []ratewise.Limit) error {
+	has := func(name string) bool {
+		return slices.ContainsFunc(rw.Limits(), func(l ratewise.Limit) bool { return l.Name == name })
+	}
+	for _, l := range scopes {
+		if has(l.Name) {
+			continue
+		}
+		// Another client sharing rw may add it meanwhile: then it is there.
+		if err := rw.AddLimit(l); err != nil && !has(l.Name) {
+			return fmt.Errorf("kanbanize: WithPlan: %w", err)
+		}
+	}
+	return nil
 }
 
 // Transport returns the ratewise transport the client calls through: the
@@ -134,8 +194,9 @@ func findRatewise(rt http.RoundTripper) *ratewise.Transport {
 // newTransport is the ratewise transport a client builds: the retry policy
 // of ReadCardWithRetry's defaults, a breaker per API key that opens when 8
 // requests fail within a minute (a 429 storm) and stays open longer each
-// time its probe fails, and the plan's limits if any.
-func newTransport(base http.RoundTripper, limits []ratewise.Option) *ratewise.Transport {
+// time its probe fails, then more: the plan's limits, a logger, the
+// caller's options.
+func newTransport(base http.RoundTripper, more []ratewise.Option) *ratewise.Transport {
 	opts := append([]ratewise.Option{
 		ratewise.WithRetry(RetryOptions{}.RetryPolicy()),
 		ratewise.WithBreaker(ratewise.BreakerPolicy{
@@ -147,7 +208,7 @@ func newTransport(base http.RoundTripper, limits []ratewise.Option) *ratewise.Tr
 			Escalation:          []time.Duration{30 * time.Second, time.Minute, 5 * time.Minute},
 			Decay:               10 * time.Minute,
 		}),
-	}, limits...)
+	}, more...)
 	return ratewise.New(base, opts...)
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"os"
 
@@ -111,4 +112,38 @@ func ExampleClient_ReadCardWithRetry() {
 	//     "subtasks": []
 	//   }
 	// }
+}
+
+// WithLogger logs what the client and its transport do as structured
+// lines: here the subtasks endpoint answers malformed JSON, and the read
+// goes on without them, logged as event=rate_partial at Warn. Retries
+// and waits would show as rate_retry and rate_wait. The handler drops
+// the time so that the output is stable.
+func ExampleWithLogger() {
+	fake := kanbanizetest.New(kanbanizetest.Config{
+		Scripts: map[kanbanizetest.Endpoint][]kanbanizetest.Fault{kanbanizetest.EndpointSubtasks: {kanbanizetest.FaultMalformedJSON}},
+	})
+	log := slog.New(slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{
+		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+			if a.Key == slog.TimeKey && len(groups) == 0 {
+				return slog.Attr{}
+			}
+			return a
+		},
+	}))
+	client, err := kanbanize.NewClient("acme", kanbanizetest.DefaultAPIKey,
+		kanbanize.WithHTTPClient(&http.Client{Transport: fake.Transport()}), kanbanize.WithLogger(log))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	env, err := client.ReadCardWithRetry(context.Background(), "101", kanbanize.RetryOptions{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("completed:", env.Completed)
+	// Output:
+	// level=WARN msg="card read without its subtasks" event=rate_partial endpoint=subtasks error="GET /cards/101/subtasks: malformed JSON: unexpected EOF" attempts=1 card_id=101
+	// completed: map[card:true comments:true subtasks:false]
 }

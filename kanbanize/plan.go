@@ -2,6 +2,7 @@ package kanbanize
 
 import (
 	"fmt"
+	"net/http"
 	"strings"
 	"time"
 
@@ -43,7 +44,9 @@ func ParsePlan(s string) (Plan, error) {
 // PlanLimits returns the ratewise limit scopes of a plan: one per minute
 // and one per hour, each a token bucket as large as the window's quota,
 // kept per API key (hashed: the key never shows in statuses or errors).
-// Give each to ratewise.WithLimit, or the plan to WithPlan.
+// They apply only to requests that carry an apikey header, so that a
+// transport shared with other APIs paces nothing else by them. Give each
+// to ratewise.WithLimit or Transport.AddLimit, or the plan to WithPlan.
 func PlanLimits(p Plan) ([]ratewise.Limit, error) {
 	l, ok := planLimits[p]
 	if !ok {
@@ -51,7 +54,18 @@ func PlanLimits(p Plan) ([]ratewise.Limit, error) {
 	}
 	key := ratewise.ByHeader("apikey")
 	return []ratewise.Limit{
-		{Name: fmt.Sprintf("kanbanize %s per minute", p), Rate: rate.Every(time.Minute / time.Duration(l.perMinute)), Burst: l.perMinute, Key: key},
-		{Name: fmt.Sprintf("kanbanize %s per hour", p), Rate: rate.Every(time.Hour / time.Duration(l.perHour)), Burst: l.perHour, Key: key},
+		{Name: fmt.Sprintf("kanbanize %s per minute", p), Rate: rate.Every(time.Minute / time.Duration(l.perMinute)), Burst: l.perMinute,
+			Key: key, Applies: hasAPIKey},
+		{Name: fmt.Sprintf("kanbanize %s per hour", p), Rate: rate.Every(time.Hour / time.Duration(l.perHour)), Burst: l.perHour,
+			Key: key, Applies: hasAPIKey},
 	}, nil
+}
+
+// apiKeyHeader is the apikey header's name as http.Header keeps it.
+var apiKeyHeader = http.CanonicalHeaderKey("apikey")
+
+// hasAPIKey picks the requests a plan limits: those carrying an API key.
+func hasAPIKey(req *http.Request) bool {
+	v := req.Header[apiKeyHeader]
+	return len(v) > 0 && v[0] != ""
 }

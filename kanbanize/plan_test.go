@@ -85,8 +85,8 @@ func TestNewClientErrors(t *testing.T) {
 		t.Error("an unknown plan gave no error")
 	}
 	rw := &http.Client{Transport: ratewise.New(nil)}
-	if _, err := kanbanize.NewClient("acme", "k", kanbanize.WithHTTPClient(rw), kanbanize.WithPlan(kanbanize.PlanLarge)); err == nil {
-		t.Error("WithPlan over a ratewise transport of the caller's gave no error")
+	if _, err := kanbanize.NewClient("acme", "k", kanbanize.WithHTTPClient(rw), kanbanize.WithPlan(kanbanize.PlanLarge)); err != nil {
+		t.Errorf("WithPlan over a ratewise transport of the caller's: %v", err)
 	}
 	if c, err := kanbanize.NewClient("acme", "k", kanbanize.WithHTTPClient(rw)); err != nil || c.Transport() != rw.Transport {
 		t.Errorf("a ratewise transport of the caller's: %v, Transport() %v", err, c.Transport())

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"net/http"
 	"strings"
@@ -196,8 +197,9 @@ const (
 // ReadCardWithRetry reads a card with retries, then its comments and
 // subtasks in parallel, every wait of the three under one budget
 // (TotalWaitCapMs). A card that cannot be read is an error; comments or
-// subtasks that cannot be are reported in the envelope's PartialError,
-// or are an error with FailOnPartial. Cancelling ctx returns at once what
+// subtasks that cannot be are reported in the envelope's PartialError
+// (and logged as event=rate_partial, see WithLogger), or are an error
+// with FailOnPartial. Cancelling ctx returns at once what
 // was read by then. card is a card number or URL (see ParseCardID); it
 // and opts are checked before any request is sent.
 func (c *Client) ReadCardWithRetry(ctx context.Context, card string, opts RetryOptions) (*Envelope, error) {
@@ -249,6 +251,7 @@ func (c *Client) ReadCardWithRetry(ctx context.Context, card string, opts RetryO
 				env.PartialError = map[string]string{}
 			}
 			env.PartialError[b.Name] = describe(b, o.MaxAttempts)
+			c.logPartial(ctx, env.CardID, b, env.PartialError[b.Name])
 		}
 	}
 	env.WaitSeconds = res.BudgetSpent.Seconds()
@@ -261,6 +264,18 @@ func (c *Client) ReadCardWithRetry(ctx context.Context, card string, opts RetryO
 		env.Data.Subtasks = subtasks
 	}
 	return env, nil
+}
+
+// logPartial logs, at Warn, a part of the card that ReadCardWithRetry
+// returns without: event=rate_partial, with the endpoint, the envelope's
+// reason as error, the attempts made and the card.
+func (c *Client) logPartial(ctx context.Context, cardID string, b composite.Outcome, reason string) {
+	if c.log == nil || !c.log.Enabled(ctx, slog.LevelWarn) {
+		return
+	}
+	c.log.LogAttrs(ctx, slog.LevelWarn, "card read without its "+b.Name,
+		slog.String("event", "rate_partial"), slog.String("endpoint", b.Name), slog.String("error", reason),
+		slog.Int("attempts", b.Attempts), slog.String("card_id", cardID))
 }
 
 // ReadError reports an endpoint that ReadCardWithRetry could not read,

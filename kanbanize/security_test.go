@@ -185,3 +185,34 @@ func TestOptionBounds(t *testing.T) {
 		}
 	}
 }
+
+// kanbanize-rate-limit-plan.md §8 (structured logs): no log line of the
+// client or its transport, rate_partial included, holds the API key,
+// whatever made a part fail.
+func TestLogsNeverHoldTheAPIKey(t *testing.T) {
+	for _, fault := range []kanbanizetest.Fault{kanbanizetest.Fault429, kanbanizetest.FaultRL02, kanbanizetest.Fault503,
+		kanbanizetest.FaultMalformedJSON, kanbanizetest.FaultReset} {
+		t.Run(fault.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var logs logBuffer
+				c, _ := newClient(t, kanbanizetest.Config{Scripts: map[kanbanizetest.Endpoint][]kanbanizetest.Fault{
+					kanbanizetest.EndpointComments: repeat(fault, 3),
+					kanbanizetest.EndpointSubtasks: repeat(fault, 3),
+				}}, kanbanize.WithLogger(logs.logger()))
+				opts := quick
+				opts.MaxAttempts = 3
+				if _, err := c.ReadCardWithRetry(context.Background(), "101", opts); err != nil {
+					t.Fatal(err)
+				}
+				if got := logs.matching("event=rate_partial"); len(got) != 2 {
+					t.Fatalf("rate_partial lines = %q, want the comments' and the subtasks'", logs.lines())
+				}
+				for _, line := range logs.lines() {
+					if strings.Contains(line, secretKey) {
+						t.Errorf("a log line holds the API key: %s", line)
+					}
+				}
+			})
+		})
+	}
+}

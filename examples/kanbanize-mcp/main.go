@@ -13,7 +13,9 @@
 //	KANBANIZE_RETRY_MAX_DELAY
 //	KANBANIZE_RETRY_TOTAL_CAP
 //
-// Stdout carries the protocol; logs go to stderr as JSON lines.
+// Stdout carries the protocol; logs go to stderr as JSON lines: the
+// client's retries, waits and partial reads (event=rate_retry, rate_wait,
+// rate_partial, ...) and each tool call's outcome.
 package main
 
 import (
@@ -36,7 +38,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "kanbanize-mcp:", err)
 		os.Exit(2)
 	}
-	var opts []kanbanize.Option
+	opts := []kanbanize.Option{kanbanize.WithLogger(log)} // the client's retries, waits and partial reads
 	if cfg.plan != "" {
 		opts = append(opts, kanbanize.WithPlan(cfg.plan))
 	}

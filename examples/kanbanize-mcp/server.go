@@ -149,12 +149,12 @@ func (t *tools) readCardWithRetry(ctx context.Context, req *mcp.CallToolRequest,
 	if err := opts.Validate(); err != nil {
 		return nil, nil, err
 	}
+	// The client's transport logs each wait (event=rate_wait, see
+	// kanbanize.WithLogger); a call with a progress token is told of it.
 	token := req.Params.GetProgressToken()
 	var waits atomic.Int64
 	opts.Progress = func(p kanbanize.Progress) {
 		n := waits.Add(1)
-		t.log.Info("Throttling", "event", "rate_wait", "endpoint", p.Endpoint, "attempt", p.Attempt,
-			"max", opts.MaxAttempts, "kind", p.Kind, "delay_ms", p.Delay.Milliseconds())
 		if token == nil || p.Delay <= 0 { // a wait for a free slot has no length to tell
 			return
 		}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -55,11 +56,13 @@ func connect(t *testing.T, cfg kanbanizetest.Config) *session {
 	t.Helper()
 	cfg.APIKey = secretKey
 	s := &session{fake: kanbanizetest.New(cfg), logs: &syncBuffer{}}
-	client, err := kanbanize.NewClient("acme", secretKey, kanbanize.WithHTTPClient(&http.Client{Transport: s.fake.Transport()}))
+	log := slog.New(slog.NewJSONHandler(s.logs, nil))
+	client, err := kanbanize.NewClient("acme", secretKey, kanbanize.WithHTTPClient(&http.Client{Transport: s.fake.Transport()}),
+		kanbanize.WithLogger(log)) // as main makes it
 	if err != nil {
 		t.Fatal(err)
 	}
-	server, err := newServer(client, kanbanize.RetryOptions{}, slog.New(slog.NewJSONHandler(s.logs, nil)))
+	server, err := newServer(client, kanbanize.RetryOptions{}, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,6 +186,12 @@ func TestReadCardWithRetryPartial(t *testing.T) {
 	if env.Data.Title != "Migrate invoices to the new schema" {
 		t.Errorf("title = %q", env.Data.Title)
 	}
+	// kanbanize-rate-limit-plan.md §8: the part the call went on without
+	// is logged, as JSON on stderr.
+	want := `"level":"WARN","msg":"card read without its subtasks","event":"rate_partial","endpoint":"subtasks","error":"max retries exceeded (429)","attempts":2,"card_id":"102"}`
+	if !strings.Contains(s.logs.String(), want) {
+		t.Errorf("the partial read was not logged as %s:\n%s", want, s.logs.String())
+	}
 
 	failing := s.call(t, "read_card_with_retry", map[string]any{"card_id": "102", "max_attempts": 2, "initial_delay_ms": 1, "fail_on_partial": true}, nil)
 	if !failing.IsError || !strings.Contains(text(failing), "subtasks") {
@@ -202,7 +211,13 @@ func TestProgressNotifications(t *testing.T) {
 	if len(s.progress) == 0 {
 		t.Fatal("no progress notification during a 429 wait")
 	}
-	p := s.progress[0]
+	// The subtasks, read beside the comments, may wait first for the pace
+	// the 429 taught the key: look for the comments' retry.
+	i := slices.IndexFunc(s.progress, func(p *mcp.ProgressNotificationParams) bool { return strings.Contains(p.Message, "for comments") })
+	if i < 0 {
+		t.Fatalf("progress = %+v, none for the comments", s.progress)
+	}
+	p := s.progress[i]
 	if p.ProgressToken != "token-1" || !strings.HasPrefix(p.Message, "waiting ") || !strings.Contains(p.Message, "for comments (attempt 2/10)") {
 		t.Errorf("progress = %+v, want token-1 and a message like \"waiting 0.0s for comments (attempt 2/10)\"", p)
 	}

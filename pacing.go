@@ -123,7 +123,7 @@ func (s *scope) paceShared(c *call, key string, st *scopeState, deadline time.Ti
 			st.waiting++ // its place in the queue, held while it asks: MaxQueue counts it
 		}
 		st.mu.Unlock()
-		wait, err := l.Store.Take(c.ctx, storeKey, l.Rate, l.Burst, maxWait)
+		wait, err := l.Store.Take(c.ctx, storeKey, 1, l.Rate, l.Burst, maxWait)
 		reserved := err == nil && wait > 0 && wait <= maxWait
 		if maxWait > 0 && !reserved {
 			st.dequeue()

@@ -417,6 +417,22 @@ func (s *scope) catchUp(st *scopeState, now time.Time) {
 	s.grantFreeLocked(st, l.MaxConcurrent)
 }
 
+// caughtUp sets st up for the Limit in force (catchUp), when SetLimit
+// changed it since; st.mu must not be held. It inlines: an admission
+// pays two loads for it.
+func (s *scope) caughtUp(st *scopeState) {
+	if st.gen.Load() != s.gen.Load() {
+		s.catchUpLocking(st)
+	}
+}
+
+// catchUpLocking is catchUp, taking st.mu.
+func (s *scope) catchUpLocking(st *scopeState) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	s.catchUp(st, time.Now())
+}
+
 // forgettable reports whether st holds nothing worth keeping: a full
 // bucket, a spacing that has passed, no request in flight.
 func (s *scope) forgettable(st *scopeState, now time.Time) bool {

@@ -113,10 +113,7 @@ func (s *scope) pace(c *call, key string, st *scopeState, deadline time.Time, l 
 // scope's own bucket must stand in; a store that fails closed refuses the
 // request.
 func (s *scope) paceShared(c *call, key string, st *scopeState, deadline time.Time, l *Limit, n int) (done bool, err error) {
-	storeKey := s.name
-	if !s.global {
-		storeKey += ":" + key
-	}
+	storeKey := s.storeKey(key)
 	for {
 		now := time.Now()
 		st.mu.Lock()
@@ -154,6 +151,16 @@ func (s *scope) paceShared(c *call, key string, st *scopeState, deadline time.Ti
 		// The wait fit after all (a shared budget another call's wait
 		// covers): ask again.
 	}
+}
+
+// storeKey is key's bucket in the scope's Store: the scope's name, and
+// the key unless the scope is Global, so that scopes sharing a store keep
+// their buckets apart.
+func (s *scope) storeKey(key string) string {
+	if s.global {
+		return s.name
+	}
+	return s.name + ":" + key
 }
 
 // sharedMaxWait is how long a request may wait for a token the store

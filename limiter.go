@@ -227,7 +227,8 @@ func WithLimit(l Limit) Option {
 }
 
 // LimitError reports a request that a limit scope refused to queue: it
-// was not sent.
+// was not sent; or turns asked of [Transport.Acquire] that it refused:
+// none was taken.
 type LimitError struct {
 	Scope string // the Limit's Name
 	Key   string // the request's key in that scope

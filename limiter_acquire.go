@@ -45,9 +45,11 @@ import (
 // Acquire takes no concurrency slot (MaxConcurrent), which a request
 // holds until its response body is closed, and does not wait for a
 // cooldown pause (see [Transport.Blocking]). ctx's [WithPriority] applies
-// to a Limit's Reserve as it does to requests. Its waits count in
-// [Transport.Stats] and in ctx's [CallStats] as pacing waits, and are
-// traced (WaitStarted, WaitEnded) with key as their Key.
+// to a Limit's Reserve as it does to requests: a PriorityLow caller takes
+// at most Burst less Reserve at once. Its waits count in [Transport.Stats]
+// and in ctx's [CallStats] as pacing waits, and are traced (WaitStarted,
+// WaitEnded) with key as their Key. A transport given an invalid option
+// returns that option's error, as RoundTrip does.
 func (t *Transport) Acquire(ctx context.Context, scope, key string, n int, maxWait time.Duration) error {
 	if t.err != nil {
 		return t.err
@@ -73,6 +75,10 @@ func (t *Transport) Acquire(ctx context.Context, scope, key string, n int, maxWa
 	if (finiteRate(l.Rate) || l.Window > 0) && n > l.Burst {
 		return fmt.Errorf("ratewise: Acquire: n (%d) is over limit scope %q's Burst (%d): that many turns never come at once; take at most Burst at a time", n, scope, l.Burst)
 	}
+	o := optionsFrom(ctx)
+	if o != nil && o.priority < PriorityNormal && l.Reserve > 0 && n > l.Burst-l.Reserve {
+		return fmt.Errorf("ratewise: Acquire: n (%d) is over what a PriorityLow caller may take of limit scope %q at once (Burst %d less Reserve %d); take fewer at a time", n, scope, l.Burst, l.Reserve)
+	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -88,7 +94,7 @@ func (t *Transport) Acquire(ctx context.Context, scope, key string, n int, maxWa
 	// wait it may start is one that fits, and mayWait refuses the others
 	// as a request's MaxWait does.
 	c := call{t: t, ctx: ctx, acquireKey: key, waitLeft: max(maxWait, 0)}
-	if o := optionsFrom(ctx); o != nil {
+	if o != nil {
 		c.priority, c.stats, c.trace, c.endpoint = o.priority, o.stats, o.trace, o.endpoint
 	}
 	limit := *l

@@ -396,3 +396,27 @@ func TestAcquireWaitIsLoggedAndCounted(t *testing.T) {
 		}
 	})
 }
+
+// adr-009-token-bucket-redis.md, queue prioritization: a low-priority
+// task leaves a Limit's Reserve to the others, as a low-priority request
+// does, and may not ask for more than the rest at once.
+func TestAcquireLowPriorityLeavesTheReserve(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tr := New(newScript(answer(200)).mock(), WithLimit(Limit{Name: "api", Rate: 1, Burst: 3, Reserve: 2}))
+		low := WithPriority(context.Background(), PriorityLow)
+		if err := tr.Acquire(low, "api", host, 1, 0); err != nil {
+			t.Fatalf("low priority, 3 tokens there, Reserve 2: %v", err)
+		}
+		wantLimitError(t, tr.Acquire(low, "api", host, 1, 0), "api", "fail-fast", time.Second)
+		if err := tr.Acquire(context.Background(), "api", host, 2, 0); err != nil {
+			t.Fatalf("normal priority takes the reserve: %v", err)
+		}
+		if took, err := timedAcquire(tr, low, "api", 1, time.Minute); err != nil || took != 3*time.Second {
+			t.Errorf("low priority on an empty bucket: %v after %v, want nil after exactly 3s, the Reserve refilled and one more", err, took)
+		}
+		err := tr.Acquire(low, "api", host, 2, time.Minute)
+		if err == nil || errors.Is(err, ErrLimited) || !strings.Contains(err.Error(), "PriorityLow") {
+			t.Errorf("low priority asking 2 of Burst 3 less Reserve 2: %v, want an error saying it never comes", err)
+		}
+	})
+}

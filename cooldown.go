@@ -136,6 +136,20 @@ func (g *gate) pausedFor(key string, now time.Time) time.Duration {
 	return max(time.Duration(e.state.until.Load()-now.UnixNano()), 0)
 }
 
+// pausedForShared is pausedFor with what the store knows: the later of
+// this transport's pause and the store's, which another transport may
+// have set. A store that fails leaves this transport's. Status reads take
+// no context: the store's calls are bounded by its own timeout.
+func (g *gate) pausedForShared(key string, now time.Time) time.Duration {
+	left := g.pausedFor(key, now)
+	if g.Store != nil {
+		if until, err := g.Store.PausedUntil(context.Background(), key); err == nil {
+			left = max(left, until.Sub(now))
+		}
+	}
+	return left
+}
+
 // paused reports whether key is paused right now; it reads the clock only
 // for a key that was paused at some point.
 func (g *gate) paused(key string) bool {

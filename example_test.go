@@ -320,6 +320,48 @@ func ExampleTransport_LimitStatus() {
 	// Output: plan: 27 of 30 tokens left, 0.5/s, paused 0s
 }
 
+// A job that calls the API through a client of its own (a gRPC stub, an
+// SDK that hides its HTTP client) takes its turns of the same limit as the
+// transport's requests: here a plan of 30 requests a minute, 5 at once.
+func ExampleTransport_Acquire() {
+	mock := httpmock.NewMockTransport()
+	mock.RegisterResponder(http.MethodGet, "https://api.example.com/items", httpmock.NewStringResponder(200, "[]"))
+	tr := ratewise.New(mock, ratewise.WithLimit(ratewise.Limit{Name: "plan", Rate: rate.Every(2 * time.Second), Burst: 5}))
+	client := &http.Client{Transport: tr}
+
+	// A batch call of the SDK counts as 3 requests of the plan: wait up
+	// to a minute for them, then make it.
+	if err := tr.Acquire(context.Background(), "plan", "api.example.com", 3, time.Minute); err != nil {
+		fmt.Println("error:", err)
+		return
+	}
+	fmt.Println("batch call: 3 turns taken")
+
+	// The transport's requests share what is left.
+	for range 2 {
+		resp, err := client.Get("https://api.example.com/items")
+		if err != nil {
+			fmt.Println("error:", err)
+			return
+		}
+		resp.Body.Close()
+		fmt.Println(resp.StatusCode)
+	}
+
+	// A job that must not wait is refused at once, and told when to come
+	// back.
+	err := tr.Acquire(context.Background(), "plan", "api.example.com", 1, 0)
+	var le *ratewise.LimitError
+	if errors.As(err, &le) {
+		fmt.Printf("refused by %s (%s), try again in about %v\n", le.Scope, le.Reason, le.RetryIn.Round(time.Second))
+	}
+	// Output:
+	// batch call: 3 turns taken
+	// 200
+	// 200
+	// refused by plan (fail-fast), try again in about 2s
+}
+
 // Two transports of one process given the same MemoryStore hold one limit
 // together: here, one request a second between them.
 func ExampleMemoryStore() {

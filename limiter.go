@@ -233,7 +233,8 @@ func WithLimit(l Limit) Option {
 }
 
 // LimitError reports a request that a limit scope refused to queue: it
-// was not sent.
+// was not sent; or turns asked of [Transport.Acquire] that it refused:
+// none was taken.
 type LimitError struct {
 	Scope string // the Limit's Name
 	Key   string // the request's key in that scope
@@ -426,6 +427,22 @@ func (s *scope) catchUp(st *scopeState, now time.Time) {
 	}
 	// Slots a raised cap frees go to the requests waiting for them.
 	s.grantFreeLocked(st, l.MaxConcurrent)
+}
+
+// caughtUp sets st up for the Limit in force (catchUp), when SetLimit
+// changed it since; st.mu must not be held. It inlines: an admission
+// pays two loads for it.
+func (s *scope) caughtUp(st *scopeState) {
+	if st.gen.Load() != s.gen.Load() {
+		s.catchUpLocking(st)
+	}
+}
+
+// catchUpLocking is catchUp, taking st.mu.
+func (s *scope) catchUpLocking(st *scopeState) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	s.catchUp(st, time.Now())
 }
 
 // forgettable reports whether st holds nothing worth keeping: a full

@@ -47,9 +47,9 @@ func NewMemoryStore() *MemoryStore {
 	return &MemoryStore{buckets: map[string]*rate.Limiter{}, pauses: map[string]time.Time{}, breakers: map[string]*memBreaker{}}
 }
 
-// Take implements BucketStore: a token now, or one reserved within
-// maxWait.
-func (m *MemoryStore) Take(_ context.Context, key string, r rate.Limit, burst int, maxWait time.Duration) (time.Duration, error) {
+// Take implements BucketStore: n tokens now, or reserved within maxWait.
+// n above burst never comes: Take returns a wait of about 292 years.
+func (m *MemoryStore) Take(_ context.Context, key string, n int, r rate.Limit, burst int, maxWait time.Duration) (time.Duration, error) {
 	now := time.Now()
 	burst = max(burst, 1)
 	m.mu.Lock()
@@ -63,13 +63,27 @@ func (m *MemoryStore) Take(_ context.Context, key string, r rate.Limit, burst in
 		lim.SetLimitAt(now, r)
 		lim.SetBurstAt(now, burst)
 	}
-	res := lim.ReserveN(now, 1)
+	res := lim.ReserveN(now, n)
 	wait := res.DelayFrom(now)
 	if wait > max(maxWait, 0) {
 		res.CancelAt(now) // too far: nothing taken
 		return max(wait, time.Nanosecond), nil
 	}
 	return wait, nil
+}
+
+// Tokens implements BucketStore. A bucket keeps the rate of its last
+// Take until the next: Tokens reads it at that rate, within burst.
+func (m *MemoryStore) Tokens(_ context.Context, key string, _ rate.Limit, burst int) (float64, error) {
+	now := time.Now()
+	burst = max(burst, 1)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	lim := m.buckets[key]
+	if lim == nil {
+		return float64(burst), nil
+	}
+	return min(lim.TokensAt(now), float64(burst)), nil
 }
 
 // Pause implements CooldownStore.

@@ -15,11 +15,7 @@ import (
 // the request's number in an adaptive scope's key. A request that must not
 // wait, or not that long, gets a *LimitError instead.
 func (s *scope) admit(c *call, key string, st *scopeState) (seq uint64, slotted, scout bool, err error) {
-	if st.gen.Load() != s.gen.Load() {
-		st.mu.Lock()
-		s.catchUp(st, time.Now())
-		st.mu.Unlock()
-	}
+	s.caughtUp(st)
 	l := s.limit()
 	var deadline time.Time // when MaxWait runs out
 	if l.MaxWait > 0 {
@@ -36,7 +32,7 @@ func (s *scope) admit(c *call, key string, st *scopeState) (seq uint64, slotted,
 	if s.adaptive {
 		seq, scout, err = s.admitLearned(c, key, st, deadline, l)
 	} else {
-		err = s.pace(c, key, st, deadline, l)
+		err = s.pace(c, key, st, deadline, l, 1)
 	}
 	if err != nil && slotted {
 		s.releaseSlot(st)
@@ -46,24 +42,30 @@ func (s *scope) admit(c *call, key string, st *scopeState) (seq uint64, slotted,
 }
 
 // turn is a place taken in a key's pace, which can be given back when the
-// request does not wait for it after all.
+// request does not wait for it after all. Acquire's turns are n places
+// at once.
 type turn struct {
-	reservation *rate.Reservation // a future token of the bucket
+	reservation *rate.Reservation // future tokens of the bucket
 	spacedTo    time.Time         // the nextStart this turn set, with MinSpacing
 	before      time.Time         // the nextStart before it
 	windowAt    time.Time         // the start this turn took, with a Window
-	windowFreed time.Time         // the start it pushed out of the window
-	again       bool              // no place was taken: wait, then try again
+	windowN     int               // how many starts it took there
+	// windowFreed is the newest start pushed out of the window to make
+	// room for windowAt, and windowFreedOlder the older ones, oldest
+	// first, when it took more than one.
+	windowFreed      time.Time
+	windowFreedOlder []time.Time
+	again            bool // no place was taken: wait, then try again
 }
 
-// pace waits for the request's turn; at once when the key has no bucket
-// and no spacing.
-func (s *scope) pace(c *call, key string, st *scopeState, deadline time.Time, l *Limit) error {
+// pace waits for n turns of the key's pace: 1 for a request, n for
+// Acquire; at once when the key has no bucket, spacing or window.
+func (s *scope) pace(c *call, key string, st *scopeState, deadline time.Time, l *Limit, n int) error {
 	if !l.paces() {
 		return nil // nothing paces (catchUp keeps no bucket for such a limit)
 	}
 	if l.Store != nil {
-		done, err := s.paceShared(c, key, st, deadline, l)
+		done, err := s.paceShared(c, key, st, deadline, l, n)
 		if done {
 			return err
 		}
@@ -78,7 +80,7 @@ func (s *scope) pace(c *call, key string, st *scopeState, deadline time.Time, l 
 		// Read under the lock, so the bucket sees its times in order: an
 		// earlier time after a later one would make it count tokens twice.
 		now := time.Now()
-		delay, t := s.takeTurn(st, now, c.priority, l)
+		delay, t := s.takeTurn(st, now, c.priority, l, n)
 		if delay <= 0 {
 			st.mu.Unlock()
 			return nil
@@ -104,17 +106,14 @@ func (s *scope) pace(c *call, key string, st *scopeState, deadline time.Time, l 
 	}
 }
 
-// paceShared waits for a token of the store's bucket for key. The store
-// reserves the token for a request that may wait for it, which then
+// paceShared waits for n tokens of the store's bucket for key. The store
+// reserves them for a request that may wait for them, which then
 // sleeps once and goes, rather than asking again with every other waiter
 // at each refill. It reports done false when the store failed and the
 // scope's own bucket must stand in; a store that fails closed refuses the
 // request.
-func (s *scope) paceShared(c *call, key string, st *scopeState, deadline time.Time, l *Limit) (done bool, err error) {
-	storeKey := s.name
-	if !s.global {
-		storeKey += ":" + key
-	}
+func (s *scope) paceShared(c *call, key string, st *scopeState, deadline time.Time, l *Limit, n int) (done bool, err error) {
+	storeKey := s.storeKey(key)
 	for {
 		now := time.Now()
 		st.mu.Lock()
@@ -123,7 +122,7 @@ func (s *scope) paceShared(c *call, key string, st *scopeState, deadline time.Ti
 			st.waiting++ // its place in the queue, held while it asks: MaxQueue counts it
 		}
 		st.mu.Unlock()
-		wait, err := l.Store.Take(c.ctx, storeKey, l.Rate, l.Burst, maxWait)
+		wait, err := l.Store.Take(c.ctx, storeKey, n, l.Rate, l.Burst, maxWait)
 		reserved := err == nil && wait > 0 && wait <= maxWait
 		if maxWait > 0 && !reserved {
 			st.dequeue()
@@ -154,6 +153,16 @@ func (s *scope) paceShared(c *call, key string, st *scopeState, deadline time.Ti
 	}
 }
 
+// storeKey is key's bucket in the scope's Store: the scope's name, and
+// the key unless the scope is Global, so that scopes sharing a store keep
+// their buckets apart.
+func (s *scope) storeKey(key string) string {
+	if s.global {
+		return s.name
+	}
+	return s.name + ":" + key
+}
+
 // sharedMaxWait is how long a request may wait for a token the store
 // reserves for it, with st.mu held: nothing when it must not queue, else
 // what MaxWait, the context's deadline and the call's budget leave. A
@@ -172,32 +181,34 @@ func sharedMaxWait(c *call, st *scopeState, now, deadline time.Time, l *Limit) t
 	return max(d, 0)
 }
 
-// takeTurn takes the request's place in the pace, with st.mu held, and
-// returns how long until it comes.
-func (s *scope) takeTurn(st *scopeState, now time.Time, p Priority, l *Limit) (time.Duration, turn) {
+// takeTurn takes n places in the pace, 1 for a request, with st.mu held,
+// and returns how long until they come: n tokens of the bucket, n starts
+// of the window, or n gaps of the spacing, the first of which is the
+// caller's.
+func (s *scope) takeTurn(st *scopeState, now time.Time, p Priority, l *Limit, n int) (time.Duration, turn) {
 	if l.Window > 0 {
-		return st.window.take(now, l.Burst, l.Window)
+		return st.window.take(now, l.Burst, l.Window, n)
 	}
 	if st.bucket == nil {
 		start := now
 		if st.nextStart.After(now) {
 			start = st.nextStart
 		}
-		t := turn{before: st.nextStart, spacedTo: start.Add(spacingGap(l))}
+		t := turn{before: st.nextStart, spacedTo: start.Add(time.Duration(n) * spacingGap(l))}
 		st.nextStart = t.spacedTo
 		return start.Sub(now), t
 	}
 	if p < PriorityNormal && l.Reserve > 0 {
-		// Low priority leaves Reserve tokens: wait until one more is there.
-		need := float64(l.Reserve+1) - st.bucket.TokensAt(now)
+		// Low priority leaves Reserve tokens: wait until n more are there.
+		need := float64(l.Reserve+n) - st.bucket.TokensAt(now)
 		if need > 0 {
 			return time.Duration(need / float64(st.bucket.Limit()) * float64(time.Second)), turn{again: true}
 		}
 	}
-	if st.bucket.AllowN(now, 1) {
+	if st.bucket.AllowN(now, n) {
 		return 0, turn{}
 	}
-	r := st.bucket.ReserveN(now, 1)
+	r := st.bucket.ReserveN(now, n)
 	return r.DelayFrom(now), turn{reservation: r}
 }
 

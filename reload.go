@@ -47,12 +47,10 @@ func (t *Transport) SetLimit(l Limit) error {
 	}
 	t.reloadMu.Lock() // one SetLimit at a time: each sees the others' paced
 	defer t.reloadMu.Unlock()
-	scopes := t.scopes()
-	i := slices.IndexFunc(scopes, func(s *scope) bool { return s.name == l.Name })
-	if i < 0 {
+	s := t.scopeNamed(l.Name)
+	if s == nil {
 		return fmt.Errorf("ratewise: no limit scope is named %q", l.Name)
 	}
-	s := scopes[i]
 	old := s.limit()
 	l = l.withDefaults()
 	var errs []error

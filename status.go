@@ -27,7 +27,9 @@ type ScopeStatus struct {
 	// Tokens, Rate (per second) and Burst describe the token bucket; all
 	// zero when the scope has none, is unlimited (rate.Inf) or Adaptive.
 	// With a Window, Burst is what one window admits and Tokens how many
-	// more may start now.
+	// more may start now. With a Store, Tokens is what the shared bucket
+	// holds (BucketStore.Tokens), or this transport's bucket when the
+	// store fails.
 	Tokens   float64       `json:"tokens"`
 	Rate     float64       `json:"rate_per_second"`
 	Burst    int           `json:"burst"`
@@ -114,11 +116,18 @@ func (s BreakerStatus) MarshalJSON() ([]byte, error) {
 // the transport's KeyFuncs return (a host, by default); a scope keyed by
 // Global reports its one state whatever key is asked. A key with no state
 // reports an idle one. LimitStatus creates no state.
+//
+// What a store shares, the fleet knows, and LimitStatus asks it: a scope
+// with a Store reports the tokens of the shared bucket, and a cooldown
+// gate with a Store the later of this transport's pause and the store's,
+// which another transport may have set. Each is one call to the store
+// (bounded by the store's own timeout, as ratewise/redis does); a store
+// that fails leaves what this transport knows.
 func (t *Transport) LimitStatus(key string) LimitStatus {
 	now := time.Now()
 	st := LimitStatus{Key: key}
 	if t.gate != nil {
-		st.PausedFor = t.gate.pausedFor(key, now)
+		st.PausedFor = t.gate.pausedForShared(key, now)
 	}
 	for _, s := range t.scopes() {
 		st.Scopes = append(st.Scopes, s.status(key, now))
@@ -132,12 +141,13 @@ func (t *Transport) LimitStatus(key string) LimitStatus {
 
 // Blocking reports whether requests to key are held back right now, by an
 // open breaker or a server's cooldown, and for how long: a batch job can
-// stop early instead of failing item by item.
+// stop early instead of failing item by item. With a cooldown Store, a
+// pause another transport set counts (see LimitStatus).
 func (t *Transport) Blocking(key string) (bool, time.Duration) {
 	now := time.Now()
 	var wait time.Duration
 	if t.gate != nil {
-		wait = t.gate.pausedFor(key, now)
+		wait = t.gate.pausedForShared(key, now)
 	}
 	if t.breakers != nil {
 		b := t.breakers.status(key, now)
@@ -153,6 +163,19 @@ func (s *scope) status(key string, now time.Time) ScopeStatus {
 		key = ""
 	}
 	l := s.limit()
+	out := s.localStatus(key, now, l)
+	if l.Store != nil && finiteRate(l.Rate) {
+		// The shared bucket, rather than this transport's, which stands
+		// in only while the store fails.
+		if tokens, err := l.Store.Tokens(context.Background(), s.storeKey(key), l.Rate, l.Burst); err == nil {
+			out.Tokens = math.Max(tokens, 0)
+		}
+	}
+	return out
+}
+
+// localStatus is the status of key's state in this transport.
+func (s *scope) localStatus(key string, now time.Time, l *Limit) ScopeStatus {
 	out := ScopeStatus{Name: s.name, Key: key, Adaptive: s.adaptive}
 	if finiteRate(l.Rate) && !s.adaptive || l.Window > 0 {
 		out.Rate, out.Burst, out.Tokens = float64(l.Rate), l.Burst, float64(l.Burst)

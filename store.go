@@ -29,19 +29,30 @@ import (
 var ErrStoreUnavailable = errors.New("ratewise: shared store unavailable")
 
 // BucketStore keeps the token buckets of a Limit, shared by every
-// transport given the same store.
+// transport given the same store. An implementation must be safe for
+// concurrent use, and each call atomic: two transports taking from one
+// bucket at once never both get its last token. MemoryStore is the
+// reference of what each method does.
 type BucketStore interface {
-	// Take takes a token from key's bucket of rate r and size burst, and
-	// returns 0 when one is there now. Otherwise, when one comes within
-	// maxWait, it reserves it and returns how long until it comes: the
-	// token is the caller's, who waits that long and goes without asking
-	// again, so that waiters each ask once rather than all waking to ask
-	// again together. A reserved token the caller does not use is not
-	// given back: the bucket sends one request fewer, never one more.
-	// When none comes within maxWait (0 for a caller that must not wait),
-	// it takes nothing and returns how long until one would be there, a
-	// wait longer than maxWait.
-	Take(ctx context.Context, key string, r rate.Limit, burst int, maxWait time.Duration) (wait time.Duration, err error)
+	// Take takes n tokens at once from key's bucket of rate r and size
+	// burst, and returns 0 when they are there now. The transport asks
+	// for 1 for a request, and Transport.Acquire for n from 1 to burst.
+	// Otherwise, when they come within maxWait, it reserves them and
+	// returns how long until they come: the tokens are the caller's, who
+	// waits that long and goes without asking again, so that waiters each
+	// ask once rather than all waking to ask again together. Reserved
+	// tokens the caller does not use are not given back: the bucket sends
+	// fewer requests, never more. When they do not come within maxWait (0
+	// for a caller that must not wait), it takes nothing, not even part of
+	// n, and returns how long until they would be there, a wait longer
+	// than maxWait.
+	Take(ctx context.Context, key string, n int, r rate.Limit, burst int, maxWait time.Duration) (wait time.Duration, err error)
+	// Tokens reports the tokens key's bucket of rate r and size burst
+	// holds now: burst for a bucket never used (or full again and
+	// forgotten), less than 0 while tokens not yet come are reserved for
+	// waiters. It only reads: it creates no bucket and takes nothing.
+	// Transport.LimitStatus reports it.
+	Tokens(ctx context.Context, key string, r rate.Limit, burst int) (float64, error)
 }
 
 // CooldownStore keeps the cooldown gate's pauses, shared by every

@@ -127,7 +127,10 @@ func (f failingStore) err() error {
 	}
 	return err
 }
-func (f failingStore) Take(context.Context, string, rate.Limit, int, time.Duration) (time.Duration, error) {
+func (f failingStore) Take(context.Context, string, int, rate.Limit, int, time.Duration) (time.Duration, error) {
+	return 0, f.err()
+}
+func (f failingStore) Tokens(context.Context, string, rate.Limit, int) (float64, error) {
 	return 0, f.err()
 }
 func (f failingStore) Pause(context.Context, string, time.Time) error { return f.err() }
@@ -255,13 +258,13 @@ func TestMemoryStoreBucketAndPauses(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		m := NewMemoryStore()
-		if w, _ := m.Take(ctx, "k", 2, 1, 0); w != 0 {
+		if w, _ := m.Take(ctx, "k", 1, 2, 1, 0); w != 0 {
 			t.Fatalf("first take waits %v", w)
 		}
-		if w, _ := m.Take(ctx, "k", 2, 1, 0); w != 500*time.Millisecond {
+		if w, _ := m.Take(ctx, "k", 1, 2, 1, 0); w != 500*time.Millisecond {
 			t.Fatalf("second take waits %v, want 500ms at 2/s", w)
 		}
-		if w, _ := m.Take(ctx, "k", 2, 1, 0); w != 500*time.Millisecond {
+		if w, _ := m.Take(ctx, "k", 1, 2, 1, 0); w != 500*time.Millisecond {
 			t.Errorf("a refused take must not take a token: third waits %v", w)
 		}
 		now := time.Now()
@@ -272,7 +275,7 @@ func TestMemoryStoreBucketAndPauses(t *testing.T) {
 		}
 		// Many keys come and go: what has nothing to say is dropped.
 		for i := range 1000 {
-			_, _ = m.Take(ctx, strings.Repeat("x", i%7)+string(rune('a'+i%26))+time.Duration(i).String(), 100, 1, 0)
+			_, _ = m.Take(ctx, strings.Repeat("x", i%7)+string(rune('a'+i%26))+time.Duration(i).String(), 1, 100, 1, 0)
 			time.Sleep(10 * time.Millisecond)
 		}
 		m.mu.Lock()
@@ -288,19 +291,66 @@ func TestMemoryStoreTakeReservesWithinMaxWait(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		m := NewMemoryStore()
-		_, _ = m.Take(ctx, "k", 10, 1, 0) // the burst
+		_, _ = m.Take(ctx, "k", 1, 10, 1, 0) // the burst
 		// A token 100ms away does not fit 50ms: nothing is taken.
-		if w, _ := m.Take(ctx, "k", 10, 1, 50*time.Millisecond); w != 100*time.Millisecond {
+		if w, _ := m.Take(ctx, "k", 1, 10, 1, 50*time.Millisecond); w != 100*time.Millisecond {
 			t.Fatalf("take within 50ms = %v, want the 100ms until a token, reserving nothing", w)
 		}
 		// Within a second: reserved, each waiter the next turn.
 		for i := 1; i <= 3; i++ {
-			if w, _ := m.Take(ctx, "k", 10, 1, time.Second); w != time.Duration(i)*100*time.Millisecond {
+			if w, _ := m.Take(ctx, "k", 1, 10, 1, time.Second); w != time.Duration(i)*100*time.Millisecond {
 				t.Fatalf("reservation %d waits %v, want %v", i, w, time.Duration(i)*100*time.Millisecond)
 			}
 		}
-		if w, _ := m.Take(ctx, "k", 10, 1, 0); w != 400*time.Millisecond {
+		if w, _ := m.Take(ctx, "k", 1, 10, 1, 0); w != 400*time.Millisecond {
 			t.Errorf("after three reservations, the next token is %v away, want 400ms", w)
+		}
+	})
+}
+
+// adr-009-token-bucket-redis.md, acquire(tokens=n) and get_status: n
+// tokens are taken at once or not at all, and the bucket's tokens are
+// read without creating it.
+func TestMemoryStoreTakesNAndReportsTokens(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		m := NewMemoryStore()
+		tokens := func() float64 {
+			t.Helper()
+			n, err := m.Tokens(ctx, "k", 2, 4)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		if n := tokens(); n != 4 {
+			t.Errorf("Tokens of a bucket never used = %v, want its burst of 4", n)
+		}
+		if len(m.buckets) != 0 {
+			t.Errorf("Tokens created a bucket: %v", m.buckets)
+		}
+		if w, _ := m.Take(ctx, "k", 3, 2, 4, 0); w != 0 {
+			t.Fatalf("taking 3 of a full 4 waits %v", w)
+		}
+		if n := tokens(); n != 1 {
+			t.Errorf("after taking 3 of 4: %v tokens, want 1", n)
+		}
+		// 2 more: one is there, the other 500ms away at 2/s.
+		if w, _ := m.Take(ctx, "k", 2, 2, 4, 0); w != 500*time.Millisecond {
+			t.Errorf("taking 2 with 1 there = %v, want the 500ms until the second", w)
+		}
+		if n := tokens(); n != 1 {
+			t.Errorf("a refused take of 2 took part of them: %v tokens left, want 1", n)
+		}
+		if w, _ := m.Take(ctx, "k", 2, 2, 4, time.Second); w != 500*time.Millisecond {
+			t.Errorf("taking 2 within a second = %v, want them reserved in 500ms", w)
+		}
+		if n := tokens(); n != -1 {
+			t.Errorf("with one token reserved ahead: %v tokens, want -1", n)
+		}
+		time.Sleep(2500 * time.Millisecond)
+		if n := tokens(); n != 4 {
+			t.Errorf("2.5s later at 2/s: %v tokens, want the bucket full at 4", n)
 		}
 	})
 }
@@ -311,9 +361,9 @@ type takeCounter struct {
 	takes atomic.Int64
 }
 
-func (c *takeCounter) Take(ctx context.Context, key string, r rate.Limit, burst int, maxWait time.Duration) (time.Duration, error) {
+func (c *takeCounter) Take(ctx context.Context, key string, n int, r rate.Limit, burst int, maxWait time.Duration) (time.Duration, error) {
 	c.takes.Add(1)
-	return c.MemoryStore.Take(ctx, key, r, burst, maxWait)
+	return c.MemoryStore.Take(ctx, key, n, r, burst, maxWait)
 }
 
 // Waiters for a shared token each reserve their turn and sleep once,
@@ -371,7 +421,7 @@ func TestSharedLimitRefusalsTakeNothing(t *testing.T) {
 			if !errors.As(err, &limited) || limited.Reason != tt.reason || limited.RetryIn != 100*time.Millisecond {
 				t.Errorf("%s: err = %v, want a %s LimitError with RetryIn 100ms", tt.reason, err, tt.reason)
 			}
-			if w, _ := store.Take(context.Background(), "api:"+host, 10, 1, 0); w != 100*time.Millisecond {
+			if w, _ := store.Take(context.Background(), "api:"+host, 1, 10, 1, 0); w != 100*time.Millisecond {
 				t.Errorf("%s: the refused request took a token: the next is %v away, want 100ms", tt.reason, w)
 			}
 		}
@@ -392,7 +442,7 @@ func TestSharedLimitRespectsTheContextDeadline(t *testing.T) {
 		if _, err := callOnce(t, tr, ctx); !errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("err = %v, want the deadline's", err)
 		}
-		if w, _ := store.Take(context.Background(), "api:"+host, 1, 1, 0); w != time.Second {
+		if w, _ := store.Take(context.Background(), "api:"+host, 1, 1, 1, 0); w != time.Second {
 			t.Errorf("the refused request took a token: the next is %v away, want 1s", w)
 		}
 	})

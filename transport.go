@@ -191,8 +191,12 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // host is the request's host, the key of its traces; "" without a URL.
+// A call of Acquire, which has no request, is traced under its key.
 func (c *call) host() string {
-	if c.req.URL == nil {
+	switch {
+	case c.req == nil:
+		return c.acquireKey
+	case c.req.URL == nil:
 		return ""
 	}
 	return c.req.URL.Host
@@ -213,6 +217,9 @@ type call struct {
 	priority  Priority
 	trace     *Trace
 	endpoint  string
+	// acquireKey is, for a call of Acquire, which sends no request, the
+	// key its waits are traced under.
+	acquireKey string
 
 	// How the body is sent again: req.GetBody, or bodyData when buffered;
 	// replayable is false for a body that can be sent once only.

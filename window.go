@@ -48,43 +48,66 @@ func (w *windowLog) last() time.Time {
 	return w.at[(w.head+w.n-1)%len(w.at)]
 }
 
-// take reserves the request's turn at now: at once when the window has
-// room, else when its oldest start leaves it (never before a turn already
-// taken, so that the log stays in order).
-func (w *windowLog) take(now time.Time, limit int, window time.Duration) (time.Duration, turn) {
+// take reserves n turns at now, for a request (n 1) or for Acquire, all
+// at the time the last of them comes: at once when the window has room
+// for n more, else when the oldest starts that must leave to make that
+// room have left it (never before a turn already taken, so that the log
+// stays in order). n is at most limit.
+func (w *windowLog) take(now time.Time, limit int, window time.Duration, n int) (time.Duration, turn) {
 	if len(w.at) != limit {
 		w.resize(limit)
 	}
 	w.expire(now, window)
 	start := now
-	var freed time.Time
-	if w.n == limit {
-		freed = w.at[w.head]
-		start = freed.Add(window + windowMargin)
-		w.head = (w.head + 1) % limit
-		w.n--
+	var t turn
+	if over := w.n + n - limit; over > 0 {
+		// The over oldest starts make room; the last of them to leave
+		// says when.
+		if over > 1 {
+			t.windowFreedOlder = make([]time.Time, over-1)
+			for i := range over - 1 {
+				t.windowFreedOlder[i] = w.at[(w.head+i)%limit]
+			}
+		}
+		t.windowFreed = w.at[(w.head+over-1)%limit]
+		start = t.windowFreed.Add(window + windowMargin)
+		w.head = (w.head + over) % limit
+		w.n -= over
 	}
 	if last := w.last(); last.After(start) {
 		start = last
 	}
-	w.at[(w.head+w.n)%limit] = start
-	w.n++
-	return start.Sub(now), turn{windowAt: start, windowFreed: freed}
+	for i := range n {
+		w.at[(w.head+w.n+i)%limit] = start
+	}
+	w.n += n
+	t.windowAt, t.windowN = start, n
+	return start.Sub(now), t
 }
 
-// giveBack undoes the turn t took, when it is still the last one taken:
-// with others reserved behind it, its place stays taken (they keep the
-// log's order), which costs at most one turn of a window.
+// giveBack undoes the turns t took, when they are still the last ones
+// taken: with others reserved behind them, their places stay taken (they
+// keep the log's order), which costs at most t's turns of a window.
 func (w *windowLog) giveBack(t turn) {
-	if w.n == 0 || !w.last().Equal(t.windowAt) {
+	if w.n < t.windowN || !w.last().Equal(t.windowAt) {
 		return
 	}
-	w.n--
-	if !t.windowFreed.IsZero() {
-		w.head = (w.head - 1 + len(w.at)) % len(w.at)
-		w.at[w.head] = t.windowFreed
-		w.n++
+	w.n -= t.windowN
+	if t.windowFreed.IsZero() {
+		return
 	}
+	// The starts that made room go back to the head, newest first.
+	w.unshift(t.windowFreed)
+	for i := len(t.windowFreedOlder) - 1; i >= 0; i-- {
+		w.unshift(t.windowFreedOlder[i])
+	}
+}
+
+// unshift puts a start back at the head of the log, as its oldest.
+func (w *windowLog) unshift(at time.Time) {
+	w.head = (w.head - 1 + len(w.at)) % len(w.at)
+	w.at[w.head] = at
+	w.n++
 }
 
 // resize makes room for limit starts, keeping the latest.

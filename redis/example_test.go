@@ -46,9 +46,9 @@ func ExampleOptions_onFailure() {
 	fallback := rwredis.New(client, rwredis.Options{})
 	closed := rwredis.New(client, rwredis.Options{OnFailure: rwredis.FailClosed})
 
-	_, err := fallback.Take(context.Background(), "api", 20, 5, 0)
+	_, err := fallback.Take(context.Background(), "api", 1, 20, 5, 0)
 	fmt.Println("fallback fails closed:", errors.Is(err, ratewise.ErrStoreUnavailable), "outages:", fallback.Outages())
-	_, err = closed.Take(context.Background(), "api", 20, 5, 0)
+	_, err = closed.Take(context.Background(), "api", 1, 20, 5, 0)
 	fmt.Println("fail-closed fails closed:", errors.Is(err, ratewise.ErrStoreUnavailable))
 
 	// Output:

@@ -20,17 +20,18 @@ return 1
 // takeScript is a GCRA token bucket that reserves: KEYS[1] the bucket's
 // theoretical arrival time (TAT), in seconds since 2017 on Redis's clock,
 // as redis_rate keeps it; ARGV the seconds per token, the burst, the most
-// the caller may wait in seconds. A token that comes within that wait is
-// taken, the TAT moved past it, and the answer is how long until it comes
-// (0: now). One that does not takes nothing, and the answer is that wait
-// negated. The key expires when the bucket is full again.
+// the caller may wait in seconds, the tokens to take. Tokens that come
+// within that wait are taken, the TAT moved past them, and the answer is
+// how long until they come (0: now). Tokens that do not take nothing, and
+// the answer is that wait negated. The key expires when the bucket is
+// full again.
 var takeScript = goredis.NewScript(`
 redis.replicate_commands()
-local interval, burst, maxwait = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local interval, burst, maxwait, n = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local t = redis.call('TIME')
 local now = (t[1] - 1483228800) + t[2] / 1000000
 local tat = math.max(tonumber(redis.call('GET', KEYS[1]) or '0'), now)
-local newtat = tat + interval
+local newtat = tat + n * interval
 local wait = math.max(newtat - burst * interval - now, 0)
 if wait > maxwait then
   return tostring(-wait)
@@ -40,6 +41,19 @@ if ttl > 0 then
   redis.call('SET', KEYS[1], newtat, 'PX', ttl)
 end
 return tostring(wait)
+`)
+
+// tokensScript reads the bucket takeScript keeps, writing nothing: KEYS[1]
+// its TAT; ARGV the seconds per token, the burst. The answer is the tokens
+// it holds now on Redis's clock: the burst, less a token for each interval
+// the TAT is ahead of now (below 0 while tokens are reserved ahead). A
+// bucket with no key is full.
+var tokensScript = goredis.NewScript(`
+local interval, burst = tonumber(ARGV[1]), tonumber(ARGV[2])
+local t = redis.call('TIME')
+local now = (t[1] - 1483228800) + t[2] / 1000000
+local tat = tonumber(redis.call('GET', KEYS[1]) or '0')
+return tostring(burst - math.max(tat - now, 0) / interval)
 `)
 
 // The breaker's keys: KEYS[1] a hash (open, until, level, since: when it

@@ -301,13 +301,14 @@ func (f Failure) String() string {
 func (s *Store) key(kind, key string) string { return s.opts.Prefix + kind + ":{" + key + "}" }
 
 // Take implements ratewise.BucketStore with GCRA: one token every 1/r, up
-// to burst at once, on Redis's clock. A token that comes within maxWait is
-// reserved, however many callers wait before it.
-func (s *Store) Take(ctx context.Context, key string, r rate.Limit, burst int, maxWait time.Duration) (time.Duration, error) {
+// to burst at once, on Redis's clock; n tokens are n intervals. Tokens
+// that come within maxWait are reserved, however many callers wait before
+// them.
+func (s *Store) Take(ctx context.Context, key string, n int, r rate.Limit, burst int, maxWait time.Duration) (time.Duration, error) {
 	maxWait = max(maxWait, 0)
 	return call(s, ctx, func(ctx context.Context) (time.Duration, error) {
-		secs, err := takeScript.Run(ctx, s.rdb, []string{"rate:" + s.key("bucket", key)},
-			1/float64(r), max(burst, 1), maxWait.Seconds()).Float64()
+		secs, err := takeScript.Run(ctx, s.rdb, []string{s.bucketKey(key)},
+			1/float64(r), max(burst, 1), maxWait.Seconds(), max(n, 1)).Float64()
 		if err != nil {
 			return 0, err
 		}
@@ -317,6 +318,18 @@ func (s *Store) Take(ctx context.Context, key string, r rate.Limit, burst int, m
 		return min(time.Duration(secs*float64(time.Second)), maxWait), nil
 	})
 }
+
+// Tokens implements ratewise.BucketStore: the tokens key's bucket holds
+// on Redis's clock, read by a script that writes nothing.
+func (s *Store) Tokens(ctx context.Context, key string, r rate.Limit, burst int) (float64, error) {
+	return call(s, ctx, func(ctx context.Context) (float64, error) {
+		return tokensScript.Run(ctx, s.rdb, []string{s.bucketKey(key)}, 1/float64(r), max(burst, 1)).Float64()
+	})
+}
+
+// bucketKey is the Redis key of key's bucket: "rate:" before the store's
+// key, as redis_rate writes it.
+func (s *Store) bucketKey(key string) string { return "rate:" + s.key("bucket", key) }
 
 // Pause implements ratewise.CooldownStore: the later pause wins, and the
 // key expires when its pause ends.

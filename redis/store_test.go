@@ -29,21 +29,21 @@ func TestTakeIsATokenBucket(t *testing.T) {
 	s, _ := newStore(t, srv, Options{})
 	ctx := context.Background()
 	for i := range 2 {
-		if w, err := s.Take(ctx, "k", 10, 2, 0); err != nil || w != 0 {
+		if w, err := s.Take(ctx, "k", 1, 10, 2, 0); err != nil || w != 0 {
 			t.Fatalf("take %d of the burst of 2: wait %v, %v", i+1, w, err)
 		}
 	}
-	w, err := s.Take(ctx, "k", 10, 2, 0)
+	w, err := s.Take(ctx, "k", 1, 10, 2, 0)
 	if err != nil || w <= 50*time.Millisecond || w > 100*time.Millisecond {
 		t.Fatalf("third take: wait %v, %v; want up to the 100ms of one token at 10/s", w, err)
 	}
 	// A refused take takes nothing: the wait shrinks, it does not grow.
-	w2, _ := s.Take(ctx, "k", 10, 2, 0)
+	w2, _ := s.Take(ctx, "k", 1, 10, 2, 0)
 	if w2 > w {
 		t.Errorf("a refused take consumed a token: wait went from %v to %v", w, w2)
 	}
 	time.Sleep(w2)
-	if w, err := s.Take(ctx, "k", 10, 2, 0); err != nil || w != 0 {
+	if w, err := s.Take(ctx, "k", 1, 10, 2, 0); err != nil || w != 0 {
 		t.Errorf("after the wait: %v, %v", w, err)
 	}
 }
@@ -144,11 +144,11 @@ func TestStoresWithOnePrefixShareState(t *testing.T) {
 	b, _ := newStore(t, srv, Options{})
 	other, _ := newStore(t, srv, Options{Prefix: "fleet2:"})
 	ctx := context.Background()
-	_, _ = a.Take(ctx, "k", 1, 1, 0)
-	if w, _ := b.Take(ctx, "k", 1, 1, 0); w == 0 {
+	_, _ = a.Take(ctx, "k", 1, 1, 1, 0)
+	if w, _ := b.Take(ctx, "k", 1, 1, 1, 0); w == 0 {
 		t.Error("b took the token a took: the stores do not share the bucket")
 	}
-	if w, _ := other.Take(ctx, "k", 1, 1, 0); w != 0 {
+	if w, _ := other.Take(ctx, "k", 1, 1, 1, 0); w != 0 {
 		t.Error("a store with another prefix shares the bucket")
 	}
 }
@@ -160,22 +160,22 @@ func TestOutageFallsBackOrFailsClosed(t *testing.T) {
 	fallback, _ := newStore(t, srv, Options{Logger: logger, Recheck: 100 * time.Millisecond})
 	closed, _ := newStore(t, srv, Options{OnFailure: FailClosed, Recheck: 100 * time.Millisecond})
 	ctx := context.Background()
-	if _, err := fallback.Take(ctx, "k", 100, 10, 0); err != nil {
+	if _, err := fallback.Take(ctx, "k", 1, 100, 10, 0); err != nil {
 		t.Fatal(err)
 	}
 	srv.Stop()
-	_, err := fallback.Take(ctx, "k", 100, 10, 0)
+	_, err := fallback.Take(ctx, "k", 1, 100, 10, 0)
 	if err == nil || errors.Is(err, ratewise.ErrStoreUnavailable) {
 		t.Fatalf("fallback store with Redis down: %v; want an error that does not fail closed", err)
 	}
 	start := time.Now()
 	for range 20 { // within Recheck: Redis is not asked, no timeout is waited
-		_, _ = fallback.Take(ctx, "k", 100, 10, 0)
+		_, _ = fallback.Take(ctx, "k", 1, 100, 10, 0)
 	}
 	if took := time.Since(start); took > 50*time.Millisecond {
 		t.Errorf("20 takes during an outage took %v: each waited for Redis", took)
 	}
-	if _, err := closed.Take(ctx, "k", 100, 10, 0); !errors.Is(err, ratewise.ErrStoreUnavailable) {
+	if _, err := closed.Take(ctx, "k", 1, 100, 10, 0); !errors.Is(err, ratewise.ErrStoreUnavailable) {
 		t.Errorf("fail-closed store with Redis down: %v, want ErrStoreUnavailable", err)
 	}
 	if fallback.Outages() != 1 || fallback.Available() {
@@ -183,7 +183,7 @@ func TestOutageFallsBackOrFailsClosed(t *testing.T) {
 	}
 	srv.Start()
 	time.Sleep(150 * time.Millisecond) // past Recheck
-	if _, err := fallback.Take(ctx, "k", 100, 10, 0); err != nil {
+	if _, err := fallback.Take(ctx, "k", 1, 100, 10, 0); err != nil {
 		t.Errorf("after Redis came back: %v", err)
 	}
 	if !fallback.Available() || fallback.Outages() != 1 {
@@ -200,7 +200,7 @@ func TestCallersContextIsNoOutage(t *testing.T) {
 	s, _ := newStore(t, srv, Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := s.Take(ctx, "k", 1, 1, 0); !errors.Is(err, context.Canceled) {
+	if _, err := s.Take(ctx, "k", 1, 1, 1, 0); !errors.Is(err, context.Canceled) {
 		t.Errorf("err = %v, want the caller's", err)
 	}
 	if s.Outages() != 0 || !s.Available() {
@@ -213,27 +213,73 @@ func TestTakeReservesWithinMaxWait(t *testing.T) {
 	s, _ := newStore(t, srv, Options{})
 	ctx := context.Background()
 	near := func(w, want time.Duration) bool { return w > want-20*time.Millisecond && w <= want }
-	if w, err := s.Take(ctx, "k", 10, 1, 0); err != nil || w != 0 {
+	if w, err := s.Take(ctx, "k", 1, 10, 1, 0); err != nil || w != 0 {
 		t.Fatalf("the burst: wait %v, %v", w, err)
 	}
 	// A token 100ms away does not fit 50ms: nothing is taken.
-	if w, err := s.Take(ctx, "k", 10, 1, 50*time.Millisecond); err != nil || !near(w, 100*time.Millisecond) {
+	if w, err := s.Take(ctx, "k", 1, 10, 1, 50*time.Millisecond); err != nil || !near(w, 100*time.Millisecond) {
 		t.Fatalf("take within 50ms: wait %v, %v; want the 100ms until a token", w, err)
 	}
 	// Within a second: reserved, each waiter the next turn.
 	for i := 1; i <= 3; i++ {
 		want := time.Duration(i) * 100 * time.Millisecond
-		if w, err := s.Take(ctx, "k", 10, 1, time.Second); err != nil || !near(w, want) {
+		if w, err := s.Take(ctx, "k", 1, 10, 1, time.Second); err != nil || !near(w, want) {
 			t.Fatalf("reservation %d: wait %v, %v; want %v", i, w, err, want)
 		}
 	}
-	if w, _ := s.Take(ctx, "k", 10, 1, 0); !near(w, 400*time.Millisecond) {
+	if w, _ := s.Take(ctx, "k", 1, 10, 1, 0); !near(w, 400*time.Millisecond) {
 		t.Errorf("after three reservations the next token is %v away, want 400ms", w)
 	}
 	// A wait just over maxWait reserves nothing, whatever the rounding.
-	if w, _ := s.Take(ctx, "k", 10, 1, 350*time.Millisecond); w <= 350*time.Millisecond {
+	if w, _ := s.Take(ctx, "k", 1, 10, 1, 350*time.Millisecond); w <= 350*time.Millisecond {
 		t.Errorf("a take refused within 350ms answered %v, which would read as reserved", w)
 	}
+}
+
+// adr-009-token-bucket-redis.md, acquire(tokens=n) and get_status, on
+// Redis's clock: n tokens are taken at once or not at all, and Tokens
+// reads the bucket without creating it.
+func TestTakeNAndTokens(t *testing.T) {
+	srv := redistest.Start(t)
+	s, client := newStore(t, srv, Options{})
+	ctx := context.Background()
+	// The bucket refills 10 a second: what the test's own steps take adds
+	// up to a few hundredths of a token.
+	near := func(got, want float64) bool { return got >= want && got < want+0.1 }
+	tokens := func() float64 {
+		t.Helper()
+		n, err := s.Tokens(ctx, "k", 10, 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := tokens(); n != 4 {
+		t.Errorf("Tokens of a bucket never used = %v, want its burst of 4", n)
+	}
+	if keys := client.Keys(ctx, "*").Val(); len(keys) != 0 {
+		t.Errorf("Tokens wrote %v", keys)
+	}
+	if w, err := s.Take(ctx, "k", 3, 10, 4, 0); err != nil || w != 0 {
+		t.Fatalf("taking 3 of a full 4: wait %v, %v", w, err)
+	}
+	if n := tokens(); !near(n, 1) {
+		t.Errorf("after taking 3 of 4: %v tokens, want 1", n)
+	}
+	// 2 more: one is there, the other up to 100ms away at 10/s.
+	if w, err := s.Take(ctx, "k", 2, 10, 4, 0); err != nil || w <= 50*time.Millisecond || w > 100*time.Millisecond {
+		t.Errorf("taking 2 with 1 there: wait %v, %v; want up to the 100ms until the second", w, err)
+	}
+	if n := tokens(); !near(n, 1) {
+		t.Errorf("a refused take of 2 took part of them: %v tokens left, want 1", n)
+	}
+	if w, err := s.Take(ctx, "k", 2, 10, 4, time.Second); err != nil || w <= 50*time.Millisecond || w > 100*time.Millisecond {
+		t.Errorf("taking 2 within a second: wait %v, %v; want them reserved within 100ms", w, err)
+	}
+	if n := tokens(); !near(n, -1) {
+		t.Errorf("with one token reserved ahead: %v tokens, want -1", n)
+	}
+	assertAllExpire(t, client, "*")
 }
 
 // Options.Timeout bounds a call to a Redis that stops answering, whether
@@ -248,13 +294,13 @@ func TestTimeoutBoundsACallToAStuckRedis(t *testing.T) {
 			s := New(client, Options{Timeout: 100 * time.Millisecond, Recheck: time.Minute})
 			caller := New(client, Options{Timeout: 100 * time.Millisecond})
 			ctx := context.Background()
-			if _, err := s.Take(ctx, "k", 10, 1, 0); err != nil {
+			if _, err := s.Take(ctx, "k", 1, 10, 1, 0); err != nil {
 				t.Fatal(err)
 			}
 			srv.Freeze()
 			defer srv.Thaw() // before Close: the calls abandoned end
 			start := time.Now()
-			_, err := s.Take(ctx, "k", 10, 1, 0)
+			_, err := s.Take(ctx, "k", 1, 10, 1, 0)
 			if took := time.Since(start); err == nil || took > 500*time.Millisecond {
 				t.Errorf("Take with Redis stuck: %v after %v; want an error at the 100ms Timeout", err, took)
 			}

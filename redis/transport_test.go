@@ -155,9 +155,9 @@ type takeCounter struct {
 	takes atomic.Int64
 }
 
-func (c *takeCounter) Take(ctx context.Context, key string, r rate.Limit, burst int, maxWait time.Duration) (time.Duration, error) {
+func (c *takeCounter) Take(ctx context.Context, key string, n int, r rate.Limit, burst int, maxWait time.Duration) (time.Duration, error) {
 	c.takes.Add(1)
-	return c.Store.Take(ctx, key, r, burst, maxWait)
+	return c.Store.Take(ctx, key, n, r, burst, maxWait)
 }
 
 // Waiters for a token kept in Redis each reserve their turn and ask once,
@@ -204,7 +204,7 @@ func BenchmarkRedisAdmission(b *testing.B) {
 		start := time.Now()
 		// A bucket per request: every take is granted, as an admission
 		// under the limit is.
-		if _, err := store.Take(ctx, "bench", 1e9, 1<<30, 0); err != nil {
+		if _, err := store.Take(ctx, "bench", 1, 1e9, 1<<30, 0); err != nil {
 			b.Fatal(err)
 		}
 		durations = append(durations, time.Since(start))

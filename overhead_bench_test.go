@@ -1,0 +1,41 @@
+package ratewise
+
+import (
+	"net/http"
+	"testing"
+	"time"
+)
+
+// BenchmarkOverheadPaced measures one GET that is not retried through a
+// scope that paces it without holding it back: what taking a turn of a
+// told bucket, spacing or window costs a request (the bench module's
+// BenchmarkOverhead measures the default path and the layers without a
+// pace).
+func BenchmarkOverheadPaced(b *testing.B) {
+	base := fixedResponse{&http.Response{StatusCode: 200, Body: http.NoBody, Header: http.Header{}}}
+	for _, bc := range []struct {
+		name  string
+		limit Limit
+	}{
+		{"bucket", Limit{Rate: 1e12, Burst: 1 << 30}},
+		{"spacing", Limit{MinSpacing: time.Nanosecond}},
+		// A start leaves the window windowMargin after it: 65,536 turns
+		// last while a request takes more than 76 ns.
+		{"window", Limit{Burst: maxWindowBurst, Window: time.Nanosecond}},
+		{"bucket+store", Limit{Rate: 1e12, Burst: 1 << 30, Store: NewMemoryStore()}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			tr := New(base, WithLimit(bc.limit))
+			req, err := http.NewRequest(http.MethodGet, "https://api.example.com/items", nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := tr.RoundTrip(req); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

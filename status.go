@@ -118,11 +118,13 @@ func (s BreakerStatus) MarshalJSON() ([]byte, error) {
 // reports an idle one. LimitStatus creates no state.
 //
 // What a store shares, the fleet knows, and LimitStatus asks it: a scope
-// with a Store reports the tokens of the shared bucket, and a cooldown
-// gate with a Store the later of this transport's pause and the store's,
-// which another transport may have set. Each is one call to the store
+// with a Store reports the tokens of the shared bucket, a cooldown gate
+// with a Store the later of this transport's pause and the store's, and
+// a breaker with a Store the shared breaker too, open when another
+// transport opened it, with its cause. Each is one call to the store
 // (bounded by the store's own timeout, as ratewise/redis does); a store
-// that fails leaves what this transport knows.
+// that fails leaves what this transport knows, but for a breaker's store
+// that fails closed, which holds every request back: open.
 func (t *Transport) LimitStatus(key string) LimitStatus {
 	now := time.Now()
 	st := LimitStatus{Key: key}
@@ -141,8 +143,8 @@ func (t *Transport) LimitStatus(key string) LimitStatus {
 
 // Blocking reports whether requests to key are held back right now, by an
 // open breaker or a server's cooldown, and for how long: a batch job can
-// stop early instead of failing item by item. With a cooldown Store, a
-// pause another transport set counts (see LimitStatus).
+// stop early instead of failing item by item. With a Store, a pause or a
+// breaker another transport set counts (see LimitStatus).
 func (t *Transport) Blocking(key string) (bool, time.Duration) {
 	now := time.Now()
 	var wait time.Duration

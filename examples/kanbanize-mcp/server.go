@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"sync/atomic"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -26,14 +25,14 @@ const (
 
 // readCardArgs are read_card's arguments.
 type readCardArgs struct {
-	CardID string `json:"card_id" jsonschema:"the card's number (345) or URL (https://acme.kanbanize.com/ctrl_board/12/cards/345/details/)"`
+	CardID cardRef `json:"card_id" jsonschema:"the card's number (345) or URL (https://acme.kanbanize.com/ctrl_board/12/cards/345/details/)"`
 }
 
 // readCardWithRetryArgs are read_card_with_retry's arguments. Optional
 // ones are pointers: absent, the server's defaults apply (the schema
 // shows them).
 type readCardWithRetryArgs struct {
-	CardID            string   `json:"card_id" jsonschema:"the card's number (345) or URL (https://acme.kanbanize.com/ctrl_board/12/cards/345/details/)"`
+	CardID            cardRef  `json:"card_id" jsonschema:"the card's number (345) or URL (https://acme.kanbanize.com/ctrl_board/12/cards/345/details/)"`
 	MaxAttempts       *int     `json:"max_attempts,omitempty" jsonschema:"attempts per endpoint, the first included"`
 	InitialDelayMs    *int     `json:"initial_delay_ms,omitempty" jsonschema:"the first backoff, in milliseconds"`
 	MaxDelayMs        *int     `json:"max_delay_ms,omitempty" jsonschema:"the longest computed backoff, in milliseconds; a server's Retry-After is honoured beyond it"`
@@ -78,19 +77,45 @@ type tools struct {
 	client   *kanbanize.Client
 	defaults kanbanize.RetryOptions // with every default filled in
 	log      *slog.Logger
+	notify   notifyFunc // sends a progress notification
 }
 
-// newServer returns the MCP server with its two tools.
+// newServer returns the MCP server with its three tools.
 func newServer(client *kanbanize.Client, defaults kanbanize.RetryOptions, log *slog.Logger) (*mcp.Server, error) {
-	t := &tools{client: client, defaults: defaults.WithDefaults(), log: log}
-	schema, err := t.retrySchema()
+	return newTools(client, defaults, log).server()
+}
+
+// newTools returns the tools over client, sending progress notifications
+// through their session.
+func newTools(client *kanbanize.Client, defaults kanbanize.RetryOptions, log *slog.Logger) *tools {
+	notify := func(ctx context.Context, ss *mcp.ServerSession, p *mcp.ProgressNotificationParams) error {
+		return ss.NotifyProgress(ctx, p)
+	}
+	return &tools{client: client, defaults: defaults.WithDefaults(), log: log, notify: notify}
+}
+
+// server returns the MCP server of t's tools, each with its input and
+// output schema.
+func (t *tools) server() (*mcp.Server, error) {
+	readIn, err := inputSchema[readCardArgs]()
 	if err != nil {
 		return nil, err
 	}
+	retryIn, err := t.retrySchema()
+	if err != nil {
+		return nil, err
+	}
+	var outs [3]*jsonschema.Schema
+	for i, text := range []string{readCardOutput, readCardWithRetryOutput, throttleStatsOutput} {
+		if outs[i], err = outputSchema(text); err != nil {
+			return nil, err
+		}
+	}
 	s := mcp.NewServer(&mcp.Implementation{Name: "kanbanize-mcp", Version: "1.0.0"}, nil)
-	mcp.AddTool(s, &mcp.Tool{Name: "read_card", Description: readCardDescription}, t.readCard)
-	mcp.AddTool(s, &mcp.Tool{Name: "read_card_with_retry", Description: readCardWithRetryDescription, InputSchema: schema}, t.readCardWithRetry)
-	mcp.AddTool(s, &mcp.Tool{Name: "get_throttle_stats", Description: throttleStatsDescription}, t.throttleStats)
+	mcp.AddTool(s, &mcp.Tool{Name: "read_card", Description: readCardDescription, InputSchema: readIn, OutputSchema: outs[0]}, t.readCard)
+	mcp.AddTool(s, &mcp.Tool{Name: "read_card_with_retry", Description: readCardWithRetryDescription,
+		InputSchema: retryIn, OutputSchema: outs[1]}, t.readCardWithRetry)
+	mcp.AddTool(s, &mcp.Tool{Name: "get_throttle_stats", Description: throttleStatsDescription, OutputSchema: outs[2]}, t.throttleStats)
 	return s, nil
 }
 
@@ -101,7 +126,7 @@ type throttleStats struct {
 	Breakers []ratewise.BreakerStatus `json:"breakers"`
 }
 
-func (t *tools) throttleStats(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+func (t *tools) throttleStats(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, throttleStats, error) {
 	rw := t.client.Transport()
 	breakers := rw.BreakerStatuses()
 	if breakers == nil {
@@ -113,7 +138,7 @@ func (t *tools) throttleStats(context.Context, *mcp.CallToolRequest, struct{}) (
 // retrySchema is the inferred schema of read_card_with_retry's arguments,
 // with each optional one's default: the server's.
 func (t *tools) retrySchema() (*jsonschema.Schema, error) {
-	s, err := jsonschema.For[readCardWithRetryArgs](nil)
+	s, err := inputSchema[readCardWithRetryArgs]()
 	if err != nil {
 		return nil, err
 	}
@@ -135,8 +160,8 @@ func (t *tools) retrySchema() (*jsonschema.Schema, error) {
 	return s, nil
 }
 
-func (t *tools) readCard(ctx context.Context, _ *mcp.CallToolRequest, args readCardArgs) (*mcp.CallToolResult, any, error) {
-	d, err := t.client.ReadCard(ctx, args.CardID)
+func (t *tools) readCard(ctx context.Context, _ *mcp.CallToolRequest, args readCardArgs) (*mcp.CallToolResult, *kanbanize.CardDetails, error) {
+	d, err := t.client.ReadCard(ctx, string(args.CardID))
 	if err != nil {
 		t.log.Info("read_card failed", "event", "tool_error", "tool", "read_card", "error", err)
 		return nil, nil, err
@@ -144,31 +169,32 @@ func (t *tools) readCard(ctx context.Context, _ *mcp.CallToolRequest, args readC
 	return nil, d, nil
 }
 
-func (t *tools) readCardWithRetry(ctx context.Context, req *mcp.CallToolRequest, args readCardWithRetryArgs) (*mcp.CallToolResult, any, error) {
+func (t *tools) readCardWithRetry(ctx context.Context, req *mcp.CallToolRequest, args readCardWithRetryArgs) (*mcp.CallToolResult, *kanbanize.Envelope, error) {
 	opts := args.options(t.defaults)
 	if err := opts.Validate(); err != nil {
 		return nil, nil, err
 	}
-	// The client's transport logs each wait (event=rate_wait, see
-	// kanbanize.WithLogger); a call with a progress token is told of it.
-	token := req.Params.GetProgressToken()
-	var waits atomic.Int64
-	opts.Progress = func(p kanbanize.Progress) {
-		n := waits.Add(1)
-		if token == nil || p.Delay <= 0 { // a wait for a free slot has no length to tell
-			return
-		}
-		msg := fmt.Sprintf("waiting %.1fs for %s (attempt %d/%d)", p.Delay.Seconds(), p.Endpoint, p.Attempt, opts.MaxAttempts)
-		if err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: float64(n), Message: msg}); err != nil {
-			t.log.Debug("progress notification not sent", "error", err)
-		}
+	// The client's transport logs each retry, wait and request done
+	// (event=rate_retry, rate_wait, rate_success) and the client each
+	// part read without (rate_partial): see kanbanize.WithLogger. A call
+	// with a progress token is told of each wait too, by a goroutine of
+	// its own: Progress is called as a wait starts, and the wait begins
+	// only once it returns.
+	if token := req.Params.GetProgressToken(); token != nil {
+		p := startProgress(ctx, req.Session, t.notify, token, opts.MaxAttempts)
+		opts.Progress = p.Report
+		defer func() {
+			if n := p.Stop(); n > 0 {
+				t.log.Debug("progress notifications dropped", "event", "progress_dropped", "count", n)
+			}
+		}()
 	}
-	env, err := t.client.ReadCardWithRetry(ctx, args.CardID, opts)
+	env, err := t.client.ReadCardWithRetry(ctx, string(args.CardID), opts)
 	if err != nil {
-		t.log.Info("read_card_with_retry failed", "event", "rate_giveup", "error", err)
+		t.log.Info("read_card_with_retry failed", "event", "tool_error", "tool", "read_card_with_retry", "error", err)
 		return nil, nil, err
 	}
-	t.log.Info("read_card_with_retry", "event", "rate_success", "card_id", env.CardID, "attempts", env.Attempts,
-		"total_wait_ms", int64(env.WaitSeconds*1000), "partial", len(env.PartialError) > 0)
+	t.log.Info("read_card_with_retry done", "event", "tool_done", "tool", "read_card_with_retry", "card_id", env.CardID,
+		"attempts", env.Attempts, "wait_ms", int64(env.WaitSeconds*1000), "partial", len(env.PartialError) > 0)
 	return nil, env, nil
 }

@@ -54,6 +54,13 @@ func (b *syncBuffer) String() string {
 
 func connect(t *testing.T, cfg kanbanizetest.Config) *session {
 	t.Helper()
+	return connectWith(t, cfg, nil)
+}
+
+// connectWith is connect, with tweak (when set) changing the tools before
+// the server is made.
+func connectWith(t *testing.T, cfg kanbanizetest.Config, tweak func(*tools)) *session {
+	t.Helper()
 	cfg.APIKey = secretKey
 	s := &session{fake: kanbanizetest.New(cfg), logs: &syncBuffer{}}
 	log := slog.New(slog.NewJSONHandler(s.logs, nil))
@@ -62,7 +69,11 @@ func connect(t *testing.T, cfg kanbanizetest.Config) *session {
 	if err != nil {
 		t.Fatal(err)
 	}
-	server, err := newServer(client, kanbanize.RetryOptions{}, log)
+	tl := newTools(client, kanbanize.RetryOptions{}, log)
+	if tweak != nil {
+		tweak(tl)
+	}
+	server, err := tl.server()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,6 +177,20 @@ func TestToolsList(t *testing.T) {
 	if len(parsed.Required) != 1 || parsed.Required[0] != "card_id" || parsed.Properties["card_id"].Description == "" {
 		t.Errorf("required %v, want just card_id, described", parsed.Required)
 	}
+	// card_id takes a string or a number, in both tools; every tool says
+	// what it returns.
+	for name, tool := range tools {
+		if tool.OutputSchema == nil {
+			t.Errorf("%s has no output schema", name)
+		}
+		if name == "get_throttle_stats" {
+			continue
+		}
+		in, _ := json.Marshal(tool.InputSchema)
+		if !strings.Contains(string(in), `"card_id":{"description":`) || !strings.Contains(string(in), `"type":["string","integer"]`) {
+			t.Errorf("%s input schema = %s, want card_id of type [\"string\",\"integer\"]", name, in)
+		}
+	}
 }
 
 func TestReadCardWithRetryPartial(t *testing.T) {
@@ -200,27 +225,36 @@ func TestReadCardWithRetryPartial(t *testing.T) {
 }
 
 func TestProgressNotifications(t *testing.T) {
-	s := connect(t, kanbanizetest.Config{RetryAfter: kanbanizetest.RetryAfterNone,
-		Scripts: map[kanbanizetest.Endpoint][]kanbanizetest.Fault{kanbanizetest.EndpointComments: {kanbanizetest.Fault429}}})
-	res := s.call(t, "read_card_with_retry", map[string]any{"card_id": "102", "initial_delay_ms": 1}, "token-1")
-	if res.IsError {
-		t.Fatalf("tool error: %s", text(res))
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.progress) == 0 {
-		t.Fatal("no progress notification during a 429 wait")
-	}
-	// The subtasks, read beside the comments, may wait first for the pace
-	// the 429 taught the key: look for the comments' retry.
-	i := slices.IndexFunc(s.progress, func(p *mcp.ProgressNotificationParams) bool { return strings.Contains(p.Message, "for comments") })
-	if i < 0 {
-		t.Fatalf("progress = %+v, none for the comments", s.progress)
-	}
-	p := s.progress[i]
-	if p.ProgressToken != "token-1" || !strings.HasPrefix(p.Message, "waiting ") || !strings.Contains(p.Message, "for comments (attempt 2/10)") {
-		t.Errorf("progress = %+v, want token-1 and a message like \"waiting 0.0s for comments (attempt 2/10)\"", p)
-	}
+	// The comments' 429 asks for a second: the notification of that wait
+	// goes out during it, in fake time, before the result.
+	synctest.Test(t, func(t *testing.T) {
+		s := connect(t, kanbanizetest.Config{RetryAfter: kanbanizetest.RetryAfterSeconds,
+			Scripts: map[kanbanizetest.Endpoint][]kanbanizetest.Fault{kanbanizetest.EndpointComments: {kanbanizetest.Fault429}}})
+		res := s.call(t, "read_card_with_retry", map[string]any{"card_id": "102", "initial_delay_ms": 1}, "token-1")
+		if res.IsError {
+			t.Fatalf("tool error: %s", text(res))
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if len(s.progress) == 0 {
+			t.Fatal("no progress notification during a 429 wait")
+		}
+		// The subtasks, read beside the comments, may wait first for the
+		// pause the 429 set on the key: look for the comments' retry.
+		i := slices.IndexFunc(s.progress, func(p *mcp.ProgressNotificationParams) bool { return strings.Contains(p.Message, "for comments") })
+		if i < 0 {
+			t.Fatalf("progress = %+v, none for the comments", s.progress)
+		}
+		p := s.progress[i]
+		if p.ProgressToken != "token-1" || p.Message != "waiting 1.0s for comments (attempt 2/10)" {
+			t.Errorf("progress = %+v, want token-1 and \"waiting 1.0s for comments (attempt 2/10)\"", p)
+		}
+		for j := 1; j < len(s.progress); j++ {
+			if s.progress[j].Progress <= s.progress[j-1].Progress {
+				t.Errorf("progress values %v then %v: want them increasing", s.progress[j-1].Progress, s.progress[j].Progress)
+			}
+		}
+	})
 }
 
 func TestThrottleStats(t *testing.T) {

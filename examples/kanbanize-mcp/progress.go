@@ -49,6 +49,9 @@ func startProgress(ctx context.Context, session *mcp.ServerSession, notify notif
 				return
 			case n := <-p.queue:
 				if ctx.Err() != nil { // stopped while this one waited: it is stale
+					p.mu.Lock()
+					p.dropped++
+					p.mu.Unlock()
 					return
 				}
 				_ = notify(ctx, session, n) // a client gone is the call's to notice, not progress's

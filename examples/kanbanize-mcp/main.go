@@ -1,7 +1,8 @@
 // Command kanbanize-mcp is an MCP server, over stdio, that reads Kanbanize
-// cards for a model: read_card, today's three requests with no retry, and
+// cards for a model: read_card, today's three requests with no retry,
 // read_card_with_retry, the same read through ratewise, which keeps working
-// when the API answers 429 and says what it could not read.
+// when the API answers 429 and says what it could not read, and
+// get_throttle_stats, what the server's transport has done.
 //
 // It is configured from the environment:
 //
@@ -13,9 +14,17 @@
 //	KANBANIZE_RETRY_MAX_DELAY
 //	KANBANIZE_RETRY_TOTAL_CAP
 //
+// Both read tools take card_id as a string or a number, and every tool
+// declares the schema of what it returns. A read_card_with_retry call
+// with a progress token is told of each wait in notifications/progress,
+// sent beside the wait, never holding it back; those a slow client cannot
+// take in time are dropped.
+//
 // Stdout carries the protocol; logs go to stderr as JSON lines: the
-// client's retries, waits and partial reads (event=rate_retry, rate_wait,
-// rate_partial, ...) and each tool call's outcome.
+// client's retries, waits, requests done after a retry and partial reads
+// (event=rate_retry, rate_wait, rate_success, rate_giveup, rate_partial)
+// and the tools' outcomes (event=tool_done for each read_card_with_retry
+// call, tool_error for each read that failed).
 package main
 
 import (

@@ -58,8 +58,10 @@ type RetryOptions struct {
 	// whole call (default false: the envelope reports it).
 	FailOnPartial bool `json:"fail_on_partial,omitempty"`
 	// Progress, when set, is told of each wait as it starts. Calls come
-	// one at a time, from the goroutines of the endpoints' reads; a call
-	// that blocks holds back the others' reports, not their waits.
+	// one at a time, from the goroutines of the endpoints' reads, and a
+	// wait's timer starts once its call returns: Progress must not block,
+	// or it lengthens that wait and holds back the others' starts. Hand
+	// slow work, such as sending a notification, to another goroutine.
 	Progress func(Progress) `json:"-"`
 }
 

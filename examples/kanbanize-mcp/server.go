@@ -181,7 +181,7 @@ func (t *tools) readCardWithRetry(ctx context.Context, req *mcp.CallToolRequest,
 	// its own: Progress is called as a wait starts, and the wait begins
 	// only once it returns.
 	if token := req.Params.GetProgressToken(); token != nil {
-		p := startProgress(ctx, req.Session, t.notify, token, opts.MaxAttempts)
+		p := startProgress(ctx, req.Session, t.notify, token, opts.WithDefaults().MaxAttempts) // max_attempts 0 means the default
 		opts.Progress = p.Report
 		defer func() {
 			if n := p.Stop(); n > 0 {

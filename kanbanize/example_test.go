@@ -68,6 +68,8 @@ func ExampleClient_ReadCardWithRetry() {
 	//       "column_id": 22,
 	//       "lane_id": 202,
 	//       "position": 1,
+	//       "last_column_id": null,
+	//       "last_lane_id": null,
 	//       "size": 2,
 	//       "priority": 2,
 	//       "deadline": null,
@@ -77,21 +79,36 @@ func ExampleClient_ReadCardWithRetry() {
 	//       },
 	//       "created_at": "2025-01-07T11:00:00Z",
 	//       "last_modified": "2025-01-09T11:00:00Z",
+	//       "revision": 0,
+	//       "in_current_position_since": null,
+	//       "first_request_time": null,
+	//       "first_start_time": null,
+	//       "first_end_time": null,
+	//       "last_request_time": null,
+	//       "last_start_time": null,
+	//       "last_end_time": null,
 	//       "is_blocked": false,
 	//       "block_reason": null,
 	//       "tag_ids": [
 	//         2,
 	//         6
 	//       ],
+	//       "milestone_ids": null,
 	//       "co_owner_ids": [
 	//         2,
 	//         3
 	//       ],
-	//       "watchers_ids": [
+	//       "watcher_ids": [
 	//         2
 	//       ],
 	//       "custom_fields": [],
+	//       "stickers": null,
+	//       "annotations": null,
+	//       "attachments": null,
+	//       "cover_image": null,
 	//       "linked_cards": [],
+	//       "child_card_stats": null,
+	//       "subtasks": null,
 	//       "finished_subtask_count": 0,
 	//       "unfinished_subtask_count": 1
 	//     },

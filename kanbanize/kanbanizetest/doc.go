@@ -24,7 +24,9 @@
 // Every error has the body {"error":{"code":…,"message":…,"reference":…}}:
 // AU01 (401) for a missing or wrong key, CA01 (404) for an unknown card,
 // RL01 (429) or RL02 (400) for a rate-limit refusal, and the fake's own
-// NF01 (404) for an unknown path and MA01 (405) for a method other than GET.
+// NF01 (404) for an unknown path, MA01 (405) for a method other than GET
+// and FB01 (403) for a card whose fixture is Forbidden, whose body has
+// "details" too.
 //
 // The package imports neither ratewise nor kanbanize, so their tests can
 // use it.

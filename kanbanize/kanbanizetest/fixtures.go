@@ -290,6 +290,10 @@ type CardFixture struct {
 	Card     Card
 	Comments []Comment
 	Subtasks []Subtask
+	// Forbidden makes each endpoint of the card answer 403, as the API
+	// does when the key's user may not see the card's board: error code
+	// FB01, the fake's own, with details naming the card and its board.
+	Forbidden bool
 }
 
 // clone returns a copy of fx that shares no slice or map with it, with
@@ -308,7 +312,7 @@ func (fx CardFixture) clone() CardFixture {
 	c.LinkedCards = cloneSlice(c.LinkedCards)
 	c.Subtasks = cloneSubtasks(c.Subtasks)
 	c.Extra = maps.Clone(c.Extra)
-	out := CardFixture{Card: c, Comments: cloneSlice(fx.Comments), Subtasks: cloneSubtasks(fx.Subtasks)}
+	out := CardFixture{Card: c, Comments: cloneSlice(fx.Comments), Subtasks: cloneSubtasks(fx.Subtasks), Forbidden: fx.Forbidden}
 	for i := range out.Comments {
 		out.Comments[i].Attachments = cloneSlice(out.Comments[i].Attachments)
 	}

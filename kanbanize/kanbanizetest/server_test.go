@@ -287,3 +287,28 @@ func decode(t *testing.T, r result, v any) {
 		t.Fatalf("decoding %s: %v", r.body, err)
 	}
 }
+
+// TestForbiddenCard: a fixture marked Forbidden answers 403 with code FB01
+// and details on each of its endpoints; the other cards are served.
+func TestForbiddenCard(t *testing.T) {
+	cards := Fixtures(3)
+	cards[1].Forbidden = true
+	s := New(Config{Cards: cards})
+	for _, path := range []string{"/cards/101", "/cards/101/comments", "/cards/101/subtasks"} {
+		r := get(t, s, path)
+		e := errorOf(t, r)
+		if r.status != http.StatusForbidden || e.Error.Code != "FB01" || e.Error.Message == "" {
+			t.Errorf("GET %s = %d %s, want 403 FB01", path, r.status, r.body)
+		}
+		var details map[string]int
+		if err := json.Unmarshal(e.Error.Details, &details); err != nil || details["card_id"] != 101 || details["board_id"] != cards[1].Card.BoardID {
+			t.Errorf("GET %s: details = %s (%v), want the card 101 and its board %d", path, e.Error.Details, err, cards[1].Card.BoardID)
+		}
+	}
+	if r := get(t, s, "/cards/102"); r.status != 200 {
+		t.Errorf("GET /cards/102 = %d, want 200", r.status)
+	}
+	if fx, _ := s.Card(101); !fx.Forbidden {
+		t.Error("Card(101).Forbidden = false, want the fixture as served")
+	}
+}

@@ -20,14 +20,16 @@ func TestFixturesFacts(t *testing.T) {
 		finished     int
 		hasExtra     bool
 		plusTimezone bool
+		oldWatchers  bool // "watchers_ids"
+		emails       int  // comments sent or received as email
 	}{
 		{id: 100, title: "Set up CI pipeline"},
-		{id: 101, title: "Fix login redirect loop", comments: 1, subtasks: 1, plusTimezone: true},
+		{id: 101, title: "Fix login redirect loop", comments: 1, subtasks: 1, plusTimezone: true, oldWatchers: true},
 		{id: 102, title: "Migrate invoices to the new schema", comments: 2, subtasks: 2, finished: 1},
-		{id: 103, title: "Add rate limit dashboard", comments: 3, subtasks: 3, finished: 1, hasExtra: true, plusTimezone: true},
-		{id: 104, title: "Write onboarding guide", comments: 4},
+		{id: 103, title: "Add rate limit dashboard", comments: 3, subtasks: 3, finished: 1, hasExtra: true, plusTimezone: true, emails: 1},
+		{id: 104, title: "Write onboarding guide", comments: 4, oldWatchers: true, emails: 2},
 		{id: 105, title: "Upgrade Go toolchain", subtasks: 1, plusTimezone: true},
-		{id: 110, title: "Set up CI pipeline #2", subtasks: 2},
+		{id: 110, title: "Set up CI pipeline #2", subtasks: 2, oldWatchers: true},
 	}
 	fxs := Fixtures(11)
 	for _, tt := range tests {
@@ -48,6 +50,18 @@ func TestFixturesFacts(t *testing.T) {
 		}
 		if got := strings.HasSuffix(c.CreatedAt, "+00:00"); got != tt.plusTimezone {
 			t.Errorf("card %d created_at = %q, want a +00:00 offset: %v", tt.id, c.CreatedAt, tt.plusTimezone)
+		}
+		if c.OldWatchersKey != tt.oldWatchers {
+			t.Errorf("card %d OldWatchersKey = %v, want %v", tt.id, c.OldWatchersKey, tt.oldWatchers)
+		}
+		emails := 0
+		for _, cm := range fx.Comments {
+			if cm.Sender != nil {
+				emails++
+			}
+		}
+		if emails != tt.emails {
+			t.Errorf("card %d has %d email comments, want %d", tt.id, emails, tt.emails)
 		}
 	}
 }

@@ -218,11 +218,12 @@ func (s Subtask) Finished() bool { return !s.FinishedAt.IsZero() }
 
 // Author is a person as the API refers to one, in a comment's author,
 // sender and recipients and a card's reporter: a type and a value whose
-// form depends on it. The API's types are "internal", a user of the
+// form depends on it. In comments the types are "internal", a user of the
 // account whose value is the user ID, and "external", anyone else, whose
-// value is an email address. Value is kept as sent. A bare string or
-// number reads as Value with no Type, and an object with neither member
-// as Value whole, so that no answer loses the person.
+// value is an email address; a reporter may be of another type, such as
+// "user". Value is kept as sent. A bare string or number reads as Value
+// with no Type, and an object with neither member as Value whole, so that
+// no answer loses the person.
 type Author struct {
 	Type  string          `json:"type,omitempty"`
 	Value json.RawMessage `json:"value"`

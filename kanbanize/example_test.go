@@ -14,7 +14,9 @@ import (
 
 // Read a card with its comments and subtasks from the fake API, in
 // process. Its subtasks endpoint fails with malformed JSON: the envelope
-// keeps the card and the comments, and says what went wrong.
+// keeps the card, with the subtasks it embeds, and the comments, and says
+// what went wrong. The fake names this card's watchers "watchers_ids",
+// as the OpenAPI document of 2023 does; the card writes "watcher_ids".
 func ExampleClient_ReadCardWithRetry() {
 	fake := kanbanizetest.New(kanbanizetest.Config{
 		Scripts: map[kanbanizetest.Endpoint][]kanbanizetest.Fault{kanbanizetest.EndpointSubtasks: {kanbanizetest.FaultMalformedJSON}},
@@ -68,6 +70,8 @@ func ExampleClient_ReadCardWithRetry() {
 	//       "column_id": 22,
 	//       "lane_id": 202,
 	//       "position": 1,
+	//       "last_column_id": 21,
+	//       "last_lane_id": 202,
 	//       "size": 2,
 	//       "priority": 2,
 	//       "deadline": null,
@@ -77,21 +81,64 @@ func ExampleClient_ReadCardWithRetry() {
 	//       },
 	//       "created_at": "2025-01-07T11:00:00Z",
 	//       "last_modified": "2025-01-09T11:00:00Z",
+	//       "revision": 4,
+	//       "in_current_position_since": "2025-01-07T13:00:00Z",
+	//       "first_request_time": "2025-01-07T13:00:00Z",
+	//       "first_start_time": null,
+	//       "first_end_time": null,
+	//       "last_request_time": "2025-01-07T13:00:00Z",
+	//       "last_start_time": null,
+	//       "last_end_time": null,
 	//       "is_blocked": false,
 	//       "block_reason": null,
 	//       "tag_ids": [
 	//         2,
 	//         6
 	//       ],
+	//       "milestone_ids": [],
 	//       "co_owner_ids": [
 	//         2,
 	//         3
 	//       ],
-	//       "watchers_ids": [
+	//       "watcher_ids": [
 	//         2
 	//       ],
 	//       "custom_fields": [],
-	//       "linked_cards": [],
+	//       "stickers": [],
+	//       "annotations": [],
+	//       "attachments": [
+	//         {
+	//           "id": 1018,
+	//           "file_name": "spec-101.pdf",
+	//           "link": "https://files.kanbanize.test/spec-101.pdf",
+	//           "position": 0
+	//         }
+	//       ],
+	//       "cover_image": null,
+	//       "linked_cards": [
+	//         {
+	//           "card_id": 102,
+	//           "link_type": "parent"
+	//         }
+	//       ],
+	//       "child_card_stats": {
+	//         "child_card_size_sum": 0,
+	//         "finished_bottom_child_card_size_sum": 0,
+	//         "unfinished_bottom_child_card_size_sum": 0,
+	//         "has_unfinished_child_cards": false,
+	//         "last_unfinished_child_card_deadline": null
+	//       },
+	//       "subtasks": [
+	//         {
+	//           "subtask_id": 1015,
+	//           "description": "Step 1 of card 101",
+	//           "owner_user_id": 2,
+	//           "finished_at": null,
+	//           "deadline": "2025-01-21T11:00:00Z",
+	//           "position": 0,
+	//           "attachments": []
+	//         }
+	//       ],
 	//       "finished_subtask_count": 0,
 	//       "unfinished_subtask_count": 1
 	//     },
@@ -104,7 +151,7 @@ func ExampleClient_ReadCardWithRetry() {
 	//         "created_at": "2025-01-07T14:00:00Z",
 	//         "last_modified": null,
 	//         "author": {
-	//           "type": "user",
+	//           "type": "internal",
 	//           "value": 2
 	//         }
 	//       }

@@ -193,7 +193,11 @@ func FuzzReadCardBody(f *testing.F) {
 		{0, `{"data":{}} trailing`},
 		{0, `{"data":{"title":"a","Title":"b","TITLE":"c"}}`},
 		{0, `{"data":{"created_at":"\t2026-01-07"}}`},
+		{0, `{"data":{"card_id":345,"watchers_ids":["3"],"watcher_ids":[3,4],"linked_cards":[{"card_id":"12","link_type":"child","position":"1"}],"child_card_stats":{"child_card_size_sum":"2.5","has_unfinished_child_cards":1,"last_unfinished_child_card_deadline":""},"revision":"7","first_start_time":"2026-01-07 11:00:00","attachments":[{"id":1,"position":null}],"subtasks":[{"subtask_id":2,"finished_at":null}]}}`},
+		{0, `{"data":{"card_id":345,"watchers_ids":{},"linked_cards":null,"cover_image":[],"stickers":[1],"annotations":[{"thread_id":5}]}}`},
 		{1, `{"data":[{"comment_id":1,"text":"<p>hi</p>","author":{"type":"user","value":2},"created_at":"2026-01-09T11:00:00+00:00"}]}`},
+		{1, `{"data":[{"comment_id":2,"type":"sent as email","sender":{"type":"internal","value":7},"recipients":{"to":[{"type":"external","value":"a@x.example"}],"cc":["b@x.example"],"bcc":[7]}},{"comment_id":3,"sender":"c@x.example","recipients":[{"name":"D"}]}]}`},
+		{1, `{"data":[{"comment_id":4,"sender":{"type":7},"recipients":{"to":{}}}]}`},
 		{1, `{"data":[{"comment_id":"\u0031"}]}`},
 		{1, `{"data":{"comment_id":1}}`},
 		{2, `{"data":[{"subtask_id":2,"finished_at":"2026-01-09","deadline":""},{"subtask_id":3,"finished_at":null}]}`},
@@ -308,31 +312,51 @@ func wantTime(s string) (time.Time, bool) {
 }
 
 // FuzzReadCardFields serves well-formed answers whose fields are fuzzed,
-// and checks that each reads as sent.
+// and checks that each reads as sent: the card's title, IDs, creation,
+// position timestamp, watcher under either spelling and linked card; a
+// plain comment's text and an email comment's sender and recipient; a
+// subtask's finish.
 func FuzzReadCardFields(f *testing.F) {
 	for _, s := range []struct {
 		id                                   int64
 		idAsString                           bool
 		title, customID, created, text, done string
+		watcher                              int64
+		oldWatchersKey                       bool
+		since, linkType, sender              string
 	}{
-		{345, false, "Fix the login", "PRJ-17", "2026-01-07T11:00:00Z", "<p>done</p>", "2026-01-09"},
-		{99999999999, true, "", "", "", "", ""},
-		{-1, false, "\x00\x1b[31m", "17", "9999-12-31 23:59:59", "\xff\xfe", "null"},
-		{9223372036854775807, true, "\"quoted\"", "\\", "2026-01-07T11:00:00.123456789+05:30", "\u2028", " 2026-01-09 "},
-		{1, false, "t", "x", "\t2026-01-07", "c", "2026-02-30"},
-		{2, true, "t", "x", "2026-01-07T25:00:00", "c", "0001-01-01T00:00:00Z"},
-		{3, false, "t", "x", "\"2026-01-07\"", "c", "2026-01-07\n"},
+		{345, false, "Fix the login", "PRJ-17", "2026-01-07T11:00:00Z", "<p>done</p>", "2026-01-09",
+			7, false, "2026-01-08T09:00:00+00:00", "child", "ops@vendor.example"},
+		{99999999999, true, "", "", "", "", "", 0, true, "", "", ""},
+		{-1, false, "\x00\x1b[31m", "17", "9999-12-31 23:59:59", "\xff\xfe", "null",
+			-3, true, "null", "\x00", "\xff"},
+		{9223372036854775807, true, "\"quoted\"", "\\", "2026-01-07T11:00:00.123456789+05:30", "\u2028", " 2026-01-09 ",
+			9223372036854775807, false, "2026-01-07 11:00:00", "predecessor", "\"Ops\" <ops@vendor.example>"},
+		{1, false, "t", "x", "\t2026-01-07", "c", "2026-02-30", 1, false, "2026-01-07", "parent", "a@b"},
+		{2, true, "t", "x", "2026-01-07T25:00:00", "c", "0001-01-01T00:00:00Z", 2, true, "2026-13-01", "relative", "a@b"},
+		{3, false, "t", "x", "\"2026-01-07\"", "c", "2026-01-07\n", 3, false, "\"2026-01-07\"", "successor", ""},
 	} {
-		f.Add(s.id, s.idAsString, s.title, s.customID, s.created, s.text, s.done)
+		f.Add(s.id, s.idAsString, s.title, s.customID, s.created, s.text, s.done, s.watcher, s.oldWatchersKey, s.since, s.linkType, s.sender)
 	}
-	f.Fuzz(func(t *testing.T, id int64, idAsString bool, title, customID, created, text, done string) {
+	f.Fuzz(func(t *testing.T, id int64, idAsString bool, title, customID, created, text, done string,
+		watcher int64, oldWatchersKey bool, since, linkType, sender string) {
 		var cardID any = id
 		if idAsString {
 			cardID = strconv.FormatInt(id, 10)
 		}
+		watchersKey := "watcher_ids"
+		if oldWatchersKey {
+			watchersKey = "watchers_ids"
+		}
 		bodies := map[string]any{
-			"card":     map[string]any{"card_id": cardID, "title": title, "custom_id": customID, "created_at": created},
-			"comments": []any{map[string]any{"comment_id": 1, "text": text}},
+			"card": map[string]any{"card_id": cardID, "title": title, "custom_id": customID, "created_at": created,
+				"in_current_position_since": since, watchersKey: []int64{watcher},
+				"linked_cards": []any{map[string]any{"card_id": 7, "link_type": linkType}}},
+			"comments": []any{
+				map[string]any{"comment_id": 1, "text": text},
+				map[string]any{"comment_id": 2, "type": "received as email", "sender": map[string]any{"type": "external", "value": sender},
+					"recipients": map[string]any{"to": []any{map[string]any{"type": "internal", "value": watcher}}}},
+			},
 			"subtasks": []any{map[string]any{"subtask_id": 2, "finished_at": done}},
 		}
 		d, err := readCardServing(t, func(endpoint string) []byte {
@@ -344,14 +368,24 @@ func FuzzReadCardFields(f *testing.F) {
 		})
 		wantCreated, createdOK := wantTime(jsonString(t, created))
 		wantDone, doneOK := wantTime(jsonString(t, done))
-		if !createdOK || !doneOK {
+		wantSince, sinceOK := wantTime(jsonString(t, since))
+		if !createdOK || !doneOK || !sinceOK {
 			if err == nil {
-				t.Fatalf("created_at %q and finished_at %q read as %v and %v; want an error", created, done, d.Card.CreatedAt, d.Subtasks[0].FinishedAt)
+				t.Fatalf("created_at %q, finished_at %q and in_current_position_since %q read as %v, %v and %v; want an error",
+					created, done, since, d.Card.CreatedAt, d.Subtasks[0].FinishedAt, d.Card.InCurrentPositionSince)
 			}
 			return
 		}
 		if err != nil {
 			t.Fatalf("ReadCard of well-formed answers: %v", err)
+		}
+		var gotSender string
+		var gotRecipient int64
+		if len(d.Comments) == 2 && d.Comments[1].Sender != nil {
+			_ = json.Unmarshal(d.Comments[1].Sender.Value, &gotSender)
+		}
+		if len(d.Comments) == 2 && d.Comments[1].Recipients != nil && len(d.Comments[1].Recipients.To) == 1 {
+			_ = json.Unmarshal(d.Comments[1].Recipients.To[0].Value, &gotRecipient)
 		}
 		switch {
 		case int64(d.Card.CardID) != id:
@@ -362,8 +396,16 @@ func FuzzReadCardFields(f *testing.F) {
 			t.Fatalf("custom_id %q read as %q", customID, d.Card.CustomID)
 		case !d.Card.CreatedAt.Equal(wantCreated):
 			t.Fatalf("created_at %q read as %v, want %v", created, d.Card.CreatedAt, wantCreated)
-		case len(d.Comments) != 1 || d.Comments[0].Text != jsonString(t, text):
+		case !d.Card.InCurrentPositionSince.Equal(wantSince):
+			t.Fatalf("in_current_position_since %q read as %v, want %v", since, d.Card.InCurrentPositionSince, wantSince)
+		case len(d.Card.WatcherIDs) != 1 || int64(d.Card.WatcherIDs[0]) != watcher:
+			t.Fatalf("%s [%d] read as watchers %v", watchersKey, watcher, d.Card.WatcherIDs)
+		case len(d.Card.LinkedCards) != 1 || d.Card.LinkedCards[0].CardID != 7 || d.Card.LinkedCards[0].LinkType != jsonString(t, linkType):
+			t.Fatalf("linked card 7 of type %q read as %+v", linkType, d.Card.LinkedCards)
+		case len(d.Comments) != 2 || d.Comments[0].Text != jsonString(t, text) || d.Comments[0].IsEmail():
 			t.Fatalf("comment %q read as %+v", text, d.Comments)
+		case !d.Comments[1].IsEmail() || d.Comments[1].Sender.Type != "external" || gotSender != jsonString(t, sender) || gotRecipient != watcher:
+			t.Fatalf("email from %q to user %d read as %+v (sender %q, recipient %d)", sender, watcher, d.Comments[1], gotSender, gotRecipient)
 		case len(d.Subtasks) != 1 || !d.Subtasks[0].FinishedAt.Equal(wantDone) || d.Subtasks[0].Finished() != !wantDone.IsZero():
 			t.Fatalf("finished_at %q read as %+v, want %v", done, d.Subtasks, wantDone)
 		}

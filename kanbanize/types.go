@@ -3,77 +3,258 @@ package kanbanize
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
-	"math"
-	"strconv"
-	"strings"
-	"time"
+	"slices"
 )
 
-// Card is a Kanbanize card as API v2 returns it. Fields the API may send
-// as null are pointers, zero-able types or raw JSON; fields it adds later
-// are ignored.
+// Card is a Kanbanize card as API v2 returns it (GET /cards/{card_id}):
+// where it sits, who owns and watches it, its timeline, the cards linked
+// to it, its own subtasks and attachments. Fields the API may send as null
+// are pointers, zero-able types or raw JSON; fields it adds later are
+// ignored. Custom fields and the block reason are kept as the API sends
+// them: their shape depends on the field's type and the account's setup.
+//
+// The API has named the watchers both "watcher_ids" and "watchers_ids":
+// a card reads either, or both merged, and writes "watcher_ids".
 type Card struct {
-	CardID                 ID              `json:"card_id"`
-	CustomID               Text            `json:"custom_id"`
-	BoardID                ID              `json:"board_id"`
-	WorkflowID             ID              `json:"workflow_id"`
-	Title                  string          `json:"title"`
-	Description            string          `json:"description"` // HTML
-	OwnerUserID            *ID             `json:"owner_user_id"`
-	TypeID                 *ID             `json:"type_id"`
-	Color                  string          `json:"color"`
-	Section                Int             `json:"section"`
-	ColumnID               ID              `json:"column_id"`
-	LaneID                 ID              `json:"lane_id"`
-	Position               Int             `json:"position"`
-	Size                   *Float          `json:"size"`
-	Priority               *Int            `json:"priority"`
-	Deadline               Time            `json:"deadline"`
-	Reporter               *Author         `json:"reporter"`
-	CreatedAt              Time            `json:"created_at"`
-	LastModified           Time            `json:"last_modified"`
-	IsBlocked              Flag            `json:"is_blocked"`
-	BlockReason            json.RawMessage `json:"block_reason,omitempty"`
-	TagIDs                 []ID            `json:"tag_ids"`
-	CoOwnerIDs             []ID            `json:"co_owner_ids"`
-	WatchersIDs            []ID            `json:"watchers_ids"`
-	CustomFields           json.RawMessage `json:"custom_fields,omitempty"`
-	LinkedCards            json.RawMessage `json:"linked_cards,omitempty"`
-	FinishedSubtaskCount   Int             `json:"finished_subtask_count"`
-	UnfinishedSubtaskCount Int             `json:"unfinished_subtask_count"`
+	CardID       ID      `json:"card_id"`
+	CustomID     Text    `json:"custom_id"`
+	BoardID      ID      `json:"board_id"`
+	WorkflowID   ID      `json:"workflow_id"`
+	Title        string  `json:"title"`
+	Description  string  `json:"description"` // HTML
+	OwnerUserID  *ID     `json:"owner_user_id"`
+	TypeID       *ID     `json:"type_id"`
+	Color        string  `json:"color"`
+	Section      Int     `json:"section"`
+	ColumnID     ID      `json:"column_id"`
+	LaneID       ID      `json:"lane_id"`
+	Position     Int     `json:"position"`
+	LastColumnID *ID     `json:"last_column_id"` // where it was before its last move
+	LastLaneID   *ID     `json:"last_lane_id"`
+	Size         *Float  `json:"size"`
+	Priority     *Int    `json:"priority"`
+	Deadline     Time    `json:"deadline"`
+	Reporter     *Author `json:"reporter"`
+	CreatedAt    Time    `json:"created_at"`
+	LastModified Time    `json:"last_modified"`
+	// Revision counts the card's changes.
+	Revision Int `json:"revision"`
+
+	// The timeline: since when the card is in its column and lane, and
+	// when it first and last entered the requested, in-progress and done
+	// sections of its workflow. Each is zero (null) until it happened.
+	InCurrentPositionSince Time `json:"in_current_position_since"`
+	FirstRequestTime       Time `json:"first_request_time"`
+	FirstStartTime         Time `json:"first_start_time"`
+	FirstEndTime           Time `json:"first_end_time"`
+	LastRequestTime        Time `json:"last_request_time"`
+	LastStartTime          Time `json:"last_start_time"`
+	LastEndTime            Time `json:"last_end_time"`
+
+	IsBlocked    Flag            `json:"is_blocked"`
+	BlockReason  json.RawMessage `json:"block_reason,omitempty"`
+	TagIDs       []ID            `json:"tag_ids"`
+	MilestoneIDs []ID            `json:"milestone_ids"`
+	CoOwnerIDs   []ID            `json:"co_owner_ids"`
+	// WatcherIDs are the users who watch the card, from "watcher_ids" or
+	// "watchers_ids".
+	WatcherIDs   []ID            `json:"watcher_ids"`
+	CustomFields json.RawMessage `json:"custom_fields,omitempty"`
+	Stickers     []Sticker       `json:"stickers"`
+	Annotations  []Annotation    `json:"annotations"`
+	Attachments  []Attachment    `json:"attachments"`
+	CoverImage   *CoverImage     `json:"cover_image"`
+
+	// LinkedCards are the card's relations: parents, children,
+	// predecessors, successors, relatives.
+	LinkedCards []LinkedCard `json:"linked_cards"`
+	// ChildCardStats sums up the card's children; nil when not sent.
+	ChildCardStats *ChildCardStats `json:"child_card_stats"`
+	// Subtasks are the subtasks the card embeds, as GET
+	// /cards/{card_id}/subtasks lists them.
+	Subtasks               []Subtask `json:"subtasks"`
+	FinishedSubtaskCount   Int       `json:"finished_subtask_count"`
+	UnfinishedSubtaskCount Int       `json:"unfinished_subtask_count"`
 }
 
-// Comment is a comment on a card.
+// UnmarshalJSON decodes a card, merging "watchers_ids" into WatcherIDs.
+func (c *Card) UnmarshalJSON(b []byte) error {
+	type plain Card // the same fields, without this method
+	v := struct {
+		plain
+		OldWatcherIDs []ID `json:"watchers_ids"`
+	}{plain: plain(*c)}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*c = Card(v.plain)
+	c.WatcherIDs = mergeIDs(c.WatcherIDs, v.OldWatcherIDs)
+	return nil
+}
+
+// mergeIDs returns a followed by the IDs of b it lacks; nil when both are.
+func mergeIDs(a, b []ID) []ID {
+	if b == nil {
+		return a
+	}
+	if a == nil {
+		return b
+	}
+	for _, id := range b {
+		if !slices.Contains(a, id) {
+			a = append(a, id)
+		}
+	}
+	return a
+}
+
+// LinkedCard is a card related to another: card_id is the linked card and
+// link_type says what it is to the card holding the link, such as
+// "parent", "child", "predecessor", "successor" or "relative". Position,
+// sent by some endpoints, orders the links of one type.
+type LinkedCard struct {
+	CardID   ID     `json:"card_id"`
+	LinkType string `json:"link_type"`
+	Position *Int   `json:"position,omitempty"`
+}
+
+// ChildCardStats sums up a card's child cards: the sizes of all of them,
+// and of the finished and unfinished ones at the bottom of the hierarchy,
+// whether any is unfinished, and the latest deadline among those.
+type ChildCardStats struct {
+	ChildCardSizeSum                 Float `json:"child_card_size_sum"`
+	FinishedBottomChildCardSizeSum   Float `json:"finished_bottom_child_card_size_sum"`
+	UnfinishedBottomChildCardSizeSum Float `json:"unfinished_bottom_child_card_size_sum"`
+	HasUnfinishedChildCards          Flag  `json:"has_unfinished_child_cards"`
+	LastUnfinishedChildCardDeadline  Time  `json:"last_unfinished_child_card_deadline"`
+}
+
+// Attachment is a file attached to a card, a comment or a subtask: a link
+// and the file's name. Position orders a card's attachments; comments'
+// are not numbered.
+type Attachment struct {
+	ID       ID     `json:"id"`
+	FileName string `json:"file_name"`
+	Link     string `json:"link"`
+	Position *Int   `json:"position,omitempty"`
+}
+
+// CoverImage is the attachment a card shows as its cover.
+type CoverImage struct {
+	AttachmentID ID     `json:"attachment_id"`
+	Link         string `json:"link"`
+	Width        Int    `json:"width"`
+	Height       Int    `json:"height"`
+}
+
+// Sticker is a sticker put on a card: ID numbers this placement,
+// StickerID names the sticker.
+type Sticker struct {
+	ID        ID `json:"id"`
+	CardID    ID `json:"card_id"`
+	StickerID ID `json:"sticker_id"`
+}
+
+// Annotation is a note on a part of a card's description, in a thread.
+type Annotation struct {
+	ThreadID  Text   `json:"thread_id"`
+	CommentID Text   `json:"comment_id"`
+	AuthorID  ID     `json:"author_id"`
+	Content   string `json:"content"`
+	CreatedAt Time   `json:"created_at"`
+}
+
+// Comment is a comment on a card. A comment written on the board has an
+// Author; one sent or received as email has a Sender and Recipients
+// instead. The fake API's types are "plain", "sent as email" and
+// "received as email"; IsEmail does not depend on them.
 type Comment struct {
-	CommentID    ID              `json:"comment_id"`
-	Type         string          `json:"type"`
-	Text         string          `json:"text"` // HTML
-	Attachments  json.RawMessage `json:"attachments,omitempty"`
-	CreatedAt    Time            `json:"created_at"`
-	LastModified Time            `json:"last_modified"`
-	Author       *Author         `json:"author"`
+	CommentID    ID           `json:"comment_id"`
+	Type         string       `json:"type"`
+	Text         string       `json:"text"` // HTML
+	Attachments  []Attachment `json:"attachments"`
+	CreatedAt    Time         `json:"created_at"`
+	LastModified Time         `json:"last_modified"`
+	Author       *Author      `json:"author"`
+	Sender       *Author      `json:"sender,omitempty"`
+	Recipients   *Recipients  `json:"recipients,omitempty"`
+}
+
+// IsEmail reports whether the comment was sent or received as email: it
+// has a sender or recipients.
+func (c Comment) IsEmail() bool { return c.Sender != nil || c.Recipients != nil }
+
+// Recipients are who an email comment went to. A bare list, which some
+// answers may send, reads as To.
+type Recipients struct {
+	To  []Author `json:"to"`
+	CC  []Author `json:"cc"`
+	BCC []Author `json:"bcc"`
+}
+
+// UnmarshalJSON reads {"to":[…],"cc":[…],"bcc":[…]}, or a list as To.
+func (r *Recipients) UnmarshalJSON(b []byte) error {
+	if b = bytes.TrimSpace(b); len(b) > 0 && b[0] == '[' {
+		*r = Recipients{}
+		return json.Unmarshal(b, &r.To)
+	}
+	type plain Recipients
+	return json.Unmarshal(b, (*plain)(r))
 }
 
 // Subtask is a subtask of a card.
 type Subtask struct {
-	SubtaskID   ID              `json:"subtask_id"`
-	Description string          `json:"description"`
-	OwnerUserID *ID             `json:"owner_user_id"`
-	FinishedAt  Time            `json:"finished_at"` // zero while not finished
-	Deadline    Time            `json:"deadline"`
-	Position    Int             `json:"position"`
-	Attachments json.RawMessage `json:"attachments,omitempty"`
+	SubtaskID   ID           `json:"subtask_id"`
+	Description string       `json:"description"`
+	OwnerUserID *ID          `json:"owner_user_id"`
+	FinishedAt  Time         `json:"finished_at"` // zero while not finished
+	Deadline    Time         `json:"deadline"`
+	Position    Int          `json:"position"`
+	Attachments []Attachment `json:"attachments"`
 }
 
 // Finished reports whether the subtask is done.
 func (s Subtask) Finished() bool { return !s.FinishedAt.IsZero() }
 
-// Author is who wrote a comment or reported a card: a type ("user",
-// "email", ...) and a value whose form depends on it.
+// Author is a person as the API refers to one, in a comment's author,
+// sender and recipients and a card's reporter: a type and a value whose
+// form depends on it. In comments the types are "internal", a user of the
+// account whose value is the user ID, and "external", anyone else, whose
+// value is an email address; a reporter may be of another type, such as
+// "user". Value is kept as sent. A bare string or number reads as Value
+// with no Type, and an object with neither member as Value whole, so that
+// no answer loses the person.
 type Author struct {
-	Type  string          `json:"type"`
+	Type  string          `json:"type,omitempty"`
 	Value json.RawMessage `json:"value"`
+}
+
+// UnmarshalJSON reads {"type":…,"value":…}, or the other forms above.
+func (a *Author) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	if string(b) == "null" {
+		return nil
+	}
+	if len(b) == 0 || b[0] != '{' { // json.Unmarshal has checked that b is JSON
+		*a = Author{Value: bytes.Clone(b)}
+		return nil
+	}
+	var v struct {
+		Type  *Text           `json:"type"`
+		Value json.RawMessage `json:"value"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	if v.Type == nil && v.Value == nil {
+		*a = Author{Value: bytes.Clone(b)}
+		return nil
+	}
+	*a = Author{Value: v.Value}
+	if v.Type != nil {
+		a.Type = string(*v.Type)
+	}
+	return nil
 }
 
 // CardDetails is a card with its comments and subtasks.
@@ -81,166 +262,4 @@ type CardDetails struct {
 	Card     Card      `json:"card"`
 	Comments []Comment `json:"comments"`
 	Subtasks []Subtask `json:"subtasks"`
-}
-
-// The types below decode what the API sends in more than one form: the
-// real API has sent numbers as strings, flags as 0 and 1, and timestamps
-// with Z, +00:00 or a space between date and time. Each encodes in one,
-// canonical form.
-
-// ID is a Kanbanize identifier: a JSON number or a string of digits.
-// It encodes as a number.
-type ID int64
-
-// UnmarshalJSON accepts 345, "345", "" and null (both 0).
-func (id *ID) UnmarshalJSON(b []byte) error {
-	n, err := lenientInt(b)
-	if err != nil {
-		return fmt.Errorf("kanbanize: %s is not an ID", b)
-	}
-	*id = ID(n)
-	return nil
-}
-
-// String returns the decimal form.
-func (id ID) String() string { return strconv.FormatInt(int64(id), 10) }
-
-// Int is a whole number sent as a JSON number or a string of digits.
-type Int int
-
-// UnmarshalJSON accepts 2, "2", 2.0, "" and null (0).
-func (n *Int) UnmarshalJSON(b []byte) error {
-	v, err := lenientInt(b)
-	if err != nil {
-		return fmt.Errorf("kanbanize: %s is not a whole number", b)
-	}
-	*n = Int(v)
-	return nil
-}
-
-// Float is a number sent as a JSON number or a numeric string.
-type Float float64
-
-// UnmarshalJSON accepts 2.5, "2.5", "" and null (0).
-func (f *Float) UnmarshalJSON(b []byte) error {
-	s := unquote(b)
-	if s == "" || s == "null" {
-		*f = 0
-		return nil
-	}
-	v, err := strconv.ParseFloat(s, 64)
-	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
-		return fmt.Errorf("kanbanize: %s is not a number", b)
-	}
-	*f = Float(v)
-	return nil
-}
-
-// Text is a string the API may send as a number (a custom ID like 17).
-// Empty, it encodes as null, as the API sends it.
-type Text string
-
-// MarshalJSON writes the string, or null when empty.
-func (t Text) MarshalJSON() ([]byte, error) {
-	if t == "" {
-		return []byte("null"), nil
-	}
-	return json.Marshal(string(t))
-}
-
-// UnmarshalJSON accepts "PRJ-17", 17 and null ("").
-func (t *Text) UnmarshalJSON(b []byte) error {
-	if len(b) > 0 && b[0] == '"' {
-		var s string
-		if err := json.Unmarshal(b, &s); err != nil {
-			return err
-		}
-		*t = Text(s)
-		return nil
-	}
-	s := string(b)
-	if s == "null" {
-		*t = ""
-		return nil
-	}
-	if _, err := strconv.ParseFloat(s, 64); err != nil {
-		return fmt.Errorf("kanbanize: %s is not text", b)
-	}
-	*t = Text(s)
-	return nil
-}
-
-// Time is a timestamp; its zero value means the API sent none (null or
-// ""), and encodes as null. It reads RFC 3339 with Z or an offset, and
-// "2006-01-02 15:04:05" and a bare date, both as UTC.
-type Time struct{ time.Time }
-
-var timeLayouts = []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02 15:04:05", "2006-01-02"}
-
-// UnmarshalJSON reads the forms above.
-func (t *Time) UnmarshalJSON(b []byte) error {
-	s := unquote(b)
-	if s == "" || s == "null" {
-		t.Time = time.Time{}
-		return nil
-	}
-	for _, layout := range timeLayouts {
-		if v, err := time.Parse(layout, s); err == nil {
-			t.Time = v
-			return nil
-		}
-	}
-	return fmt.Errorf("kanbanize: %s is not a timestamp", b)
-}
-
-// MarshalJSON writes RFC 3339, or null for the zero Time.
-func (t Time) MarshalJSON() ([]byte, error) {
-	if t.IsZero() {
-		return []byte("null"), nil
-	}
-	return json.Marshal(t.Format(time.RFC3339))
-}
-
-// Flag is a yes-or-no field: the API sends 0 and 1, sometimes true and
-// false. It encodes as a JSON boolean.
-type Flag bool
-
-// UnmarshalJSON accepts true, false, 0, 1, "0", "1" and null.
-func (f *Flag) UnmarshalJSON(b []byte) error {
-	switch unquote(b) {
-	case "true", "1":
-		*f = true
-	case "false", "0", "null", "":
-		*f = false
-	default:
-		return fmt.Errorf("kanbanize: %s is not a flag", b)
-	}
-	return nil
-}
-
-// unquote is the text of a JSON string, its escapes decoded ("\u0033" is
-// a digit too), or another JSON value as it is; without spaces around.
-func unquote(b []byte) string {
-	var s string
-	if len(b) > 0 && b[0] == '"' && json.Unmarshal(b, &s) == nil {
-		return strings.TrimSpace(s)
-	}
-	return strings.TrimSpace(string(bytes.Trim(b, `"`)))
-}
-
-// lenientInt reads a whole number from a JSON number or string: "" and
-// null are 0, and a number with a zero fraction (2.0) is accepted.
-func lenientInt(b []byte) (int64, error) {
-	s := unquote(b)
-	if s == "" || s == "null" {
-		return 0, nil
-	}
-	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
-		return n, nil
-	}
-	f, err := strconv.ParseFloat(s, 64)
-	if err != nil || f != math.Trunc(f) || math.Abs(f) > 1<<53 {
-		return 0, fmt.Errorf("not a whole number")
-	}
-	return int64(f), nil
 }

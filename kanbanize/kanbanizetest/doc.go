@@ -14,10 +14,19 @@
 //	/api/v2/cards/{card_id}/comments  {"data": [Comment]}
 //	/api/v2/cards/{card_id}/subtasks  {"data": [Subtask]}
 //
+// in the shapes the API publishes: a card with its timeline, linked cards,
+// embedded subtasks and attachments, its watchers as "watcher_ids" or, on
+// some cards, "watchers_ids"; comments written on the board with an
+// author, and comments sent or received as email with a sender and
+// recipients to, cc and bcc; people as internal users or external
+// addresses.
+//
 // Every error has the body {"error":{"code":…,"message":…,"reference":…}}:
 // AU01 (401) for a missing or wrong key, CA01 (404) for an unknown card,
 // RL01 (429) or RL02 (400) for a rate-limit refusal, and the fake's own
-// NF01 (404) for an unknown path and MA01 (405) for a method other than GET.
+// NF01 (404) for an unknown path, MA01 (405) for a method other than GET
+// and FB01 (403) for a card whose fixture is Forbidden, whose body has
+// "details" too.
 //
 // The package imports neither ratewise nor kanbanize, so their tests can
 // use it.

@@ -32,14 +32,27 @@ var fixtureEpoch = time.Date(2025, 1, 6, 9, 0, 0, 0, time.UTC)
 // i%4 subtasks, so card 100 has neither, and its title is titles[i%10],
 // starting "Set up CI pipeline", "Fix login redirect loop", "Migrate
 // invoices to the new schema". Cards at even indexes write times with "Z",
-// those at odd indexes with "+00:00". Cards at indexes 3, 8, 13, … carry
-// unknown extra fields. The subtask counts of each card match its
-// subtasks. Fixtures returns an empty, non-nil slice for n <= 0, so that
-// Config{Cards: Fixtures(0)} serves no cards.
+// those at odd indexes with "+00:00". Cards at indexes 1, 4, 7, … send
+// their watchers as "watchers_ids", the others as "watcher_ids". Cards at
+// indexes 3, 8, 13, … carry unknown extra fields. The subtask counts of
+// each card match its subtasks, which the card embeds too. Comment 2 of a
+// card, when it has one, was sent as email and comment 3 received as
+// email; the others are plain. The card at index 2, 6, 10, … has the card
+// before it as its child, which has it as its parent. Fixtures returns an
+// empty, non-nil slice for n <= 0, so that Config{Cards: Fixtures(0)}
+// serves no cards.
 func Fixtures(n int) []CardFixture {
 	out := make([]CardFixture, 0, max(n, 0))
 	for i := range max(n, 0) {
 		out = append(out, fixture(i))
+	}
+	// Each child link has its parent link on the other side.
+	for i := range out {
+		for _, l := range out[i].Card.LinkedCards {
+			if j := l.CardID - FirstCardID; l.LinkType == "child" && j >= 0 && j < len(out) {
+				out[j].Card.LinkedCards = append(out[j].Card.LinkedCards, LinkedCard{CardID: out[i].Card.CardID, LinkType: "parent"})
+			}
+		}
 	}
 	return out
 }
@@ -58,25 +71,32 @@ func fixture(i int) CardFixture {
 	section := 1 + i%4
 
 	c := Card{
-		CardID:       id,
-		BoardID:      board,
-		WorkflowID:   10*board + 1,
-		Title:        title,
-		Description:  fmt.Sprintf("<p>%s.</p><p>Notes &amp; links for card %d.</p>", title, id),
-		Color:        colors[i%len(colors)],
-		Section:      section,
-		ColumnID:     10*board + section,
-		LaneID:       100*board + 1 + i%2,
-		Position:     i % 7,
-		Reporter:     user(1 + (i+2)%5),
-		CreatedAt:    stamp(created),
-		LastModified: stamp(created.Add(time.Duration(i%4+1) * 24 * time.Hour)),
-		TagIDs:       []int{},
-		CoOwnerIDs:   []int{},
-		WatchersIDs:  []int{},
-		CustomFields: []CustomField{},
-		LinkedCards:  []LinkedCard{},
+		CardID:         id,
+		BoardID:        board,
+		WorkflowID:     10*board + 1,
+		Title:          title,
+		Description:    fmt.Sprintf("<p>%s.</p><p>Notes &amp; links for card %d.</p>", title, id),
+		Color:          colors[i%len(colors)],
+		Section:        section,
+		ColumnID:       10*board + section,
+		LaneID:         100*board + 1 + i%2,
+		Position:       i % 7,
+		Reporter:       UserRef{Type: "user", UserID: 1 + (i+2)%5},
+		CreatedAt:      stamp(created),
+		LastModified:   stamp(created.Add(time.Duration(section) * 24 * time.Hour)),
+		Revision:       section + 1 + i%3,
+		TagIDs:         []int{},
+		MilestoneIDs:   []int{},
+		CoOwnerIDs:     []int{},
+		WatcherIDs:     []int{},
+		CustomFields:   []CustomField{},
+		Stickers:       []Sticker{},
+		Annotations:    []Annotation{},
+		Attachments:    []Attachment{},
+		LinkedCards:    []LinkedCard{},
+		OldWatchersKey: i%3 == 1,
 	}
+	timeline(&c, created, stamp)
 	if i%2 == 0 {
 		c.CustomID = ptr(fmt.Sprintf("ENG-%d", id))
 	}
@@ -106,13 +126,32 @@ func fixture(i int) CardFixture {
 		c.CoOwnerIDs = []int{2, 3}
 	}
 	if i%7 != 0 {
-		c.WatchersIDs = []int{1 + i%5}
+		c.WatcherIDs = []int{1 + i%5}
+	}
+	if i%5 == 2 {
+		c.MilestoneIDs = []int{1 + i%3}
+	}
+	if i%9 == 4 {
+		c.Stickers = []Sticker{{ID: 10 * id, CardID: id, StickerID: 1 + i%3}}
+	}
+	if i%10 == 7 {
+		c.Annotations = []Annotation{{ThreadID: fmt.Sprintf("thread-%d", id), CommentID: fmt.Sprintf("note-%d", id),
+			AuthorID: 1 + i%5, Content: "Is this step still needed?", CreatedAt: stamp(created.Add(time.Hour))}}
+	}
+	switch i % 6 {
+	case 1:
+		c.Attachments = []Attachment{cardAttachment(10*id+8, fmt.Sprintf("spec-%d.pdf", id))}
+	case 4:
+		a := cardAttachment(10*id+9, fmt.Sprintf("screen-%d.png", id))
+		c.Attachments = []Attachment{a}
+		c.CoverImage = &CoverImage{AttachmentID: a.ID, Link: a.Link, Width: 1280, Height: 720}
 	}
 	if i%2 == 0 {
 		c.CustomFields = []CustomField{{FieldID: 1, Value: "team-" + teams[i%len(teams)]}}
 	}
 	if i%4 == 2 {
 		c.LinkedCards = []LinkedCard{{CardID: id - 1, LinkType: "child"}}
+		c.ChildCardStats = childStats(fixture(i - 1).Card) // i-1 has no child: no deeper recursion
 	}
 	if i%5 == 3 {
 		c.Extra = map[string]any{"version": 3}
@@ -134,7 +173,47 @@ func fixture(i int) CardFixture {
 		}
 		fx.Subtasks = append(fx.Subtasks, st)
 	}
+	fx.Card.Subtasks = cloneSubtasks(fx.Subtasks)
 	return fx
+}
+
+// timeline sets the times at which c, created at created, entered each
+// section it reached, and since when it is where it is: the later the
+// section, the more of them. Each comes before c's last modification.
+func timeline(c *Card, created time.Time, stamp func(time.Time) string) {
+	since := created
+	if c.Section >= 2 {
+		since = created.Add(2 * time.Hour)
+		c.FirstRequestTime, c.LastRequestTime = ptr(stamp(since)), ptr(stamp(since))
+		c.LastColumnID, c.LastLaneID = ptr(c.ColumnID-1), ptr(c.LaneID)
+	}
+	if c.Section >= 3 {
+		first := created.Add(24 * time.Hour)
+		since = created.Add(30 * time.Hour)
+		c.FirstStartTime, c.LastStartTime = ptr(stamp(first)), ptr(stamp(since))
+	}
+	if c.Section >= 4 {
+		since = created.Add(4*24*time.Hour - time.Hour)
+		c.FirstEndTime, c.LastEndTime = ptr(stamp(since)), ptr(stamp(since))
+	}
+	c.InCurrentPositionSince = stamp(since)
+}
+
+// childStats sums up child, a card with no children of its own.
+func childStats(child Card) ChildCardStats {
+	size := 0
+	if child.Size != nil {
+		size = *child.Size
+	}
+	st := ChildCardStats{ChildCardSizeSum: size}
+	if child.Section >= 4 {
+		st.FinishedBottomChildCardSizeSum = size
+	} else {
+		st.UnfinishedBottomChildCardSizeSum = size
+		st.HasUnfinishedChildCards = true
+		st.LastUnfinishedChildCardDeadline = child.Deadline
+	}
+	return st
 }
 
 // comment makes comment k of the card at index i.
@@ -143,11 +222,24 @@ func comment(i, k int, created time.Time, stamp func(time.Time) string) Comment 
 	at := created.Add(time.Duration(k+1) * 3 * time.Hour)
 	c := Comment{
 		CommentID:   10*id + k,
-		Type:        "plain",
+		Type:        CommentPlain,
 		Text:        fmt.Sprintf("<p>Update %d on <b>card %d</b>.</p>", k+1, id),
 		Attachments: []Attachment{},
 		CreatedAt:   stamp(at),
-		Author:      user(1 + (i+k)%5),
+		Author:      ptr(internal(1 + (i+k)%5)),
+	}
+	vendor := external(fmt.Sprintf("vendor-%d@example.com", id))
+	switch k {
+	case 2:
+		c.Type, c.Author = CommentSentAsEmail, nil
+		c.Text = fmt.Sprintf("<p>Could you confirm the date for card %d?</p>", id)
+		c.Sender = ptr(internal(1 + (i+k)%5))
+		c.Recipients = &Recipients{To: []UserRef{vendor}, CC: []UserRef{internal(1 + i%5)}, BCC: []UserRef{external("audit@example.com")}}
+	case 3:
+		c.Type, c.Author = CommentReceivedAsEmail, nil
+		c.Text = fmt.Sprintf("<p>Confirmed for card %d.</p>", id)
+		c.Sender = ptr(vendor)
+		c.Recipients = &Recipients{To: []UserRef{internal(1 + (i+k)%5)}, CC: []UserRef{}, BCC: []UserRef{}}
 	}
 	if k%2 == 1 {
 		c.LastModified = ptr(stamp(at.Add(time.Hour)))
@@ -191,7 +283,16 @@ func attachment(id int, name string) Attachment {
 	return Attachment{ID: id, FileName: name, Link: "https://files.kanbanize.test/" + name}
 }
 
-func user(id int) UserRef { return UserRef{Type: "user", Value: id} }
+// cardAttachment is a card's first attachment, which is numbered.
+func cardAttachment(id int, name string) Attachment {
+	a := attachment(id, name)
+	a.Position = ptr(0)
+	return a
+}
+
+func internal(userID int) UserRef { return UserRef{Type: PersonInternal, UserID: userID} }
+
+func external(email string) UserRef { return UserRef{Type: PersonExternal, Email: email} }
 
 func ptr[T any](v T) *T { return &v }
 

@@ -56,9 +56,10 @@ func get(t *testing.T, s *Server, path string) result {
 // apiError is the error body of the API.
 type apiError struct {
 	Error struct {
-		Code      string `json:"code"`
-		Message   string `json:"message"`
-		Reference string `json:"reference"`
+		Code      string          `json:"code"`
+		Message   string          `json:"message"`
+		Reference string          `json:"reference"`
+		Details   json.RawMessage `json:"details"`
 	} `json:"error"`
 }
 

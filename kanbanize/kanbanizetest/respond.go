@@ -175,6 +175,10 @@ func (s *Server) cardAnswer(e Endpoint, id int) answer {
 	if !ok {
 		return s.errorAnswer(http.StatusNotFound, "CA01", "Card not found.")
 	}
+	if sv.fixture.Forbidden {
+		return s.errorAnswerDetails(http.StatusForbidden, "FB01", "You do not have permission to see this card.",
+			map[string]int{"card_id": id, "board_id": sv.fixture.Card.BoardID})
+	}
 	return jsonAnswer(http.StatusOK, sv.body[e])
 }
 
@@ -189,14 +193,21 @@ func (s *Server) limitedAnswer(status int, code string, wait time.Duration) answ
 
 // errorAnswer returns the API's error body, with a fresh reference.
 func (s *Server) errorAnswer(status int, code, message string) answer {
+	return s.errorAnswerDetails(status, code, message, nil)
+}
+
+// errorAnswerDetails returns the API's error body with details, which
+// must encode, or without them when nil.
+func (s *Server) errorAnswerDetails(status int, code, message string, details any) answer {
 	type apiError struct {
 		Code      string `json:"code"`
 		Message   string `json:"message"`
 		Reference string `json:"reference"`
+		Details   any    `json:"details,omitempty"`
 	}
-	b, _ := json.Marshal(struct { // cannot fail: strings only
+	b, _ := json.Marshal(struct { // cannot fail: strings, and details that encode
 		Error apiError `json:"error"`
-	}{apiError{Code: code, Message: message, Reference: s.reference()}})
+	}{apiError{Code: code, Message: message, Reference: s.reference(), Details: details}})
 	return jsonAnswer(status, b)
 }
 

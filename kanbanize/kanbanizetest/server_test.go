@@ -14,26 +14,34 @@ import (
 )
 
 func TestEndpointsUseTheAPIFieldNames(t *testing.T) {
-	cardKeys := []string{
-		"card_id", "custom_id", "board_id", "workflow_id", "title", "description",
-		"owner_user_id", "type_id", "color", "section", "column_id", "lane_id",
-		"position", "size", "priority", "deadline", "reporter", "created_at",
-		"last_modified", "is_blocked", "block_reason", "tag_ids", "co_owner_ids",
-		"watchers_ids", "custom_fields", "linked_cards", "finished_subtask_count",
-		"unfinished_subtask_count",
+	cardKeys := func(watchers string) []string {
+		return []string{
+			"card_id", "custom_id", "board_id", "workflow_id", "title", "description",
+			"owner_user_id", "type_id", "color", "section", "column_id", "lane_id",
+			"position", "last_column_id", "last_lane_id", "size", "priority", "deadline",
+			"reporter", "created_at", "last_modified", "revision",
+			"in_current_position_since", "first_request_time", "first_start_time",
+			"first_end_time", "last_request_time", "last_start_time", "last_end_time",
+			"is_blocked", "block_reason", "tag_ids", "milestone_ids", "co_owner_ids",
+			watchers, "custom_fields", "stickers", "annotations", "attachments",
+			"cover_image", "linked_cards", "child_card_stats", "subtasks",
+			"finished_subtask_count", "unfinished_subtask_count",
+		}
 	}
-	commentKeys := []string{"comment_id", "type", "text", "attachments", "created_at", "last_modified", "author"}
+	commentKeys := []string{"comment_id", "type", "text", "attachments", "created_at", "last_modified"}
+	plainKeys := append(slices.Clone(commentKeys), "author")
+	emailKeys := append(slices.Clone(commentKeys), "sender", "recipients")
 	subtaskKeys := []string{"subtask_id", "description", "owner_user_id", "finished_at", "deadline", "position", "attachments"}
 
 	s := New(Config{})
 	tests := []struct {
 		path     string
-		wantKeys []string
-		wantN    int // objects in "data"
+		wantKeys [][]string // of each object in "data", in order
 	}{
-		{path: "/cards/103", wantKeys: append(cardKeys, "version"), wantN: 1},
-		{path: "/cards/103/comments", wantKeys: commentKeys, wantN: 3},
-		{path: "/cards/103/subtasks", wantKeys: subtaskKeys, wantN: 3},
+		{path: "/cards/103", wantKeys: [][]string{append(cardKeys("watcher_ids"), "version")}},
+		{path: "/cards/101", wantKeys: [][]string{cardKeys("watchers_ids")}},
+		{path: "/cards/104/comments", wantKeys: [][]string{plainKeys, plainKeys, emailKeys, emailKeys}},
+		{path: "/cards/103/subtasks", wantKeys: [][]string{subtaskKeys, subtaskKeys, subtaskKeys}},
 	}
 	for _, tt := range tests {
 		r := get(t, s, tt.path)
@@ -48,7 +56,7 @@ func TestEndpointsUseTheAPIFieldNames(t *testing.T) {
 			t.Fatalf("GET %s: body %q: %v", tt.path, r.body, err)
 		}
 		var objs []map[string]any
-		if tt.path == "/cards/103" {
+		if !strings.Contains(tt.path, "/comments") && !strings.Contains(tt.path, "/subtasks") {
 			objs = make([]map[string]any, 1)
 			err := json.Unmarshal(env.Data, &objs[0])
 			if err != nil {
@@ -57,14 +65,14 @@ func TestEndpointsUseTheAPIFieldNames(t *testing.T) {
 		} else if err := json.Unmarshal(env.Data, &objs); err != nil {
 			t.Fatal(err)
 		}
-		if len(objs) != tt.wantN {
-			t.Fatalf("GET %s returned %d objects, want %d", tt.path, len(objs), tt.wantN)
+		if len(objs) != len(tt.wantKeys) {
+			t.Fatalf("GET %s returned %d objects, want %d", tt.path, len(objs), len(tt.wantKeys))
 		}
-		for _, o := range objs {
+		for i, o := range objs {
 			got := slices.Sorted(maps.Keys(o))
-			want := slices.Sorted(slices.Values(tt.wantKeys))
+			want := slices.Sorted(slices.Values(tt.wantKeys[i]))
 			if !slices.Equal(got, want) {
-				t.Errorf("GET %s: keys = %v, want %v", tt.path, got, want)
+				t.Errorf("GET %s: keys of object %d = %v, want %v", tt.path, i, got, want)
 			}
 		}
 		if tt.path == "/cards/103" {
@@ -277,5 +285,30 @@ func decode(t *testing.T, r result, v any) {
 	}
 	if err := json.Unmarshal([]byte(r.body), v); err != nil {
 		t.Fatalf("decoding %s: %v", r.body, err)
+	}
+}
+
+// TestForbiddenCard: a fixture marked Forbidden answers 403 with code FB01
+// and details on each of its endpoints; the other cards are served.
+func TestForbiddenCard(t *testing.T) {
+	cards := Fixtures(3)
+	cards[1].Forbidden = true
+	s := New(Config{Cards: cards})
+	for _, path := range []string{"/cards/101", "/cards/101/comments", "/cards/101/subtasks"} {
+		r := get(t, s, path)
+		e := errorOf(t, r)
+		if r.status != http.StatusForbidden || e.Error.Code != "FB01" || e.Error.Message == "" {
+			t.Errorf("GET %s = %d %s, want 403 FB01", path, r.status, r.body)
+		}
+		var details map[string]int
+		if err := json.Unmarshal(e.Error.Details, &details); err != nil || details["card_id"] != 101 || details["board_id"] != cards[1].Card.BoardID {
+			t.Errorf("GET %s: details = %s (%v), want the card 101 and its board %d", path, e.Error.Details, err, cards[1].Card.BoardID)
+		}
+	}
+	if r := get(t, s, "/cards/102"); r.status != 200 {
+		t.Errorf("GET /cards/102 = %d, want 200", r.status)
+	}
+	if fx, _ := s.Card(101); !fx.Forbidden {
+		t.Error("Card(101).Forbidden = false, want the fixture as served")
 	}
 }

@@ -82,8 +82,10 @@ func run(ctx context.Context, cfg config, out, progressOut io.Writer) (*report, 
 	if err != nil {
 		return nil, err
 	}
+	// The fake's refusals say when to come back (Retry-After, in seconds
+	// of its faster clock), so that the retrying run can honour them.
 	fakeConfig := kanbanizetest.Config{APIKey: apiKey, PerMinute: limits[0].Burst, PerHour: limits[1].Burst,
-		TimeScale: cfg.speed, Latency: latency}
+		TimeScale: cfg.speed, Latency: latency, RetryAfter: kanbanizetest.RetryAfterSeconds}
 	rep := &report{Cards: cfg.cards, Concurrency: cfg.concurrency, Plan: cfg.plan}
 
 	// Plain: what a service without rate-limit handling does.

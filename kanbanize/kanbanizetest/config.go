@@ -41,7 +41,9 @@ type Config struct {
 	// 3 seconds and the per-hour one every 3 minutes. Zero means 1.
 	TimeScale float64
 	// RetryAfter says how a refusal tells the client when to come back.
-	// The zero value is RetryAfterSeconds.
+	// The zero value, RetryAfterNone, sends no Retry-After, as nothing
+	// public says the real API sends one: ask for RetryAfterSeconds or
+	// RetryAfterHTTPDate to test a client's handling of the header.
 	RetryAfter RetryAfterMode
 	// RL02 answers rate-limit refusals as some accounts get them: status
 	// 400 with error code "RL02" instead of 429 with code "RL01".
@@ -57,29 +59,31 @@ type Config struct {
 }
 
 // RetryAfterMode says how a rate-limit refusal tells the client when to
-// come back. The zero value is RetryAfterSeconds.
+// come back. The zero value is RetryAfterNone: the refusal says nothing,
+// as far as anything public tells of the real API.
 type RetryAfterMode int
 
 const (
+	// RetryAfterNone sends no Retry-After header: the client learns only
+	// the status and the error code. It is the zero value.
+	RetryAfterNone RetryAfterMode = iota
 	// RetryAfterSeconds sends Retry-After as whole seconds, rounded up, at
 	// least 1.
-	RetryAfterSeconds RetryAfterMode = iota
+	RetryAfterSeconds
 	// RetryAfterHTTPDate sends Retry-After as an IMF-fixdate
 	// ([http.TimeFormat]) rounded up to a whole second.
 	RetryAfterHTTPDate
-	// RetryAfterNone sends no Retry-After header.
-	RetryAfterNone
 )
 
 // String returns the constant's name, such as "RetryAfterSeconds".
 func (m RetryAfterMode) String() string {
 	switch m {
+	case RetryAfterNone:
+		return "RetryAfterNone"
 	case RetryAfterSeconds:
 		return "RetryAfterSeconds"
 	case RetryAfterHTTPDate:
 		return "RetryAfterHTTPDate"
-	case RetryAfterNone:
-		return "RetryAfterNone"
 	}
 	return fmt.Sprintf("RetryAfterMode(%d)", int(m))
 }
@@ -92,10 +96,10 @@ const (
 	// FaultNone serves the request normally. It is the zero value.
 	FaultNone Fault = iota
 	// Fault429 answers 429 with error code RL01 and the configured
-	// Retry-After, at least a second away.
+	// Retry-After (none by default), at least a second away.
 	Fault429
 	// FaultRL02 answers 400 with error code RL02 and the configured
-	// Retry-After, at least a second away.
+	// Retry-After (none by default), at least a second away.
 	FaultRL02
 	// Fault503 answers 503 with an empty body and no headers of its own.
 	Fault503
@@ -168,8 +172,8 @@ func (c Config) Validate() error {
 	if c.PerHour < 0 {
 		bad = append(bad, fmt.Sprintf("PerHour is %d; use 0 for no limit or a positive count", c.PerHour))
 	}
-	if c.RetryAfter < RetryAfterSeconds || c.RetryAfter > RetryAfterNone {
-		bad = append(bad, fmt.Sprintf("RetryAfter is %v; use RetryAfterSeconds, RetryAfterHTTPDate or RetryAfterNone", c.RetryAfter))
+	if c.RetryAfter < RetryAfterNone || c.RetryAfter > RetryAfterHTTPDate {
+		bad = append(bad, fmt.Sprintf("RetryAfter is %v; use RetryAfterNone, RetryAfterSeconds or RetryAfterHTTPDate", c.RetryAfter))
 	}
 	if c.Latency < 0 {
 		bad = append(bad, fmt.Sprintf("Latency is %v; use 0 or more", c.Latency))

@@ -12,7 +12,7 @@ import (
 
 func TestPerMinuteLimit(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := New(Config{PerMinute: 30})
+		s := New(Config{PerMinute: 30, RetryAfter: RetryAfterSeconds})
 		for i := range 30 {
 			if r := get(t, s, "/cards/100"); r.status != 200 {
 				t.Fatalf("request %d = %d %s, want 200", i+1, r.status, r.body)
@@ -46,7 +46,7 @@ func TestPerMinuteLimit(t *testing.T) {
 
 func TestPerHourLimit(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := New(Config{PerHour: 5})
+		s := New(Config{PerHour: 5, RetryAfter: RetryAfterSeconds})
 		for i := range 5 {
 			if r := get(t, s, "/cards/101/comments"); r.status != 200 {
 				t.Fatalf("request %d = %d, want 200", i+1, r.status)
@@ -69,7 +69,7 @@ func TestPerHourLimit(t *testing.T) {
 
 func TestBothLimits(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := New(Config{PerMinute: 2, PerHour: 3})
+		s := New(Config{PerMinute: 2, PerHour: 3, RetryAfter: RetryAfterSeconds})
 		statuses := func(n int) []int {
 			var got []int
 			for range n {
@@ -106,11 +106,12 @@ func TestRefusalForms(t *testing.T) {
 		wantCode   string
 		wantRA     string // Retry-After; "date" means an HTTP date 60s on
 	}{
-		{name: "seconds", give: Config{PerMinute: 1}, wantStatus: 429, wantCode: "RL01", wantRA: "60"},
+		{name: "none, the default", give: Config{PerMinute: 1}, wantStatus: 429, wantCode: "RL01"},
+		{name: "seconds", give: Config{PerMinute: 1, RetryAfter: RetryAfterSeconds}, wantStatus: 429, wantCode: "RL01", wantRA: "60"},
 		{name: "HTTP date", give: Config{PerMinute: 1, RetryAfter: RetryAfterHTTPDate}, wantStatus: 429, wantCode: "RL01", wantRA: "date"},
 		{name: "none", give: Config{PerMinute: 1, RetryAfter: RetryAfterNone}, wantStatus: 429, wantCode: "RL01"},
-		{name: "RL02", give: Config{PerMinute: 1, RL02: true}, wantStatus: 400, wantCode: "RL02", wantRA: "60"},
-		{name: "RL02 without Retry-After", give: Config{PerHour: 1, RL02: true, RetryAfter: RetryAfterNone}, wantStatus: 400, wantCode: "RL02"},
+		{name: "RL02", give: Config{PerMinute: 1, RL02: true, RetryAfter: RetryAfterSeconds}, wantStatus: 400, wantCode: "RL02", wantRA: "60"},
+		{name: "RL02 without Retry-After", give: Config{PerHour: 1, RL02: true}, wantStatus: 400, wantCode: "RL02"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -24,13 +24,22 @@ type Config struct {
 	// APIKey is the key the server accepts in the apikey header. Empty
 	// means DefaultAPIKey.
 	APIKey string
+	// APIKeys are more keys the server accepts, besides APIKey: the keys
+	// of other users of the same account.
+	APIKeys []string
+	// PerAccount makes the limits the account's: every accepted key
+	// takes from one pair of buckets, so that one key's requests can get
+	// another refused. False keeps a pair of buckets per key. Nothing
+	// public says which the real API does.
+	PerAccount bool
 	// Cards are the fixtures served. Nil means Fixtures(DefaultCards); an
 	// empty, non-nil slice means no cards at all. New copies them and
 	// serves them as given: it does not recompute the subtask counts.
 	Cards []CardFixture
-	// PerMinute is the number of requests admitted per minute per API key:
-	// a token bucket refilled at PerMinute per 60s, holding up to
-	// PerMinute tokens. Zero means no per-minute limit.
+	// PerMinute is the number of requests admitted per minute per API key
+	// (per account with PerAccount): a token bucket refilled at PerMinute
+	// per 60s, holding up to PerMinute tokens. Zero means no per-minute
+	// limit.
 	PerMinute int
 	// PerHour is the number of requests admitted per hour per API key,
 	// likewise. Zero means no per-hour limit. A request must pass both
@@ -174,6 +183,11 @@ func (c Config) Validate() error {
 	}
 	if c.RetryAfter < RetryAfterNone || c.RetryAfter > RetryAfterHTTPDate {
 		bad = append(bad, fmt.Sprintf("RetryAfter is %v; use RetryAfterNone, RetryAfterSeconds or RetryAfterHTTPDate", c.RetryAfter))
+	}
+	for i, k := range c.APIKeys {
+		if k == "" {
+			bad = append(bad, fmt.Sprintf("APIKeys[%d] is empty; give each key its value", i))
+		}
 	}
 	if c.Latency < 0 {
 		bad = append(bad, fmt.Sprintf("Latency is %v; use 0 or more", c.Latency))

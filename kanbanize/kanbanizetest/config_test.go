@@ -16,7 +16,7 @@ func TestConfigValidate(t *testing.T) {
 		{
 			name: "full",
 			give: Config{
-				APIKey: "k", Cards: Fixtures(2), PerMinute: 30, PerHour: 500, RetryAfter: RetryAfterNone, RL02: true,
+				APIKey: "k", APIKeys: []string{"k2"}, PerAccount: true, Cards: Fixtures(2), PerMinute: 30, PerHour: 500, RetryAfter: RetryAfterNone, RL02: true,
 				Latency: time.Second, Scripts: map[Endpoint][]Fault{EndpointCard: {FaultNone, FaultReset}},
 			},
 		},

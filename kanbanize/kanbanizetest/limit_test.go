@@ -193,3 +193,40 @@ func TestTimeScaleSpeedsTheWindows(t *testing.T) {
 		t.Errorf("Validate(TimeScale -1) = %v, want it named", err)
 	}
 }
+
+// kanbanize-rate-limit-plan.md §16 (open questions): nothing public says
+// whether the limits are per API key or per account, so the fake does
+// either. By default each key has its own buckets; with PerAccount every
+// key of the account takes from one pair, and one key's requests get
+// another's refused.
+func TestLimitsPerKeyOrPerAccount(t *testing.T) {
+	const other = "second-user-key"
+	tests := []struct {
+		name       string
+		perAccount bool
+		want       []int // the first key's two requests, then the other's
+	}{
+		{name: "per key", want: []int{200, 200, 200}},
+		{name: "per account", perAccount: true, want: []int{200, 200, 429}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := New(Config{PerMinute: 2, APIKeys: []string{other}, PerAccount: tt.perAccount})
+				var got []int
+				for _, key := range []string{DefaultAPIKey, DefaultAPIKey, other} {
+					got = append(got, do(t, s.Transport(), http.MethodGet, api+"/cards/100", key).status)
+				}
+				if !slices.Equal(got, tt.want) {
+					t.Errorf("statuses = %v, want %v", got, tt.want)
+				}
+				if r := do(t, s.Transport(), http.MethodGet, api+"/cards/100", "a-third-key"); r.status != 401 {
+					t.Errorf("a key the account does not have = %d, want 401", r.status)
+				}
+			})
+		})
+	}
+	if err := (Config{APIKeys: []string{"k", ""}}).Validate(); err == nil || !strings.Contains(err.Error(), "APIKeys[1] is empty") {
+		t.Errorf("Validate(an empty key in APIKeys) = %v, want it named", err)
+	}
+}

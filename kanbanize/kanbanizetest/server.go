@@ -5,6 +5,7 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -31,7 +32,7 @@ type Stats struct {
 // [Server.Start] and [Server.Close]. A Server is safe for concurrent use.
 type Server struct {
 	cfg   Config
-	key   []byte
+	keys  [][]byte        // the accepted keys: APIKey, then APIKeys
 	cards map[int]*served // read-only after New
 	done  chan struct{}   // closed by Close to cut loopback latency waits short
 	refs  atomic.Uint64   // numbers the error references
@@ -67,18 +68,22 @@ func New(cfg Config) *Server {
 	}
 	// Own copies, so that the caller changing its config later cannot race
 	// with the server.
+	cfg.APIKeys = slices.Clone(cfg.APIKeys)
 	cfg.Scripts = maps.Clone(cfg.Scripts)
 	for e, script := range cfg.Scripts {
 		cfg.Scripts[e] = cloneSlice(script)
 	}
 	s := &Server{
 		cfg:      cfg,
-		key:      []byte(cfg.APIKey),
+		keys:     [][]byte{[]byte(cfg.APIKey)},
 		cards:    make(map[int]*served, len(cfg.Cards)),
 		done:     make(chan struct{}),
 		scriptAt: make(map[Endpoint]int),
 		buckets:  make(map[string]*buckets),
 		stats:    Stats{ByEndpoint: make(map[Endpoint]int)},
+	}
+	for _, k := range cfg.APIKeys {
+		s.keys = append(s.keys, []byte(k))
 	}
 	for _, e := range endpoints {
 		s.stats.ByEndpoint[e] = 0

@@ -140,7 +140,7 @@ func (f Fault) String() string {
 	return fmt.Sprintf("Fault(%d)", int(f))
 }
 
-// Endpoint names one of the three paths the fake serves.
+// Endpoint names one of the paths the fake serves.
 type Endpoint string
 
 const (
@@ -150,10 +150,13 @@ const (
 	EndpointComments Endpoint = "comments"
 	// EndpointSubtasks is GET /api/v2/cards/{card_id}/subtasks.
 	EndpointSubtasks Endpoint = "subtasks"
+	// EndpointAPILimits is GET /api/v2/apiLimits, which tells the
+	// account its limits (see [Server]).
+	EndpointAPILimits Endpoint = "api_limits"
 )
 
 // endpoints lists every Endpoint, in the order of the API's paths.
-var endpoints = []Endpoint{EndpointCard, EndpointComments, EndpointSubtasks}
+var endpoints = []Endpoint{EndpointCard, EndpointComments, EndpointSubtasks, EndpointAPILimits}
 
 // String returns the endpoint's name, such as "comments", or a quoted form
 // such as `Endpoint("cards")` for a value that names no endpoint.
@@ -165,7 +168,7 @@ func (e Endpoint) String() string {
 }
 
 func (e Endpoint) valid() bool {
-	return e == EndpointCard || e == EndpointComments || e == EndpointSubtasks
+	return e == EndpointCard || e == EndpointComments || e == EndpointSubtasks || e == EndpointAPILimits
 }
 
 // Validate reports every invalid field of c in one error, or nil when c
@@ -210,7 +213,7 @@ func (c Config) scriptProblems() []string {
 	for _, k := range keys {
 		e := Endpoint(k)
 		if !e.valid() {
-			bad = append(bad, fmt.Sprintf("Scripts has the key %q; use EndpointCard, EndpointComments or EndpointSubtasks", k))
+			bad = append(bad, fmt.Sprintf("Scripts has the key %q; use EndpointCard, EndpointComments, EndpointSubtasks or EndpointAPILimits", k))
 			continue
 		}
 		for i, f := range c.Scripts[e] {

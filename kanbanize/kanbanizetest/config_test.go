@@ -103,6 +103,7 @@ func TestStrings(t *testing.T) {
 		{give: EndpointCard, want: "card"},
 		{give: EndpointComments, want: "comments"},
 		{give: EndpointSubtasks, want: "subtasks"},
+		{give: EndpointAPILimits, want: "api_limits"},
 		{give: Endpoint("cards"), want: `Endpoint("cards")`},
 	}
 	for _, tt := range tests {

@@ -43,7 +43,7 @@ func TestCommentsScript(t *testing.T) {
 	}
 	want := Stats{
 		Requests:   5,
-		ByEndpoint: map[Endpoint]int{EndpointCard: 1, EndpointComments: 4, EndpointSubtasks: 0},
+		ByEndpoint: map[Endpoint]int{EndpointCard: 1, EndpointComments: 4, EndpointSubtasks: 0, EndpointAPILimits: 0},
 		Limited:    1,
 		Faults:     1,
 	}

@@ -1,6 +1,7 @@
 package kanbanizetest
 
 import (
+	"encoding/json"
 	"net/http"
 	"slices"
 	"strconv"
@@ -228,5 +229,48 @@ func TestLimitsPerKeyOrPerAccount(t *testing.T) {
 	}
 	if err := (Config{APIKeys: []string{"k", ""}}).Validate(); err == nil || !strings.Contains(err.Error(), "APIKeys[1] is empty") {
 		t.Errorf("Validate(an empty key in APIKeys) = %v, want it named", err)
+	}
+}
+
+// kanbanize-rate-limit-plan.md §1 (stay under the published limits):
+// GET /api/v2/apiLimits tells the account its limits in the shape of the
+// API's OpenAPI document, counts against them like any request, and lists
+// none when the fake has none.
+func TestAPILimits(t *testing.T) {
+	type apiLimits struct {
+		Data []struct {
+			Types string `json:"types"`
+			Limit int    `json:"limit"`
+		} `json:"data"`
+	}
+	synctest.Test(t, func(t *testing.T) {
+		s := New(Config{PerMinute: 2, PerHour: 600})
+		r := get(t, s, "/apiLimits")
+		var got apiLimits
+		dec := json.NewDecoder(strings.NewReader(r.body))
+		dec.DisallowUnknownFields()
+		if r.status != 200 || dec.Decode(&got) != nil {
+			t.Fatalf("GET /apiLimits = %d %s, want 200 and the limits", r.status, r.body)
+		}
+		if want := `{"data":[{"types":"minutely","limit":2},{"types":"hourly","limit":600}]}`; r.body != want {
+			t.Errorf("GET /apiLimits = %s, want %s", r.body, want)
+		}
+		// It took a token: one card request passes, the next is refused.
+		if a, b := get(t, s, "/cards/100").status, get(t, s, "/cards/100").status; a != 200 || b != 429 {
+			t.Errorf("after GET /apiLimits: %d then %d, want 200 then 429", a, b)
+		}
+		if st := s.Stats(); st.ByEndpoint[EndpointAPILimits] != 1 || st.Limited != 1 {
+			t.Errorf("stats = %+v, want one apiLimits request and one refusal", st)
+		}
+	})
+	if r := get(t, New(Config{}), "/apiLimits"); r.status != 200 || r.body != `{"data":[]}` {
+		t.Errorf("GET /apiLimits without limits = %d %s, want an empty list", r.status, r.body)
+	}
+	s := New(Config{PerMinute: 30, Scripts: map[Endpoint][]Fault{EndpointAPILimits: {Fault503}}})
+	if r := get(t, s, "/apiLimits"); r.status != 503 {
+		t.Errorf("scripted GET /apiLimits = %d, want 503", r.status)
+	}
+	if r := do(t, s.Transport(), http.MethodGet, api+"/apiLimits", "wrong"); r.status != 401 {
+		t.Errorf("GET /apiLimits with a wrong key = %d, want 401", r.status)
 	}
 }

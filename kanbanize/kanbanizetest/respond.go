@@ -63,7 +63,12 @@ func (s *Server) respond(r *http.Request, stop <-chan struct{}) (answer, error) 
 	case f == FaultReset:
 		return answer{reset: true}, nil
 	}
-	a := s.cardAnswer(e, id)
+	var a answer
+	if e == EndpointAPILimits {
+		a = s.limitsAnswer()
+	} else {
+		a = s.cardAnswer(e, id)
+	}
 	if f == FaultMalformedJSON {
 		a.status = http.StatusOK
 		a.body = a.body[:len(a.body)/2]
@@ -159,6 +164,9 @@ func apiKey(h http.Header) string {
 // route parses an API path into the endpoint and card ID it names. The ID
 // is 0 when not a positive integer, which names no card.
 func route(path string) (e Endpoint, id int, ok bool) {
+	if path == "/api/v2/apiLimits" {
+		return EndpointAPILimits, 0, true
+	}
 	rest, ok := strings.CutPrefix(path, "/api/v2/cards/")
 	if !ok {
 		return "", 0, false

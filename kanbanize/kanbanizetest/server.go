@@ -17,7 +17,7 @@ type Stats struct {
 	// Requests counts every request, whatever its path, method or key.
 	Requests int `json:"requests"`
 	// ByEndpoint counts the requests whose path names each endpoint,
-	// whatever their method or key. It always has the three endpoints.
+	// whatever their method or key. It always has every endpoint.
 	ByEndpoint map[Endpoint]int `json:"by_endpoint"`
 	// Limited counts rate-limit refusals, scripted or by a limit.
 	Limited int `json:"limited"`

@@ -8,18 +8,21 @@ import "net/http"
 // of "types"; the fake says "minutely" and "hourly", after the
 // endpoint's summary ("the hourly and minutely limits"). A limit the
 // Config leaves at zero is not listed, so a fake without limits answers
-// an empty list. The numbers are the Config's, whatever its TimeScale.
+// an empty list. The numbers are the Config's, or SetLimits', whatever the TimeScale.
 func (s *Server) limitsAnswer() answer {
 	type apiLimit struct {
 		Types string `json:"types"`
 		Limit int    `json:"limit"`
 	}
+	s.mu.Lock()
+	perMinute, perHour := s.cfg.PerMinute, s.cfg.PerHour
+	s.mu.Unlock()
 	limits := []apiLimit{}
-	if s.cfg.PerMinute > 0 {
-		limits = append(limits, apiLimit{Types: limitTypeMinute, Limit: s.cfg.PerMinute})
+	if perMinute > 0 {
+		limits = append(limits, apiLimit{Types: limitTypeMinute, Limit: perMinute})
 	}
-	if s.cfg.PerHour > 0 {
-		limits = append(limits, apiLimit{Types: limitTypeHour, Limit: s.cfg.PerHour})
+	if perHour > 0 {
+		limits = append(limits, apiLimit{Types: limitTypeHour, Limit: perHour})
 	}
 	return jsonAnswer(http.StatusOK, mustData(limits))
 }

@@ -274,3 +274,38 @@ func TestAPILimits(t *testing.T) {
 		t.Errorf("GET /apiLimits with a wrong key = %d, want 401", r.status)
 	}
 }
+
+// kanbanize-rate-limit-plan.md §1: an account's plan can change while a
+// client runs; SetLimits changes the fake's limits as it would, keeping
+// the tokens each bucket has up to its new size, and GET /apiLimits
+// tells the new ones.
+func TestSetLimits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := New(Config{PerMinute: 60, PerHour: 900})
+		for range 20 {
+			get(t, s, "/cards/100")
+		}
+		s.SetLimits(30, 600) // 40 tokens left of 60, 30 of them kept
+		var got []int
+		for range 31 {
+			got = append(got, get(t, s, "/cards/100").status)
+		}
+		if want := append(slices.Repeat([]int{200}, 30), 429); !slices.Equal(got, want) {
+			t.Errorf("statuses after SetLimits(30, 600) = %v, want 30 passed, then refused", got)
+		}
+		time.Sleep(2 * time.Second) // a token every 2s now
+		if r := get(t, s, "/cards/100"); r.status != 200 {
+			t.Errorf("2s later = %d, want 200", r.status)
+		}
+		time.Sleep(2 * time.Second)
+		if r := get(t, s, "/apiLimits"); r.body != `{"data":[{"types":"minutely","limit":30},{"types":"hourly","limit":600}]}` {
+			t.Errorf("GET /apiLimits = %s, want the new limits", r.body)
+		}
+		s.SetLimits(0, 600)
+		for range 5 {
+			if r := get(t, s, "/cards/100"); r.status != 200 {
+				t.Fatalf("without a per-minute limit: %d, want 200", r.status)
+			}
+		}
+	})
+}

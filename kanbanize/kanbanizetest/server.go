@@ -2,12 +2,14 @@ package kanbanizetest
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/ratewise/ratewise/internal/fakehttp"
 )
@@ -40,7 +42,7 @@ type Server struct {
 	closeOnce sync.Once
 
 	mu       sync.Mutex
-	stats    Stats               // guarded by mu
+	stats    Stats               // guarded by mu; so are cfg's PerMinute and PerHour (SetLimits)
 	scriptAt map[Endpoint]int    // guarded by mu
 	buckets  map[string]*buckets // guarded by mu
 	ts       *httptest.Server    // guarded by mu
@@ -121,6 +123,25 @@ func (s *Server) Card(id int) (CardFixture, bool) {
 		return CardFixture{}, false
 	}
 	return sv.fixture.clone(), true
+}
+
+// SetLimits changes the server's limits to perMinute requests a minute
+// and perHour an hour, as when the account's plan changes: from now on
+// every key's buckets (the account's, with PerAccount) refill at the new
+// rates and hold at most the new quotas, keeping the tokens they have up
+// to those, and GET /api/v2/apiLimits tells the new limits. Zero is no
+// limit of that window. It panics on a negative count.
+func (s *Server) SetLimits(perMinute, perHour int) {
+	if perMinute < 0 || perHour < 0 {
+		panic(fmt.Sprintf("kanbanizetest: SetLimits(%d, %d): use 0 for no limit or a positive count", perMinute, perHour))
+	}
+	now := time.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cfg.PerMinute, s.cfg.PerHour = perMinute, perHour
+	for _, b := range s.buckets {
+		b.set(perMinute, perHour, now)
+	}
 }
 
 // Stats returns a snapshot of the server's counters.

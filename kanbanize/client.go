@@ -132,9 +132,11 @@ func WithTransportOptions(opts ...ratewise.Option) Option {
 // whether the API counts its limits per key or per account, and the key
 // is what a client can tell apart. When several keys share an account's
 // limit, one key's requests can be refused for what the others spent:
-// the transport's retries, its cooldown, what it learns from the
-// refusals and the client's breaker (per key) keep the client polite
-// then, at the cost of the refusals.
+// the transport's retries, what it learns from the refusals and the
+// client's breaker (per key) keep the client polite then, at the cost of
+// refusals (one for every three requests served on average, when two
+// keys each pace at the whole account's limit) and, now and then, of a
+// call that the other keys starve of every turn its attempts could have.
 func NewClient(account, apiKey string, opts ...Option) (*Client, error) {
 	if err := checkAPIKey(apiKey); err != nil {
 		return nil, err

@@ -34,6 +34,10 @@ func (c config) validate() error {
 		return fmt.Errorf("-concurrency is %d; want 1 to 100", c.concurrency)
 	case c.speed <= 0 || c.speed > 3600:
 		return fmt.Errorf("-speed is %v; want a factor above 0, at most 3600", c.speed)
+	case c.plan == kanbanize.PlanAuto:
+		// The paced run tells ratewise the plan's limits on the fake's
+		// faster clock, which the limits the API tells are not on.
+		return errors.New("-plan is auto; want a plan whose limits the fake enforces: standard, large, extra-large, or a custom 45/700")
 	}
 	return nil
 }

@@ -219,18 +219,36 @@ func (a *autoLimits) reread(ctx context.Context, c *Client) {
 
 // read reads the limits and paces the key under them, then closes ch. A
 // read whose caller gave up (ctx ended) changes nothing. A read that
-// fails leaves limits already read in force.
+// fails leaves limits already read in force. What it did is logged once
+// a.mu is released: a logger is the caller's code.
 func (a *autoLimits) read(ctx context.Context, c *Client, ch chan struct{}) {
 	answered := a.refusals.Load() // the refusals this read answers
 	limits, err := c.fetchLimits(ctx)
 	a.mu.Lock()
-	defer func() {
-		a.reading = nil
-		close(ch)
-		a.mu.Unlock()
-	}()
-	if err != nil && ctx.Err() != nil {
-		return // the caller went away: nothing was learned
+	note := a.settle(limits, err, answered, err != nil && ctx.Err() != nil)
+	a.reading = nil
+	close(ch)
+	a.mu.Unlock()
+	if note.msg != "" {
+		c.logLimits(ctx, note.level, note.msg, note.outcome, note.limits, note.err)
+	}
+}
+
+// limitsNote is what a read of the limits logs; no msg, nothing.
+type limitsNote struct {
+	level   slog.Level
+	msg     string
+	outcome string
+	limits  Limits
+	err     error
+}
+
+// settle takes what a read of the limits found: limits, or the error
+// err; gaveUp when its caller went away, which teaches nothing. With
+// a.mu held.
+func (a *autoLimits) settle(limits Limits, err error, answered int64, gaveUp bool) limitsNote {
+	if gaveUp {
+		return limitsNote{}
 	}
 	a.readAt = time.Now()
 	a.refusals.Add(-answered)
@@ -245,22 +263,21 @@ func (a *autoLimits) read(ctx context.Context, c *Client, ch chan struct{}) {
 		a.state.Store(int32(limitsTold))
 		switch {
 		case state != limitsTold:
-			c.logLimits(ctx, slog.LevelInfo, "pacing under the account's API limits", "read", limits, nil)
+			return limitsNote{slog.LevelInfo, "pacing under the account's API limits", "read", limits, nil}
 		case old != limits:
-			c.logLimits(ctx, slog.LevelInfo, "the account's API limits changed", "changed", limits, nil)
+			return limitsNote{slog.LevelInfo, "the account's API limits changed", "changed", limits, nil}
 		}
+		return limitsNote{}
 	case state == limitsTold:
 		// Keep the limits read before: refusals and learning cover what
 		// they may miss until the next read.
-		c.logLimits(ctx, slog.LevelWarn, "could not read the account's API limits again: keeping the last read", "unavailable", a.limits, err)
+		return limitsNote{slog.LevelWarn, "could not read the account's API limits again: keeping the last read", "unavailable", a.limits, err}
+	case permanent(err):
+		a.state.Store(int32(limitsOff))
 	default:
-		if permanent(err) {
-			a.state.Store(int32(limitsOff))
-		} else {
-			a.state.Store(int32(limitsLearning))
-		}
-		c.logLimits(ctx, slog.LevelWarn, "could not read the account's API limits: the transport learns them from refusals", "unavailable", Limits{}, err)
+		a.state.Store(int32(limitsLearning))
 	}
+	return limitsNote{slog.LevelWarn, "could not read the account's API limits: the transport learns them from refusals", "unavailable", Limits{}, err}
 }
 
 // install paces the key under limits: its scopes are added the first

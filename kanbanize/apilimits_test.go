@@ -50,7 +50,9 @@ func limitsReads(fake *kanbanizetest.Server) int {
 // requests, 30 at once and 16 more one every 2s.
 func TestAutoPlanReadsTheLimitsOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c, fake := newClient(t, kanbanizetest.Config{PerMinute: 30, PerHour: 600}, kanbanize.WithPlan(kanbanize.PlanAuto))
+		var logs logBuffer
+		c, fake := newClient(t, kanbanizetest.Config{PerMinute: 30, PerHour: 600}, kanbanize.WithPlan(kanbanize.PlanAuto),
+			kanbanize.WithLogger(logs.logger()))
 		if l, ok := c.Limits(); ok {
 			t.Errorf("Limits() before any call = %+v, true; want none yet", l)
 		}
@@ -82,6 +84,10 @@ func TestAutoPlanReadsTheLimitsOnce(t *testing.T) {
 		}
 		if strings.Contains(strings.Join(scopeNames(c.Transport()), ","), secretKey) {
 			t.Errorf("a scope's name holds the API key: %q", scopeNames(c.Transport()))
+		}
+		want := `level=INFO msg="pacing under the account's API limits" event=api_limits outcome=read per_minute=30 per_hour=600`
+		if got := logs.matching("event=api_limits"); len(got) != 1 || got[0] != want {
+			t.Errorf("api_limits lines = %q, want\n%s", got, want)
 		}
 	})
 }
@@ -175,8 +181,9 @@ func TestAutoPlanFallsBackToLearning(t *testing.T) {
 				if tt.status != 0 {
 					rt = limitsAnswer{next: rt, status: tt.status, reads: &answered}
 				}
+				var logs logBuffer
 				c, err := kanbanize.NewClient("acme", secretKey, kanbanize.WithHTTPClient(&http.Client{Transport: rt}),
-					kanbanize.WithPlan(kanbanize.PlanAuto))
+					kanbanize.WithPlan(kanbanize.PlanAuto), kanbanize.WithLogger(logs.logger()))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -193,6 +200,9 @@ func TestAutoPlanFallsBackToLearning(t *testing.T) {
 				}
 				if names := strings.Join(scopeNames(c.Transport()), ","); names != ratewise.LearnedScope {
 					t.Errorf("scopes = %s, want the transport's learning alone", names)
+				}
+				if got := logs.matching("level=WARN", "event=api_limits outcome=unavailable", "error="); len(got) != 1 || strings.Contains(got[0], secretKey) {
+					t.Errorf("api_limits lines = %q, want one saying why, without the key", logs.lines())
 				}
 				if _, err := c.ReadCard(context.Background(), "101"); !errors.Is(err, kanbanize.ErrRateLimited) {
 					t.Fatalf("the refused read: %v, want ErrRateLimited", err)

@@ -33,6 +33,8 @@ type Client struct {
 	http      *http.Client
 	rw        *ratewise.Transport // the ratewise transport http calls through
 	log       *slog.Logger        // the client's own events; nil logs nothing
+	plan      Plan                // WithPlan's, or ""
+	auto      *autoLimits         // with PlanAuto: the limits read from the API
 }
 
 // Option configures a Client in NewClient.
@@ -57,15 +59,38 @@ func WithHTTPClient(c *http.Client) Option {
 	return func(cfg *clientConfig) { cfg.http = c }
 }
 
-// WithPlan paces the client under the account plan's published limits
-// (see PlanLimits), so that it seldom meets a 429 at all. The client's
-// own transport is built with them; a ratewise transport given through
-// WithHTTPClient gets them added (ratewise.Transport.AddLimit), unless it
-// has scopes of those names already, as when clients of one plan share
-// it: it then keeps its own. The scopes pace only requests that carry an
-// apikey header, each key apart, so a shared transport's other traffic
-// is never paced by the plan; clients of different plans sharing one
-// transport are paced by each plan's scopes, the strictest binding.
+// WithPlan paces the client under the account plan's limits, so that
+// it seldom meets a 429 at all: a published plan's or a CustomPlan's (see
+// PlanLimits), or, with PlanAuto, the limits the API tells the account.
+//
+// A published or custom plan's scopes are built into the client's own
+// transport; a ratewise transport given through WithHTTPClient gets them
+// added (ratewise.Transport.AddLimit), unless it has scopes of those
+// names already, as when clients of one plan share it: it then keeps its
+// own. The scopes pace only requests that carry an apikey header, each
+// key apart, so a shared transport's other traffic is never paced by the
+// plan; clients of different plans sharing one transport are paced by
+// each plan's scopes, the strictest binding.
+//
+// With PlanAuto the client reads GET /api/v2/apiLimits at its first call
+// (the calls made beside it wait for that read), then adds two scopes
+// of its key, "kanbanize auto apikey:… per minute" and "... per hour",
+// to its transport, whichever it is: each its key's limit, as a token
+// bucket as large as the window's quota. The read is a request the API
+// counts: it goes through the transport and takes a turn of the scopes
+// it sets up. It is made once per key and transport: a second client of
+// the key sharing the transport takes the scopes the first one added.
+// When a call meets a refusal (429, or error code RL02) that the pace
+// should have spared it, the limits may have changed: the next call
+// reads them again, at most once every LimitsRereadInterval, and the
+// scopes take the new numbers, keeping their buckets' tokens. When the
+// endpoint does not tell them (404, 403, an answer that cannot be read,
+// a network error, an empty list), the client paces under no limit of
+// its own and the transport learns the limits from the API's refusals,
+// as with no plan: after a 404, a 403 or an unreadable answer the client
+// never asks again; after a network error, a refusal or an empty list it
+// asks again on a refusal, as above. Client.Limits says what it paces
+// under; WithLogger's logger hears each read as event=api_limits.
 func WithPlan(p Plan) Option {
 	return func(cfg *clientConfig) { cfg.plan = p }
 }
@@ -99,6 +124,19 @@ func WithTransportOptions(opts ...ratewise.Option) Option {
 // an account URL (https://acme.kanbanize.com, https://acme.businessmap.io)
 // or the API's base URL (https://acme.kanbanize.com/api/v2), with the API
 // key it sends in the apikey header.
+//
+// Without WithPlan the client's transport paces nothing until the API
+// refuses a request, then paces each host by what it learned from the
+// refusals (ratewise.New's default); with a plan, it paces under the
+// plan's limits, per API key. Per key, because nothing public says
+// whether the API counts its limits per key or per account, and the key
+// is what a client can tell apart. When several keys share an account's
+// limit, one key's requests can be refused for what the others spent:
+// the transport's retries, what it learns from the refusals and the
+// client's breaker (per key) keep the client polite then, at the cost of
+// refusals (one for every three requests served on average, when two
+// keys each pace at the whole account's limit) and, now and then, of a
+// call that the other keys starve of every turn its attempts could have.
 func NewClient(account, apiKey string, opts ...Option) (*Client, error) {
 	if err := checkAPIKey(apiKey); err != nil {
 		return nil, err
@@ -117,7 +155,7 @@ func NewClient(account, apiKey string, opts ...Option) (*Client, error) {
 		}
 	}
 	var scopes []ratewise.Limit
-	if cfg.plan != "" {
+	if cfg.plan != "" && cfg.plan != PlanAuto {
 		if scopes, err = PlanLimits(cfg.plan); err != nil {
 			return nil, err
 		}
@@ -147,7 +185,22 @@ func NewClient(account, apiKey string, opts ...Option) (*Client, error) {
 		hc.Transport = rw
 	}
 	hc.CheckRedirect = sameHostRedirects(hc.CheckRedirect)
-	return &Client{base: base, subdomain: accountSubdomain(base), apiKey: apiKey, http: &hc, rw: rw, log: cfg.log}, nil
+	c := &Client{base: base, subdomain: accountSubdomain(base), apiKey: apiKey, http: &hc, rw: rw, log: cfg.log, plan: cfg.plan}
+	if cfg.plan == PlanAuto {
+		c.auto = newAutoLimits(apiKey, rw)
+	}
+	return c, nil
+}
+
+// Limits returns the limits the client paces its calls under, and false
+// when it paces under none of its own: with no plan, or with PlanAuto
+// before its first call, or when the API did not tell them. Its
+// transport then learns them from the API's refusals.
+func (c *Client) Limits() (Limits, bool) {
+	if c.auto != nil {
+		return c.auto.told()
+	}
+	return c.plan.Limits()
 }
 
 // addScopes adds to rw each limit scope it has no scope of that name for:
@@ -295,8 +348,20 @@ func accountSubdomain(base string) string {
 // maxBody bounds what is read of an answer.
 const maxBody = 16 << 20
 
-// get fetches path and decodes the answer's data into into.
+// get fetches path and decodes the answer's data into into; with
+// PlanAuto, after the account's limits are read (see autoLimits.prepare).
 func (c *Client) get(ctx context.Context, path string, into any) error {
+	if c.auto != nil {
+		var err error
+		if ctx, err = c.auto.prepare(ctx, c); err != nil {
+			return err
+		}
+	}
+	return c.do(ctx, path, into)
+}
+
+// do fetches path and decodes the answer's data into into.
+func (c *Client) do(ctx context.Context, path string, into any) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+path, nil)
 	if err != nil {
 		return fmt.Errorf("kanbanize: %w", err)

@@ -34,6 +34,10 @@ func (c config) validate() error {
 		return fmt.Errorf("-concurrency is %d; want 1 to 100", c.concurrency)
 	case c.speed <= 0 || c.speed > 3600:
 		return fmt.Errorf("-speed is %v; want a factor above 0, at most 3600", c.speed)
+	case c.plan == kanbanize.PlanAuto:
+		// The paced run tells ratewise the plan's limits on the fake's
+		// faster clock, which the limits the API tells are not on.
+		return errors.New("-plan is auto; want a plan whose limits the fake enforces: standard, large, extra-large, or a custom 45/700")
 	}
 	return nil
 }
@@ -82,8 +86,10 @@ func run(ctx context.Context, cfg config, out, progressOut io.Writer) (*report, 
 	if err != nil {
 		return nil, err
 	}
+	// The fake's refusals say when to come back (Retry-After, in seconds
+	// of its faster clock), so that the retrying run can honour them.
 	fakeConfig := kanbanizetest.Config{APIKey: apiKey, PerMinute: limits[0].Burst, PerHour: limits[1].Burst,
-		TimeScale: cfg.speed, Latency: latency}
+		TimeScale: cfg.speed, Latency: latency, RetryAfter: kanbanizetest.RetryAfterSeconds}
 	rep := &report{Cards: cfg.cards, Concurrency: cfg.concurrency, Plan: cfg.plan}
 
 	// Plain: what a service without rate-limit handling does.

@@ -64,7 +64,8 @@ func TestDemoTable(t *testing.T) {
 }
 
 func TestConfigValidate(t *testing.T) {
-	for _, c := range []config{{cards: 0, concurrency: 1, speed: 1}, {cards: 1, concurrency: 0, speed: 1}, {cards: 1, concurrency: 1, speed: 0}} {
+	for _, c := range []config{{cards: 0, concurrency: 1, speed: 1}, {cards: 1, concurrency: 0, speed: 1}, {cards: 1, concurrency: 1, speed: 0},
+		{cards: 1, concurrency: 1, speed: 1, plan: kanbanize.PlanAuto}} {
 		if err := c.validate(); err == nil {
 			t.Errorf("validate(%+v) = nil", c)
 		}

@@ -25,7 +25,7 @@ func main() {
 	var plan string
 	flag.IntVar(&cfg.cards, "cards", 25, "cards to read in each run")
 	flag.IntVar(&cfg.concurrency, "concurrency", 5, "cards read at once")
-	flag.StringVar(&plan, "plan", "standard", "the account plan whose limits the fake API enforces: standard, large or extra-large")
+	flag.StringVar(&plan, "plan", "standard", "the account plan whose limits the fake API enforces: standard, large, extra-large, or a custom plan's limits a minute and an hour like 45/700")
 	flag.Float64Var(&cfg.speed, "speed", 20, "how many times faster than real the plan's windows run (20: a minute's quota every 3s)")
 	flag.BoolVar(&cfg.json, "json", false, "print the results as JSON")
 	flag.Parse()

@@ -12,9 +12,9 @@ import (
 
 // config is the server's configuration, read from the environment.
 type config struct {
-	account  string // KANBANIZE_BASE_URL, or KANBANIZE_SUBDOMAIN
-	apiKey   string // KANBANIZE_API_KEY; never printed
-	plan     kanbanize.Plan
+	account  string                 // KANBANIZE_BASE_URL, or KANBANIZE_SUBDOMAIN
+	apiKey   string                 // KANBANIZE_API_KEY; never printed
+	plan     kanbanize.Plan         // KANBANIZE_PLAN; auto when unset
 	defaults kanbanize.RetryOptions // the read_card_with_retry defaults
 }
 
@@ -42,10 +42,13 @@ func configFromEnv(getenv func(string) string) (config, error) {
 	case strings.ContainsFunc(cfg.apiKey, func(r rune) bool { return r <= ' ' || r == 0x7f }):
 		bad("KANBANIZE_API_KEY holds spaces or control characters")
 	}
+	// Unset, the plan is auto: the client reads the account's limits
+	// from the API and, when it cannot, learns them from its refusals.
+	cfg.plan = kanbanize.PlanAuto
 	if v := strings.TrimSpace(getenv("KANBANIZE_PLAN")); v != "" {
 		p, err := kanbanize.ParsePlan(v)
 		if err != nil {
-			bad("KANBANIZE_PLAN is %q: want standard, large or extra-large", v)
+			bad("KANBANIZE_PLAN is %q: want standard, large, extra-large, auto, or a custom plan's limits a minute and an hour like 45/700", v)
 		}
 		cfg.plan = p
 	}

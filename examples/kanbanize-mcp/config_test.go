@@ -3,6 +3,8 @@ package main
 import (
 	"strings"
 	"testing"
+
+	"github.com/ratewise/ratewise/kanbanize"
 )
 
 func TestConfigFromEnv(t *testing.T) {
@@ -15,7 +17,7 @@ func TestConfigFromEnv(t *testing.T) {
 	}{
 		{name: "subdomain and key", env: map[string]string{"KANBANIZE_SUBDOMAIN": "acme", "KANBANIZE_API_KEY": key},
 			check: func(c config) bool {
-				return c.account == "acme" && c.apiKey == key && c.plan == "" && c.defaults.MaxAttempts == 0
+				return c.account == "acme" && c.apiKey == key && c.plan == kanbanize.PlanAuto && c.defaults.MaxAttempts == 0
 			}},
 		{name: "base URL, plan and defaults", env: map[string]string{"KANBANIZE_BASE_URL": "https://acme.kanbanize.com", "KANBANIZE_API_KEY": key,
 			"KANBANIZE_PLAN": "Large", "KANBANIZE_RETRY_MAX_ATTEMPTS": "4", "KANBANIZE_RETRY_INITIAL_DELAY": "2s",
@@ -24,6 +26,15 @@ func TestConfigFromEnv(t *testing.T) {
 				d := c.defaults
 				return c.plan == "large" && d.MaxAttempts == 4 && d.InitialDelayMs == 2000 && d.MaxDelayMs == 90000 && d.TotalWaitCapMs == 300000
 			}},
+		{name: "auto", env: map[string]string{"KANBANIZE_SUBDOMAIN": "acme", "KANBANIZE_API_KEY": key, "KANBANIZE_PLAN": "Auto"},
+			check: func(c config) bool { return c.plan == kanbanize.PlanAuto }},
+		{name: "custom plan", env: map[string]string{"KANBANIZE_SUBDOMAIN": "acme", "KANBANIZE_API_KEY": key, "KANBANIZE_PLAN": "45/700"},
+			check: func(c config) bool {
+				l, ok := c.plan.Limits()
+				return ok && l == kanbanize.Limits{PerMinute: 45, PerHour: 700}
+			}},
+		{name: "bad custom plan", env: map[string]string{"KANBANIZE_SUBDOMAIN": "acme", "KANBANIZE_API_KEY": key, "KANBANIZE_PLAN": "45/0"},
+			wantErr: []string{`KANBANIZE_PLAN is "45/0"`, "like 45/700"}},
 		{name: "no key", env: map[string]string{"KANBANIZE_SUBDOMAIN": "acme"}, wantErr: []string{"KANBANIZE_API_KEY is not set"}},
 		{name: "no account", env: map[string]string{"KANBANIZE_API_KEY": key}, wantErr: []string{"KANBANIZE_BASE_URL", "KANBANIZE_SUBDOMAIN"}},
 		{name: "both accounts", env: map[string]string{"KANBANIZE_BASE_URL": "https://a.kanbanize.com", "KANBANIZE_SUBDOMAIN": "a", "KANBANIZE_API_KEY": key},

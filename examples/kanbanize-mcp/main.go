@@ -8,7 +8,10 @@
 //
 //	KANBANIZE_BASE_URL or KANBANIZE_SUBDOMAIN   the account (https://acme.kanbanize.com, or acme)
 //	KANBANIZE_API_KEY                           the API key
-//	KANBANIZE_PLAN                              optional: standard, large or extra-large, to pace under its limits
+//	KANBANIZE_PLAN                              optional: standard, large, extra-large, or a custom plan's limits
+//	                                            a minute and an hour like 45/700, to pace under them; unset or
+//	                                            auto, the limits the API tells (GET /api/v2/apiLimits), else
+//	                                            those learned from its refusals
 //	KANBANIZE_RETRY_MAX_ATTEMPTS                read_card_with_retry's defaults: a whole number,
 //	KANBANIZE_RETRY_INITIAL_DELAY               and durations like 5s, or whole milliseconds
 //	KANBANIZE_RETRY_MAX_DELAY

@@ -362,7 +362,7 @@ func TestCallsShareOneTransport(t *testing.T) {
 	// requests too: every tool call goes through the same transport and
 	// cooldown.
 	synctest.Test(t, func(t *testing.T) {
-		s := connect(t, kanbanizetest.Config{PerMinute: 1})
+		s := connect(t, kanbanizetest.Config{PerMinute: 1, RetryAfter: kanbanizetest.RetryAfterSeconds})
 		// One attempt and a second of budget: the first call does not wait
 		// the pause out itself.
 		res := s.call(t, "read_card_with_retry", map[string]any{"card_id": "100", "max_attempts": 1,

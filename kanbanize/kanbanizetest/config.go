@@ -24,13 +24,22 @@ type Config struct {
 	// APIKey is the key the server accepts in the apikey header. Empty
 	// means DefaultAPIKey.
 	APIKey string
+	// APIKeys are more keys the server accepts, besides APIKey: the keys
+	// of other users of the same account.
+	APIKeys []string
+	// PerAccount makes the limits the account's: every accepted key
+	// takes from one pair of buckets, so that one key's requests can get
+	// another refused. False keeps a pair of buckets per key. Nothing
+	// public says which the real API does.
+	PerAccount bool
 	// Cards are the fixtures served. Nil means Fixtures(DefaultCards); an
 	// empty, non-nil slice means no cards at all. New copies them and
 	// serves them as given: it does not recompute the subtask counts.
 	Cards []CardFixture
-	// PerMinute is the number of requests admitted per minute per API key:
-	// a token bucket refilled at PerMinute per 60s, holding up to
-	// PerMinute tokens. Zero means no per-minute limit.
+	// PerMinute is the number of requests admitted per minute per API key
+	// (per account with PerAccount): a token bucket refilled at PerMinute
+	// per 60s, holding up to PerMinute tokens. Zero means no per-minute
+	// limit.
 	PerMinute int
 	// PerHour is the number of requests admitted per hour per API key,
 	// likewise. Zero means no per-hour limit. A request must pass both
@@ -41,7 +50,9 @@ type Config struct {
 	// 3 seconds and the per-hour one every 3 minutes. Zero means 1.
 	TimeScale float64
 	// RetryAfter says how a refusal tells the client when to come back.
-	// The zero value is RetryAfterSeconds.
+	// The zero value, RetryAfterNone, sends no Retry-After, as nothing
+	// public says the real API sends one: ask for RetryAfterSeconds or
+	// RetryAfterHTTPDate to test a client's handling of the header.
 	RetryAfter RetryAfterMode
 	// RL02 answers rate-limit refusals as some accounts get them: status
 	// 400 with error code "RL02" instead of 429 with code "RL01".
@@ -57,29 +68,31 @@ type Config struct {
 }
 
 // RetryAfterMode says how a rate-limit refusal tells the client when to
-// come back. The zero value is RetryAfterSeconds.
+// come back. The zero value is RetryAfterNone: the refusal says nothing,
+// as far as anything public tells of the real API.
 type RetryAfterMode int
 
 const (
+	// RetryAfterNone sends no Retry-After header: the client learns only
+	// the status and the error code. It is the zero value.
+	RetryAfterNone RetryAfterMode = iota
 	// RetryAfterSeconds sends Retry-After as whole seconds, rounded up, at
 	// least 1.
-	RetryAfterSeconds RetryAfterMode = iota
+	RetryAfterSeconds
 	// RetryAfterHTTPDate sends Retry-After as an IMF-fixdate
 	// ([http.TimeFormat]) rounded up to a whole second.
 	RetryAfterHTTPDate
-	// RetryAfterNone sends no Retry-After header.
-	RetryAfterNone
 )
 
 // String returns the constant's name, such as "RetryAfterSeconds".
 func (m RetryAfterMode) String() string {
 	switch m {
+	case RetryAfterNone:
+		return "RetryAfterNone"
 	case RetryAfterSeconds:
 		return "RetryAfterSeconds"
 	case RetryAfterHTTPDate:
 		return "RetryAfterHTTPDate"
-	case RetryAfterNone:
-		return "RetryAfterNone"
 	}
 	return fmt.Sprintf("RetryAfterMode(%d)", int(m))
 }
@@ -92,10 +105,10 @@ const (
 	// FaultNone serves the request normally. It is the zero value.
 	FaultNone Fault = iota
 	// Fault429 answers 429 with error code RL01 and the configured
-	// Retry-After, at least a second away.
+	// Retry-After (none by default), at least a second away.
 	Fault429
 	// FaultRL02 answers 400 with error code RL02 and the configured
-	// Retry-After, at least a second away.
+	// Retry-After (none by default), at least a second away.
 	FaultRL02
 	// Fault503 answers 503 with an empty body and no headers of its own.
 	Fault503
@@ -127,7 +140,7 @@ func (f Fault) String() string {
 	return fmt.Sprintf("Fault(%d)", int(f))
 }
 
-// Endpoint names one of the three paths the fake serves.
+// Endpoint names one of the paths the fake serves.
 type Endpoint string
 
 const (
@@ -137,10 +150,13 @@ const (
 	EndpointComments Endpoint = "comments"
 	// EndpointSubtasks is GET /api/v2/cards/{card_id}/subtasks.
 	EndpointSubtasks Endpoint = "subtasks"
+	// EndpointAPILimits is GET /api/v2/apiLimits, which tells the
+	// account its limits (see [Server]).
+	EndpointAPILimits Endpoint = "api_limits"
 )
 
 // endpoints lists every Endpoint, in the order of the API's paths.
-var endpoints = []Endpoint{EndpointCard, EndpointComments, EndpointSubtasks}
+var endpoints = []Endpoint{EndpointCard, EndpointComments, EndpointSubtasks, EndpointAPILimits}
 
 // String returns the endpoint's name, such as "comments", or a quoted form
 // such as `Endpoint("cards")` for a value that names no endpoint.
@@ -152,7 +168,7 @@ func (e Endpoint) String() string {
 }
 
 func (e Endpoint) valid() bool {
-	return e == EndpointCard || e == EndpointComments || e == EndpointSubtasks
+	return e == EndpointCard || e == EndpointComments || e == EndpointSubtasks || e == EndpointAPILimits
 }
 
 // Validate reports every invalid field of c in one error, or nil when c
@@ -168,8 +184,13 @@ func (c Config) Validate() error {
 	if c.PerHour < 0 {
 		bad = append(bad, fmt.Sprintf("PerHour is %d; use 0 for no limit or a positive count", c.PerHour))
 	}
-	if c.RetryAfter < RetryAfterSeconds || c.RetryAfter > RetryAfterNone {
-		bad = append(bad, fmt.Sprintf("RetryAfter is %v; use RetryAfterSeconds, RetryAfterHTTPDate or RetryAfterNone", c.RetryAfter))
+	if c.RetryAfter < RetryAfterNone || c.RetryAfter > RetryAfterHTTPDate {
+		bad = append(bad, fmt.Sprintf("RetryAfter is %v; use RetryAfterNone, RetryAfterSeconds or RetryAfterHTTPDate", c.RetryAfter))
+	}
+	for i, k := range c.APIKeys {
+		if k == "" {
+			bad = append(bad, fmt.Sprintf("APIKeys[%d] is empty; give each key its value", i))
+		}
 	}
 	if c.Latency < 0 {
 		bad = append(bad, fmt.Sprintf("Latency is %v; use 0 or more", c.Latency))
@@ -192,7 +213,7 @@ func (c Config) scriptProblems() []string {
 	for _, k := range keys {
 		e := Endpoint(k)
 		if !e.valid() {
-			bad = append(bad, fmt.Sprintf("Scripts has the key %q; use EndpointCard, EndpointComments or EndpointSubtasks", k))
+			bad = append(bad, fmt.Sprintf("Scripts has the key %q; use EndpointCard, EndpointComments, EndpointSubtasks or EndpointAPILimits", k))
 			continue
 		}
 		for i, f := range c.Scripts[e] {

@@ -16,7 +16,7 @@ func TestConfigValidate(t *testing.T) {
 		{
 			name: "full",
 			give: Config{
-				APIKey: "k", Cards: Fixtures(2), PerMinute: 30, PerHour: 500, RetryAfter: RetryAfterNone, RL02: true,
+				APIKey: "k", APIKeys: []string{"k2"}, PerAccount: true, Cards: Fixtures(2), PerMinute: 30, PerHour: 500, RetryAfter: RetryAfterNone, RL02: true,
 				Latency: time.Second, Scripts: map[Endpoint][]Fault{EndpointCard: {FaultNone, FaultReset}},
 			},
 		},
@@ -103,6 +103,7 @@ func TestStrings(t *testing.T) {
 		{give: EndpointCard, want: "card"},
 		{give: EndpointComments, want: "comments"},
 		{give: EndpointSubtasks, want: "subtasks"},
+		{give: EndpointAPILimits, want: "api_limits"},
 		{give: Endpoint("cards"), want: `Endpoint("cards")`},
 	}
 	for _, tt := range tests {

@@ -1,7 +1,8 @@
 // Package kanbanizetest is a fake Kanbanize (Businessmap) API v2 for tests,
 // demos and the MCP server. It serves cards, comments and subtasks from
 // fixtures, checks the apikey header, enforces per-minute and per-hour
-// limits the way the real API does, and injects scripted faults.
+// limits the way the real API does (per key, or per account), tells them
+// at GET /api/v2/apiLimits, and injects scripted faults.
 //
 // A [Server] runs in-process through [Server.Transport], an
 // [http.RoundTripper] that touches no network and starts no goroutine, so
@@ -13,6 +14,12 @@
 //	/api/v2/cards/{card_id}           {"data": Card}
 //	/api/v2/cards/{card_id}/comments  {"data": [Comment]}
 //	/api/v2/cards/{card_id}/subtasks  {"data": [Subtask]}
+//	/api/v2/apiLimits                 {"data": [{"types": "minutely", "limit": PerMinute}, {"types": "hourly", "limit": PerHour}]}
+//
+// GET /api/v2/apiLimits answers the Config's limits in the shape of the
+// API's OpenAPI document (an ApiLimit of "types" and "limit" per window);
+// like every request, it takes a token from the key's buckets and can be
+// refused or scripted (EndpointAPILimits).
 //
 // in the shapes the API publishes: a card with its timeline, linked cards,
 // embedded subtasks and attachments, its watchers as "watcher_ids" or, on

@@ -13,7 +13,7 @@ import (
 )
 
 func TestCommentsScript(t *testing.T) {
-	s := New(Config{Scripts: map[Endpoint][]Fault{EndpointComments: {Fault429, Fault503, FaultNone}}})
+	s := New(Config{RetryAfter: RetryAfterSeconds, Scripts: map[Endpoint][]Fault{EndpointComments: {Fault429, Fault503, FaultNone}}})
 	// Requests to other endpoints do not move the comments script on.
 	if r := get(t, s, "/cards/101"); r.status != 200 {
 		t.Fatalf("GET /cards/101 = %d, want 200", r.status)
@@ -43,7 +43,7 @@ func TestCommentsScript(t *testing.T) {
 	}
 	want := Stats{
 		Requests:   5,
-		ByEndpoint: map[Endpoint]int{EndpointCard: 1, EndpointComments: 4, EndpointSubtasks: 0},
+		ByEndpoint: map[Endpoint]int{EndpointCard: 1, EndpointComments: 4, EndpointSubtasks: 0, EndpointAPILimits: 0},
 		Limited:    1,
 		Faults:     1,
 	}

@@ -31,6 +31,27 @@ func newBuckets(perMinute, perHour int, scale float64) *buckets {
 	return &b
 }
 
+// set changes the buckets to perMinute and perHour at now: each keeps the
+// tokens it has, up to its new size; a bucket of a window that had no
+// limit starts full, and one whose limit goes to zero goes.
+func (b *buckets) set(perMinute, perHour int, now time.Time) {
+	b.minute = resize(b.minute, perMinute, b.minuteWindow, now)
+	b.hour = resize(b.hour, perHour, b.hourWindow, now)
+}
+
+func resize(lim *rate.Limiter, n int, window time.Duration, now time.Time) *rate.Limiter {
+	switch {
+	case n <= 0:
+		return nil
+	case lim == nil:
+		return rate.NewLimiter(rate.Limit(float64(n)/window.Seconds()), n)
+	}
+	// The tokens over the new size go when the limiter next counts them.
+	lim.SetLimitAt(now, rate.Limit(float64(n)/window.Seconds()))
+	lim.SetBurstAt(now, n)
+	return lim
+}
+
 // take takes a token from each bucket at now if every bucket has one, and
 // otherwise takes none and returns how long until every bucket has one.
 func (b *buckets) take(now time.Time) (ok bool, wait time.Duration) {

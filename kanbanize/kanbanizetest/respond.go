@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -44,7 +45,7 @@ func (s *Server) respond(r *http.Request, stop <-chan struct{}) (answer, error) 
 		return s.errorAnswer(http.StatusNotFound, "NF01", "Not found: no such API path."), nil
 	}
 	key := apiKey(r.Header)
-	if subtle.ConstantTimeCompare([]byte(key), s.key) != 1 {
+	if !s.accepts(key) {
 		s.mu.Lock()
 		s.stats.Unauthorized++
 		s.mu.Unlock()
@@ -62,7 +63,12 @@ func (s *Server) respond(r *http.Request, stop <-chan struct{}) (answer, error) 
 	case f == FaultReset:
 		return answer{reset: true}, nil
 	}
-	a := s.cardAnswer(e, id)
+	var a answer
+	if e == EndpointAPILimits {
+		a = s.limitsAnswer()
+	} else {
+		a = s.cardAnswer(e, id)
+	}
 	if f == FaultMalformedJSON {
 		a.status = http.StatusOK
 		a.body = a.body[:len(a.body)/2]
@@ -82,6 +88,9 @@ func (s *Server) admit(e Endpoint, key string) (f Fault, wait time.Duration, adm
 		f = s.cfg.Scripts[e][n]
 	}
 	s.scriptAt[e]++
+	if s.cfg.PerAccount {
+		key = "" // one pair of buckets for every key of the account
+	}
 	b := s.buckets[key]
 	if b == nil {
 		b = newBuckets(s.cfg.PerMinute, s.cfg.PerHour, s.cfg.TimeScale)
@@ -128,6 +137,16 @@ func (s *Server) wait(ctx context.Context, stop <-chan struct{}) error {
 
 var errClosed = errors.New("kanbanizetest: server closed during the latency")
 
+// accepts reports whether key is one of the server's keys, comparing each
+// in constant time.
+func (s *Server) accepts(key string) bool {
+	ok := 0
+	for _, k := range s.keys {
+		ok |= subtle.ConstantTimeCompare([]byte(key), k)
+	}
+	return ok == 1
+}
+
 // apiKey returns the apikey header of h, whatever the case of its name:
 // in-process requests have not been through a server that canonicalizes.
 func apiKey(h http.Header) string {
@@ -145,6 +164,9 @@ func apiKey(h http.Header) string {
 // route parses an API path into the endpoint and card ID it names. The ID
 // is 0 when not a positive integer, which names no card.
 func route(path string) (e Endpoint, id int, ok bool) {
+	if path == "/api/v2/apiLimits" {
+		return EndpointAPILimits, 0, true
+	}
 	rest, ok := strings.CutPrefix(path, "/api/v2/cards/")
 	if !ok {
 		return "", 0, false
@@ -219,7 +241,7 @@ func jsonAnswer(status int, body []byte) answer {
 }
 
 // reference returns a hex string that looks random, is different on each
-// call, and never contains the API key.
+// call, and never contains an API key the server accepts.
 func (s *Server) reference() string {
 	for {
 		// The splitmix64 finaliser spreads a counter over all 64 bits.
@@ -227,7 +249,7 @@ func (s *Server) reference() string {
 		x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
 		x = (x ^ x>>27) * 0x94d049bb133111eb
 		ref := fmt.Sprintf("%016x", x^x>>31)
-		if !strings.Contains(ref, string(s.key)) {
+		if !slices.ContainsFunc(s.keys, func(k []byte) bool { return strings.Contains(ref, string(k)) }) {
 			return ref
 		}
 	}

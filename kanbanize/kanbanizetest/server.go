@@ -2,11 +2,14 @@ package kanbanizetest
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/ratewise/ratewise/internal/fakehttp"
 )
@@ -16,7 +19,7 @@ type Stats struct {
 	// Requests counts every request, whatever its path, method or key.
 	Requests int `json:"requests"`
 	// ByEndpoint counts the requests whose path names each endpoint,
-	// whatever their method or key. It always has the three endpoints.
+	// whatever their method or key. It always has every endpoint.
 	ByEndpoint map[Endpoint]int `json:"by_endpoint"`
 	// Limited counts rate-limit refusals, scripted or by a limit.
 	Limited int `json:"limited"`
@@ -31,7 +34,7 @@ type Stats struct {
 // [Server.Start] and [Server.Close]. A Server is safe for concurrent use.
 type Server struct {
 	cfg   Config
-	key   []byte
+	keys  [][]byte        // the accepted keys: APIKey, then APIKeys
 	cards map[int]*served // read-only after New
 	done  chan struct{}   // closed by Close to cut loopback latency waits short
 	refs  atomic.Uint64   // numbers the error references
@@ -39,7 +42,7 @@ type Server struct {
 	closeOnce sync.Once
 
 	mu       sync.Mutex
-	stats    Stats               // guarded by mu
+	stats    Stats               // guarded by mu; so are cfg's PerMinute and PerHour (SetLimits)
 	scriptAt map[Endpoint]int    // guarded by mu
 	buckets  map[string]*buckets // guarded by mu
 	ts       *httptest.Server    // guarded by mu
@@ -67,18 +70,22 @@ func New(cfg Config) *Server {
 	}
 	// Own copies, so that the caller changing its config later cannot race
 	// with the server.
+	cfg.APIKeys = slices.Clone(cfg.APIKeys)
 	cfg.Scripts = maps.Clone(cfg.Scripts)
 	for e, script := range cfg.Scripts {
 		cfg.Scripts[e] = cloneSlice(script)
 	}
 	s := &Server{
 		cfg:      cfg,
-		key:      []byte(cfg.APIKey),
+		keys:     [][]byte{[]byte(cfg.APIKey)},
 		cards:    make(map[int]*served, len(cfg.Cards)),
 		done:     make(chan struct{}),
 		scriptAt: make(map[Endpoint]int),
 		buckets:  make(map[string]*buckets),
 		stats:    Stats{ByEndpoint: make(map[Endpoint]int)},
+	}
+	for _, k := range cfg.APIKeys {
+		s.keys = append(s.keys, []byte(k))
 	}
 	for _, e := range endpoints {
 		s.stats.ByEndpoint[e] = 0
@@ -116,6 +123,25 @@ func (s *Server) Card(id int) (CardFixture, bool) {
 		return CardFixture{}, false
 	}
 	return sv.fixture.clone(), true
+}
+
+// SetLimits changes the server's limits to perMinute requests a minute
+// and perHour an hour, as when the account's plan changes: from now on
+// every key's buckets (the account's, with PerAccount) refill at the new
+// rates and hold at most the new quotas, keeping the tokens they have up
+// to those, and GET /api/v2/apiLimits tells the new limits. Zero is no
+// limit of that window. It panics on a negative count.
+func (s *Server) SetLimits(perMinute, perHour int) {
+	if perMinute < 0 || perHour < 0 {
+		panic(fmt.Sprintf("kanbanizetest: SetLimits(%d, %d): use 0 for no limit or a positive count", perMinute, perHour))
+	}
+	now := time.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cfg.PerMinute, s.cfg.PerHour = perMinute, perHour
+	for _, b := range s.buckets {
+		b.set(perMinute, perHour, now)
+	}
 }
 
 // Stats returns a snapshot of the server's counters.

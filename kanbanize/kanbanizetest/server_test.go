@@ -194,7 +194,7 @@ func TestStats(t *testing.T) {
 	do(t, s.Transport(), http.MethodGet, api+"/cards/100/subtasks", "wrong")
 	want := Stats{
 		Requests:     5,
-		ByEndpoint:   map[Endpoint]int{EndpointCard: 1, EndpointComments: 2, EndpointSubtasks: 1},
+		ByEndpoint:   map[Endpoint]int{EndpointCard: 1, EndpointComments: 2, EndpointSubtasks: 1, EndpointAPILimits: 0},
 		Unauthorized: 1,
 	}
 	if got := s.Stats(); !reflect.DeepEqual(got, want) {
@@ -204,7 +204,7 @@ func TestStats(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const wantJSON = `{"requests":5,"by_endpoint":{"card":1,"comments":2,"subtasks":1},"limited":0,"faults":0,"unauthorized":1}`
+	const wantJSON = `{"requests":5,"by_endpoint":{"api_limits":0,"card":1,"comments":2,"subtasks":1},"limited":0,"faults":0,"unauthorized":1}`
 	if string(b) != wantJSON {
 		t.Errorf("json.Marshal(Stats()) = %s, want %s", b, wantJSON)
 	}

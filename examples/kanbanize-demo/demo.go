@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -23,6 +24,7 @@ type config struct {
 	concurrency int
 	plan        kanbanize.Plan
 	speed       float64
+	retryAfter  bool // the fake says when to come back; the real API may not
 	json        bool
 }
 
@@ -35,9 +37,9 @@ func (c config) validate() error {
 	case c.speed <= 0 || c.speed > 3600:
 		return fmt.Errorf("-speed is %v; want a factor above 0, at most 3600", c.speed)
 	case c.plan == kanbanize.PlanAuto:
-		// The paced run tells ratewise the plan's limits on the fake's
-		// faster clock, which the limits the API tells are not on.
-		return errors.New("-plan is auto; want a plan whose limits the fake enforces: standard, large, extra-large, or a custom 45/700")
+		// The fake enforces a plan's limits, which the auto run then
+		// reads from its /apiLimits: there must be a plan to enforce.
+		return errors.New("-plan is auto; want a plan whose limits the fake enforces (and the auto run reads): standard, large, extra-large, or a custom 45/700")
 	}
 	return nil
 }
@@ -56,14 +58,17 @@ type result struct {
 	Failed      int     `json:"failed"`
 }
 
-// report is everything the demo found.
+// report is everything the demo found: a column for a plain client, and
+// one for each way the kanbanize client can be given its plan.
 type report struct {
 	Cards       int                 `json:"cards"`
 	Concurrency int                 `json:"concurrency"`
 	Plan        kanbanize.Plan      `json:"plan"`
+	RetryAfter  bool                `json:"retry_after"`
 	Plain       result              `json:"plain"`
-	Retrying    result              `json:"ratewise_retrying"`
-	Paced       result              `json:"ratewise_paced"`
+	Learning    result              `json:"client_not_told"`
+	Told        result              `json:"client_plan_told"`
+	Auto        result              `json:"client_plan_auto"`
 	Example     *kanbanize.Envelope `json:"example_envelope,omitempty"`
 }
 
@@ -79,31 +84,33 @@ const (
 // latency is the fake API's answer time, for a plausible wall time.
 const latency = 20 * time.Millisecond
 
-// run makes the three runs, shows progress on progressOut and writes the
+// run makes the four runs, shows progress on progressOut and writes the
 // report on out.
 func run(ctx context.Context, cfg config, out, progressOut io.Writer) (*report, error) {
 	limits, err := kanbanize.PlanLimits(cfg.plan)
 	if err != nil {
 		return nil, err
 	}
-	// The fake's refusals say when to come back (Retry-After, in seconds
-	// of its faster clock), so that the retrying run can honour them.
+	// The real API is not known to say when to come back: by default the
+	// fake does not either, and the client finds the limit by itself.
 	fakeConfig := kanbanizetest.Config{APIKey: apiKey, PerMinute: limits[0].Burst, PerHour: limits[1].Burst,
-		TimeScale: cfg.speed, Latency: latency, RetryAfter: kanbanizetest.RetryAfterSeconds}
-	rep := &report{Cards: cfg.cards, Concurrency: cfg.concurrency, Plan: cfg.plan}
+		TimeScale: cfg.speed, Latency: latency}
+	if cfg.retryAfter {
+		fakeConfig.RetryAfter = kanbanizetest.RetryAfterSeconds
+	}
+	rep := &report{Cards: cfg.cards, Concurrency: cfg.concurrency, Plan: cfg.plan, RetryAfter: cfg.retryAfter}
 
 	// Plain: what a service without rate-limit handling does.
 	fake := kanbanizetest.New(fakeConfig)
 	plainClient := &http.Client{Transport: fake.Transport()}
 	rep.Plain = batch(ctx, "plain", cfg, fake, progressOut, func(ctx context.Context, id int, _ *progress) outcome {
 		return readPlain(ctx, plainClient, id)
-	})
+	}, nil)
 
-	// Retrying: ratewise not told the limit, finding it through 429s, whose
-	// Retry-After it honours while the cooldown holds the other requests.
-	fake = kanbanizetest.New(fakeConfig)
+	// Not told: kanbanize.NewClient as it comes, its transport learning
+	// the limit from the API's refusals.
 	var mu sync.Mutex
-	rep.Retrying, err = readWithRetry(ctx, "retrying", cfg, fake, nil, progressOut, func(env *kanbanize.Envelope) {
+	rep.Learning, err = readWithRetry(ctx, "not told", cfg, kanbanizetest.New(fakeConfig), progressOut, nil, false, func(env *kanbanize.Envelope) {
 		mu.Lock()
 		defer mu.Unlock()
 		if rep.Example == nil || env.RateLimitHits > rep.Example.RateLimitHits {
@@ -114,15 +121,22 @@ func run(ctx context.Context, cfg config, out, progressOut io.Writer) (*report, 
 		return nil, err
 	}
 
-	// Paced: ratewise told the plan's limits (on the fake's clock), so that
-	// it seldom meets a refusal at all.
-	fake = kanbanizetest.New(fakeConfig)
-	var paced []ratewise.Option
+	// Told: the plan's limits, on the fake's faster clock.
+	var told []ratewise.Option
 	for _, l := range limits {
-		l.Rate = rate.Limit(float64(l.Rate) * cfg.speed)
-		paced = append(paced, ratewise.WithLimit(l))
+		told = append(told, ratewise.WithLimit(faster(l, cfg.speed)))
 	}
-	rep.Paced, err = readWithRetry(ctx, "paced", cfg, fake, paced, progressOut, nil)
+	rep.Told, err = readWithRetry(ctx, "plan told", cfg, kanbanizetest.New(fakeConfig), progressOut,
+		[]kanbanize.Option{kanbanize.WithTransportOptions(told...)}, false, nil)
+	if err != nil {
+		return nil, err
+	}
+
+	// Auto: the limits the API tells at /apiLimits. They count real
+	// minutes and hours, so once the client has read them (at its first
+	// call) they are put on the fake's clock, as the told plan's are.
+	rep.Auto, err = readWithRetry(ctx, "plan auto", cfg, kanbanizetest.New(fakeConfig), progressOut,
+		[]kanbanize.Option{kanbanize.WithPlan(kanbanize.PlanAuto)}, true, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -132,17 +146,30 @@ func run(ctx context.Context, cfg config, out, progressOut io.Writer) (*report, 
 	return rep, rep.write(out, cfg.json)
 }
 
-// readWithRetry is a run of ReadCardWithRetry through a ratewise transport
-// with opts over fake; each complete envelope goes to keep, when set.
-func readWithRetry(ctx context.Context, name string, cfg config, fake *kanbanizetest.Server, opts []ratewise.Option,
-	progressOut io.Writer, keep func(*kanbanize.Envelope)) (result, error) {
+// faster is l with its rate on a clock speed times as fast: a window of
+// the same quota, shorter.
+func faster(l ratewise.Limit, speed float64) ratewise.Limit {
+	l.Rate = rate.Limit(float64(l.Rate) * speed)
+	return l
+}
+
+// autoScopes is how the scopes of the limits a PlanAuto client read are
+// named, before the key.
+const autoScopes = "kanbanize auto "
+
+// readWithRetry is a run of ReadCardWithRetry by a kanbanize client of
+// fake built with opts; each complete envelope goes to keep, when set. A
+// client that reads its limits (auto, for PlanAuto) reads its first card
+// alone, then the demo puts what it read on the fake's clock.
+func readWithRetry(ctx context.Context, name string, cfg config, fake *kanbanizetest.Server, progressOut io.Writer,
+	opts []kanbanize.Option, auto bool, keep func(*kanbanize.Envelope)) (result, error) {
 	client, err := kanbanize.NewClient("acme", apiKey,
-		kanbanize.WithHTTPClient(&http.Client{Transport: ratewise.New(fake.Transport(), opts...)}))
+		append([]kanbanize.Option{kanbanize.WithHTTPClient(&http.Client{Transport: fake.Transport()})}, opts...)...)
 	if err != nil {
 		return result{}, err
 	}
 	retry := kanbanize.RetryOptions{InitialDelayMs: 500, MaxDelayMs: 10000, TotalWaitCapMs: 120000}
-	return batch(ctx, name, cfg, fake, progressOut, func(ctx context.Context, id int, p *progress) outcome {
+	read := func(ctx context.Context, id int, p *progress) outcome {
 		o := retry
 		o.Progress = p.waiting
 		env, err := client.ReadCardWithRetry(ctx, kanbanize.ID(id).String(), o)
@@ -156,34 +183,59 @@ func readWithRetry(ctx context.Context, name string, cfg config, fake *kanbanize
 			keep(env)
 		}
 		return complete
-	}), nil
+	}
+	var first func()
+	if auto {
+		first = func() { speedUpAuto(client.Transport(), cfg.speed) }
+	}
+	return batch(ctx, name, cfg, fake, progressOut, read, first), nil
+}
+
+// speedUpAuto puts the scopes of the limits a PlanAuto client read on a
+// clock speed times as fast.
+func speedUpAuto(tr *ratewise.Transport, speed float64) {
+	for _, l := range tr.Limits() {
+		if strings.HasPrefix(l.Name, autoScopes) {
+			_ = tr.SetLimit(faster(l, speed))
+		}
+	}
 }
 
 // batch reads cfg.cards cards, cfg.concurrency at once, with read, and
-// counts what happened.
+// counts what happened. When first is set, the first card is read alone,
+// and first called, before the others.
 func batch(ctx context.Context, name string, cfg config, fake *kanbanizetest.Server, progressOut io.Writer,
-	read func(context.Context, int, *progress) outcome) result {
+	read func(context.Context, int, *progress) outcome, first func()) result {
 	p := newProgress(name, cfg.cards, fake, progressOut)
 	start := time.Now()
-	ids := make(chan int)
 	outcomes := make([]int, 3)
 	var mu sync.Mutex
+	readOne := func(id int) {
+		o := read(ctx, id, p)
+		mu.Lock()
+		outcomes[o]++
+		mu.Unlock()
+		p.cardDone()
+	}
+	next := kanbanizetest.FirstCardID
+	if first != nil {
+		readOne(next)
+		next++
+		first()
+	}
+	ids := make(chan int)
 	var wg sync.WaitGroup
 	for range cfg.concurrency {
 		wg.Go(func() {
 			for id := range ids {
-				o := read(ctx, id, p)
-				mu.Lock()
-				outcomes[o]++
-				mu.Unlock()
-				p.cardDone()
+				readOne(id)
 			}
 		})
 	}
 feed:
-	for i := range cfg.cards {
+	for id := next; id < kanbanizetest.FirstCardID+cfg.cards; id++ {
 		select {
-		case ids <- kanbanizetest.FirstCardID + i:
+		case ids <- id:
 		case <-ctx.Done():
 			break feed
 		}
@@ -241,7 +293,7 @@ func (r *report) write(out io.Writer, asJSON bool) error {
 		return enc.Encode(r)
 	}
 	if r.Example != nil {
-		fmt.Fprintf(out, "\nThe envelope of the retrying run's read that met the most 429s, as the read_card_with_retry tool returns it:\n\n")
+		fmt.Fprintf(out, "\nThe envelope of the not-told run's read that met the most 429s, as the read_card_with_retry tool returns it:\n\n")
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")
 		enc.SetEscapeHTML(false)
@@ -250,11 +302,15 @@ func (r *report) write(out io.Writer, asJSON bool) error {
 		}
 	}
 	perMinute := planPerMinute(r.Plan)
-	fmt.Fprintf(out, "\n%d cards of the %s plan (%d requests a minute, on a faster clock), %d at once:\n\n",
-		r.Cards, r.Plan, perMinute, r.Concurrency)
-	const row = "  %-30s %10s %12s %12s\n"
-	fmt.Fprintf(out, row, "", "plain", "ratewise", "ratewise")
-	fmt.Fprintf(out, row, "", "", "retrying", "+ plan pace")
+	hint := "no Retry-After, as the real API is not known to send one"
+	if r.RetryAfter {
+		hint = "its refusals with Retry-After"
+	}
+	fmt.Fprintf(out, "\n%d cards of the %s plan (%d requests a minute, on a faster clock; %s), %d at once:\n\n",
+		r.Cards, r.Plan, perMinute, hint, r.Concurrency)
+	const row = "  %-30s %10s %12s %12s %12s\n"
+	fmt.Fprintf(out, row, "", "plain", "kanbanize", "kanbanize", "kanbanize")
+	fmt.Fprintf(out, row, "", "net/http", "not told", "plan told", "plan auto")
 	rows := []struct {
 		name   string
 		values func(result) string
@@ -267,7 +323,7 @@ func (r *report) write(out io.Writer, asJSON bool) error {
 		{"cards failed", func(x result) string { return fmt.Sprint(x.Failed) }},
 	}
 	for _, line := range rows {
-		fmt.Fprintf(out, row, line.name, line.values(r.Plain), line.values(r.Retrying), line.values(r.Paced))
+		fmt.Fprintf(out, row, line.name, line.values(r.Plain), line.values(r.Learning), line.values(r.Told), line.values(r.Auto))
 	}
 	if 3*r.Cards <= perMinute {
 		fmt.Fprintf(out, "\n(%d requests fit in the plan's minute: try more -cards to see the limit bite.)\n", 3*r.Cards)

@@ -102,7 +102,7 @@ func (p *progress) draw(last bool) {
 	}
 	const width = 20
 	filled := width * done / max(p.total, 1)
-	line := fmt.Sprintf("%-8s [%s%s] %s", p.name, strings.Repeat("#", filled), strings.Repeat(".", width-filled), status)
+	line := fmt.Sprintf("%-9s [%s%s] %s", p.name, strings.Repeat("#", filled), strings.Repeat(".", width-filled), status)
 	if len(line) > 79 { // one line of the narrowest usual terminal, so \r can redraw it
 		line = line[:79]
 	}

@@ -1,14 +1,10 @@
 package ratewise
 
-import (
-	"time"
-
-	"golang.org/x/time/rate"
-)
+import "time"
 
 // This file holds ready configurations: three presets of the whole stack
-// for APIs whose limits are unknown, and the published limits of a few
-// well-known APIs.
+// for APIs whose limits are unknown. The published limits of named APIs
+// are in package providers.
 //
 // The presets, side by side:
 //
@@ -93,52 +89,4 @@ func Aggressive() Preset {
 			TotalWaitCap: time.Minute, RetryBudget: 0.5, RetryBudgetFloor: 20},
 		Breaker: &BreakerPolicy{ConsecutiveFailures: 10, Cooldown: 15 * time.Second},
 	}
-}
-
-// perWindow is a bucket that never lets more than n requests start in any
-// window of w: a burst of b, an eighth of n, and n − b more spread over
-// the window. Its sustained rate is 7/8 of n per w, the price of never
-// going over.
-func perWindow(name string, n int, w time.Duration) Limit {
-	b := max(n/8, 1)
-	return Limit{Name: name, Rate: rate.Limit(float64(n-b) / w.Seconds()), Burst: b}
-}
-
-// TMDBLimit is The Movie Database's published limit, 40 requests every 10
-// seconds per IP address, as a bucket that never lets more through in any
-// 10 seconds. https://developer.themoviedb.org/docs/rate-limiting (TMDB
-// has since relaxed it to about 50 a second; 40 per 10 s stays safe).
-func TMDBLimit() Limit { return perWindow("tmdb", 40, 10*time.Second) }
-
-// MusicBrainzLimit is MusicBrainz's limit: one request a second per IP
-// address, no burst; going over it may get the address blocked. The
-// service also asks every client to send a meaningful User-Agent.
-// https://musicbrainz.org/doc/MusicBrainz_API/Rate_Limiting
-func MusicBrainzLimit() Limit {
-	return Limit{Name: "musicbrainz", Rate: 1, Burst: 1}
-}
-
-// FanartLimit is FanArt.tv's limit for a project API key, 10 requests a
-// second, or 20 with a user's personal key, which lifts the limits of the
-// project's. https://fanart.tv/api-docs/ and
-// https://fanart.tv/get-an-api-key/
-func FanartLimit(personalKey bool) Limit {
-	if personalKey {
-		return perWindow("fanart", 20, time.Second)
-	}
-	return perWindow("fanart", 10, time.Second)
-}
-
-// TheAudioDBLimit is TheAudioDB's free-tier limit: 30 requests a minute.
-// https://www.theaudiodb.com/free_music_api
-func TheAudioDBLimit() Limit { return perWindow("theaudiodb", 30, time.Minute) }
-
-// GitHubLimit is the GitHub REST API's primary limit for an authenticated
-// client: 5,000 requests an hour, with at most 100 in flight. GitHub
-// counts the quota in X-RateLimit-* headers, so the limit is adaptive: it
-// sends what the hour has left and then waits for its reset, never faster
-// than its ceiling of 5,000 an hour.
-// https://docs.github.com/en/rest/using-the-rest-api/rate-limits-for-the-rest-api
-func GitHubLimit() Limit {
-	return Limit{Name: "github", Adaptive: true, Rate: rate.Every(time.Hour / 5000), MaxConcurrent: 100}
 }

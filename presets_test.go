@@ -61,56 +61,6 @@ func TestPresetThenOptionsOverride(t *testing.T) {
 	}
 }
 
-// Every published limit lets no more than its number through in any window.
-func TestAPILimitsHoldTheirWindows(t *testing.T) {
-	for _, tt := range []struct {
-		limit  Limit
-		n      int
-		window time.Duration
-	}{
-		{TMDBLimit(), 40, 10 * time.Second},
-		{MusicBrainzLimit(), 1, time.Second},
-		{FanartLimit(false), 10, time.Second},
-		{FanartLimit(true), 20, time.Second},
-		{TheAudioDBLimit(), 30, time.Minute},
-	} {
-		t.Run(tt.limit.Name, func(t *testing.T) {
-			if err := tt.limit.Validate(); err != nil {
-				t.Fatal(err)
-			}
-			synctest.Test(t, func(t *testing.T) {
-				s := newScript(answer(200))
-				rec := &recording{base: s.mock()}
-				tr := New(rec, WithLimit(tt.limit))
-				for range 3 * tt.n {
-					if _, err := callOnce(t, tr, context.Background()); err != nil {
-						t.Fatal(err)
-					}
-				}
-				for i := range rec.times {
-					in := 0
-					for _, at := range rec.times[i:] {
-						if at.Sub(rec.times[i]) < tt.window {
-							in++
-						}
-					}
-					if in > tt.n {
-						t.Fatalf("%d requests within %v from request %d, want at most %d", in, tt.window, i, tt.n)
-					}
-				}
-				// And it is not much slower than the limit: its sustained rate
-				// is at least 7/8 of it, so 3n calls take at most 3.5 windows.
-				if last := rec.times[len(rec.times)-1].Sub(rec.times[0]); last > 7*tt.window/2 {
-					t.Errorf("3×%d calls took %v, want at most 3.5×%v", tt.n, last, tt.window)
-				}
-			})
-		})
-	}
-	if l := GitHubLimit(); !l.Adaptive || l.MaxConcurrent != 100 || l.Validate() != nil {
-		t.Errorf("GitHubLimit = %+v", l)
-	}
-}
-
 // No preset fails a call on a rate-limited server because of its own
 // breaker: 20 callers against a small bucket (5/s, a burst of 2, with
 // and without Retry-After) get an answer every time, and the breaker

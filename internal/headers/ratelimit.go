@@ -1,4 +1,4 @@
-package ratewise
+package headers
 
 import (
 	"math"
@@ -8,7 +8,7 @@ import (
 )
 
 // This file reads the rate-limit headers of a response: the counts of the
-// server's quota that the adaptive pacer follows (readAnswer), and the
+// server's quota that the adaptive pacer follows (ReadCount), and the
 // resets that WaitHint falls back on when no Retry-After says how long to
 // wait. Each family below is named after the APIs that send it, with the
 // spelling of their documentation; net/http keys a header by its canonical
@@ -25,7 +25,7 @@ type quotaHeaders struct {
 	resetAfter string
 }
 
-// requestCounts are the families that count requests, read by readAnswer,
+// requestCounts are the families that count requests, read by ReadCount,
 // in this order; the least remaining count among them is the one that binds.
 var requestCounts = [...]quotaHeaders{
 	// GitHub, Discord, Jira and most APIs: a count, the quota, and a reset
@@ -78,20 +78,28 @@ const (
 	githubSecondaryWait = time.Minute
 )
 
-// readAnswer reads a response for the pacer: its outcome and the quota
-// count, in any of the families above. When several families (or several
-// IETF draft policies) count, the least remaining wins, with its own limit
-// and reset: that quota runs out first.
-func readAnswer(resp *http.Response, err error, class Class, now time.Time) serverAnswer {
-	if err != nil {
-		return serverAnswer{remaining: -1}
-	}
-	an := serverAnswer{
-		ok:        is2xx(resp.StatusCode) && !class.refusal(),
-		refused:   class.refusal(),
-		remaining: -1,
-	}
-	h := resp.Header
+// Count is what a response's headers say of the server's quota. The zero
+// Count says none is left; ReadCount gives Remaining -1 when no header
+// counts.
+type Count struct {
+	// Remaining is the quota left, -1 when the headers do not say.
+	Remaining int
+	// Limit is the full quota, 0 when the headers do not say.
+	Limit int
+	// Reset is how long until the quota resets, 0 when the headers do not
+	// say or the reset is past.
+	Reset time.Duration
+	// ResetDue is set when the headers say a reset that is already past:
+	// a time cut to its second, whose quota is about to come back.
+	ResetDue bool
+}
+
+// ReadCount reads the count of the server's quota in h, in any of the
+// families above. When several families (or several IETF draft policies)
+// count, the least remaining wins, with its own limit and reset: that
+// quota runs out first.
+func ReadCount(h http.Header, now time.Time) Count {
+	c := Count{Remaining: -1}
 	for i := range requestCounts {
 		f := &requestCounts[i]
 		v := h[f.remaining]
@@ -99,21 +107,21 @@ func readAnswer(resp *http.Response, err error, class Class, now time.Time) serv
 			continue
 		}
 		n, ok := leadingCount(v[0])
-		if !ok || !an.fewer(n) {
+		if !ok || !c.fewer(n) {
 			continue
 		}
-		an.remaining, an.limit, an.reset = n, 0, 0
+		c.Remaining, c.Limit, c.Reset = n, 0, 0
 		if l := h[f.limit]; len(l) > 0 {
-			an.limit, _ = leadingCount(l[0])
+			c.Limit, _ = leadingCount(l[0])
 		}
 		var said bool
-		an.reset, said = familyReset(h, f, now)
-		an.resetDue = said && an.reset == 0
+		c.Reset, said = familyReset(h, f, now)
+		c.ResetDue = said && c.Reset == 0
 	}
 	if v := h[shopifyCallLimit]; len(v) > 0 {
-		if used, size, ok := parseCallLimit(v[0]); ok && an.fewer(size-used) {
+		if used, size, ok := parseCallLimit(v[0]); ok && c.fewer(size-used) {
 			// A leaky bucket says no reset: it drains at a steady rate.
-			an.remaining, an.limit, an.reset, an.resetDue = size-used, size, 0, false
+			c.Remaining, c.Limit, c.Reset, c.ResetDue = size-used, size, 0, false
 		}
 	}
 	for _, sf := range structuredFields {
@@ -123,21 +131,21 @@ func readAnswer(resp *http.Response, err error, class Class, now time.Time) serv
 		}
 		// Every line, as WaitHint reads them: one policy may be on each.
 		name, n, reset := parseRateLimitQuota(strings.Join(v, ","), now)
-		if n < 0 || !an.fewer(n) {
+		if n < 0 || !c.fewer(n) {
 			continue
 		}
-		an.remaining, an.limit, an.reset, an.resetDue = n, 0, reset, false
+		c.Remaining, c.Limit, c.Reset, c.ResetDue = n, 0, reset, false
 		if p := h[sf.policy]; len(p) > 0 {
-			an.limit = policyQuota(strings.Join(p, ","), name)
+			c.Limit = policyQuota(strings.Join(p, ","), name)
 		}
 	}
-	return an
+	return c
 }
 
-// fewer reports whether a count of n is news to an: the first count, or
+// fewer reports whether a count of n is news to c: the first count, or
 // less than the one it has.
-func (an *serverAnswer) fewer(n int) bool {
-	return an.remaining < 0 || n < an.remaining
+func (c *Count) fewer(n int) bool {
+	return c.Remaining < 0 || n < c.Remaining
 }
 
 // familyReset reads the reset of family f, and whether it says one (0
@@ -219,6 +227,29 @@ func githubSecondaryHint(resp *http.Response) (time.Duration, bool) {
 		return githubSecondaryWait, true
 	}
 	return 0, false
+}
+
+// RateLimited reports whether the status and headers of resp alone say
+// that the server refused the request for rate:
+//
+//   - 429 Too Many Requests;
+//   - 503 Service Unavailable carrying Retry-After;
+//   - 403 Forbidden carrying Retry-After, or X-RateLimit-Remaining: 0, as
+//     GitHub refuses a request over its primary rate limit or over a
+//     secondary one that says when to come back.
+//
+// Any other answer, other 403s included, is not: without those headers a
+// 403 cannot be told from a refused permission but by its body.
+func RateLimited(resp *http.Response) bool {
+	switch resp.StatusCode {
+	case http.StatusTooManyRequests:
+		return true
+	case http.StatusServiceUnavailable:
+		return len(resp.Header["Retry-After"]) > 0
+	case http.StatusForbidden:
+		return len(resp.Header["Retry-After"]) > 0 || countZero(resp.Header["X-Ratelimit-Remaining"])
+	}
+	return false
 }
 
 // quotaSpent reports whether a remaining-quota header is absent, zero, or

@@ -4,8 +4,9 @@
 // whether the answer is a refusal for rate, and the count of the server's
 // quota that the learned pace follows.
 //
-// Its functions are pure: each takes the time it counts from as now, and
-// none allocates on a typical answer, since the transport reads every
-// answer of a key it paces. It names no type of the ratewise package,
-// which wraps ParseRetryAfter and WaitHint as its own.
+// Its functions are pure: those that count time take now as an argument.
+// ReadCount and WaitHint allocate nothing on the answers of the APIs they
+// know, since the transport reads every answer of a key it paces. The
+// package names no type of ratewise, whose ParseRetryAfter and WaitHint
+// are this package's, and whose DefaultClassify is RateLimited.
 package headers

@@ -2,7 +2,10 @@ package ratewise
 
 import (
 	"math"
+	"net/http"
 	"time"
+
+	"github.com/ratewise/ratewise/internal/headers"
 )
 
 // This file is the adaptive pacer's reading of a server that counts its
@@ -61,6 +64,24 @@ type serverAnswer struct {
 	// hint is a refusal's wait hint (Retry-After and the like), when it
 	// has one the call honours.
 	hint time.Duration
+}
+
+// readAnswer reads a response for the pacer: its outcome, by the class it
+// was given, and the count of the server's quota its headers carry (see
+// [headers.ReadCount]). A request that got no response tells neither.
+func readAnswer(resp *http.Response, err error, class Class, now time.Time) serverAnswer {
+	if err != nil {
+		return serverAnswer{remaining: -1}
+	}
+	c := headers.ReadCount(resp.Header, now)
+	return serverAnswer{
+		ok:        is2xx(resp.StatusCode) && !class.refusal(),
+		refused:   class.refusal(),
+		remaining: c.Remaining,
+		limit:     c.Limit,
+		reset:     c.Reset,
+		resetDue:  c.ResetDue,
+	}
 }
 
 // serverCount is the key's last count of the server's quota.

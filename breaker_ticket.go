@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/ratewise/ratewise/internal/headers"
 )
 
 // This file is an attempt's side of its breaker: the ticket that carries
@@ -147,7 +149,7 @@ func (t breakerTicket) newEvent(c *call, resp *http.Response) bool {
 	}
 	lasts := minEventLength
 	if !c.policy.IgnoreRetryAfter {
-		if h, ok := WaitHint(resp, now); ok {
+		if h, ok := headers.WaitHint(resp, now); ok {
 			lasts = max(min(h, c.t.maxPause()), minEventLength)
 		}
 	}

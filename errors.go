@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/ratewise/ratewise/internal/headers"
 )
 
 var (
@@ -128,7 +130,7 @@ func newRateLimitError(resp *http.Response, class Class) *RateLimitError {
 		RawBody:    string(peekBody(resp, peekLimit)),
 		Class:      class,
 	}
-	e.RetryAfter, e.HasRetryAfter = WaitHint(resp, time.Now())
+	e.RetryAfter, e.HasRetryAfter = headers.WaitHint(resp, time.Now())
 	if resp.Request != nil {
 		if s := callStatsFrom(resp.Request.Context()); s != nil {
 			e.Attempts = s.Attempts()

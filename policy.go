@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/ratewise/ratewise/internal/headers"
 )
 
 // Defaults of [RetryPolicy]: a zero field means the matching constant.
@@ -379,17 +381,8 @@ func (p *RetryPolicy) backoff(retry int, draw float64) time.Duration {
 // Classify hook may call DefaultClassify for the cases it does not handle
 // itself.
 func DefaultClassify(resp *http.Response) Class {
-	switch resp.StatusCode {
-	case http.StatusTooManyRequests:
+	if headers.RateLimited(resp) {
 		return RateLimited
-	case http.StatusServiceUnavailable:
-		if len(resp.Header["Retry-After"]) > 0 {
-			return RateLimited
-		}
-	case http.StatusForbidden:
-		if len(resp.Header["Retry-After"]) > 0 || countZero(resp.Header["X-Ratelimit-Remaining"]) {
-			return RateLimited
-		}
 	}
 	return Final
 }

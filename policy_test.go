@@ -189,6 +189,39 @@ func TestDefaultClassify(t *testing.T) {
 	}
 }
 
+// BenchmarkDefaultClassify is the classification every response pays for,
+// on an answer with the headers most carry and, for GitHub's refusal, its
+// rate-limit headers.
+func BenchmarkDefaultClassify(b *testing.B) {
+	header := func(kv ...string) http.Header {
+		h := http.Header{
+			"Content-Type": {"application/json"},
+			"Date":         {"Tue, 10 Mar 2026 12:00:00 GMT"},
+			"Server":       {"api"},
+			"X-Request-Id": {"req_0123456789"},
+		}
+		for i := 0; i+1 < len(kv); i += 2 {
+			h.Add(kv[i], kv[i+1])
+		}
+		return h
+	}
+	for _, bb := range []struct {
+		name string
+		resp *http.Response
+	}{
+		{"200", &http.Response{StatusCode: 200, Header: header()}},
+		{"403 GitHub", &http.Response{StatusCode: 403, Header: header("x-ratelimit-limit", "5000", "x-ratelimit-remaining", "0",
+			"x-ratelimit-used", "5000", "x-ratelimit-reset", "1773144060", "x-ratelimit-resource", "core")}},
+	} {
+		b.Run(bb.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				DefaultClassify(bb.resp)
+			}
+		})
+	}
+}
+
 func TestPhraseMatchLeavesBodyWhole(t *testing.T) {
 	body := "Rate Limit exceeded. " + strings.Repeat("z", 10000)
 	resp := &http.Response{StatusCode: 403, Body: io.NopCloser(strings.NewReader(body))}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-retryablehttp"
+
+	"github.com/ratewise/ratewise/internal/headers"
 )
 
 // responseDelay is the wait before retrying after resp: the policy's
@@ -16,7 +18,7 @@ import (
 func (c *call) responseDelay(resp *http.Response) time.Duration {
 	delay := c.policy.jittered(c.attempts - 1)
 	if !c.policy.IgnoreRetryAfter {
-		if hint, ok := WaitHint(resp, time.Now()); ok && hint > delay {
+		if hint, ok := headers.WaitHint(resp, time.Now()); ok && hint > delay {
 			delay = hint
 		}
 	}

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-retryablehttp"
+
+	"github.com/ratewise/ratewise/internal/headers"
 )
 
 // RetryablehttpPolicy adapts p for a [retryablehttp.Client], for teams that
@@ -47,7 +49,7 @@ func RetryablehttpPolicy(p RetryPolicy) (retryablehttp.CheckRetry, retryablehttp
 		if class := p.classify(resp); class == Final || class == Blocked {
 			return false, nil
 		}
-		if hint, ok := WaitHint(resp, time.Now()); ok && !p.IgnoreRetryAfter && hint > p.TotalWaitCap {
+		if hint, ok := headers.WaitHint(resp, time.Now()); ok && !p.IgnoreRetryAfter && hint > p.TotalWaitCap {
 			return false, nil // the server asks for longer than we would ever wait
 		}
 		return true, nil
@@ -55,7 +57,7 @@ func RetryablehttpPolicy(p RetryPolicy) (retryablehttp.CheckRetry, retryablehttp
 	backoff := func(_, _ time.Duration, attemptNum int, resp *http.Response) time.Duration {
 		delay := p.Backoff(attemptNum)
 		if resp != nil && !p.IgnoreRetryAfter {
-			if hint, ok := WaitHint(resp, time.Now()); ok && hint > delay {
+			if hint, ok := headers.WaitHint(resp, time.Now()); ok && hint > delay {
 				delay = hint
 			}
 		}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"time"
+
+	"github.com/ratewise/ratewise/internal/headers"
 )
 
 // Trace is a set of hooks into what the transport does, after
@@ -296,7 +298,7 @@ func (c *call) traceResponse(resp *http.Response, err error, class Class) {
 	info := ResponseInfo{Attempt: c.attempts, Class: class, Err: err, Key: c.host(), Endpoint: c.endpoint}
 	if resp != nil {
 		info.StatusCode = resp.StatusCode
-		info.Hint, _ = WaitHint(resp, time.Now())
+		info.Hint, _ = headers.WaitHint(resp, time.Now())
 	}
 	fire(c, func(t *Trace) func(ResponseInfo) { return t.ResponseClassified }, info)
 }

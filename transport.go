@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/ratewise/ratewise/internal/headers"
 )
 
 // Transport is an [http.RoundTripper] that sends each request through a
@@ -518,7 +520,7 @@ func (c *call) feedBack(resp *http.Response, err error, class Class) {
 	var now time.Time
 	if err == nil && class != Final && !c.policy.IgnoreRetryAfter {
 		now = time.Now()
-		if h, ok := WaitHint(resp, now); ok && h > 0 {
+		if h, ok := headers.WaitHint(resp, now); ok && h > 0 {
 			// No hint holds a key longer than the gate's longest pause.
 			hint = min(h, c.t.maxPause())
 		}

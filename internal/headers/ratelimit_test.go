@@ -1,11 +1,9 @@
-package ratewise
+package headers
 
 import (
-	"context"
 	"net/http"
 	"strconv"
 	"testing"
-	"testing/synctest"
 	"time"
 )
 
@@ -14,7 +12,7 @@ import (
 // above the test; where the page shows a whole answer, its values are used
 // as they are, and "now" is set so that the wait is exact.
 
-// count is what readAnswer should find: remaining -1 for no count.
+// count is what ReadCount should find: remaining -1 for no count.
 type count struct {
 	remaining, limit int
 	reset            time.Duration
@@ -27,14 +25,14 @@ type apiCase struct {
 	name    string
 	status  int
 	header  []string // name, value, ... in the documentation's spelling
-	class   Class    // DefaultClassify
+	limited bool     // what RateLimited, and so ratewise.DefaultClassify, says
 	hint    time.Duration
 	hasHint bool
 	count   count
 }
 
-// checkAPI asserts, for each answer, its classification, its wait hint to
-// the nanosecond and the counts the pacer reads in it.
+// checkAPI asserts, for each answer, whether it is a refusal for rate, its
+// wait hint to the nanosecond and the counts the pacer reads in it.
 func checkAPI(t *testing.T, now time.Time, tests []apiCase) {
 	t.Helper()
 	for _, tt := range tests {
@@ -43,16 +41,15 @@ func checkAPI(t *testing.T, now time.Time, tests []apiCase) {
 			h.Add(tt.header[i], tt.header[i+1])
 		}
 		resp := &http.Response{StatusCode: tt.status, Header: h}
-		if got := DefaultClassify(resp); got != tt.class {
-			t.Errorf("%s: DefaultClassify(%d) = %v, want %v", tt.name, tt.status, got, tt.class)
+		if got := RateLimited(resp); got != tt.limited {
+			t.Errorf("%s: RateLimited(%d) = %v, want %v", tt.name, tt.status, got, tt.limited)
 		}
 		if d, ok := WaitHint(resp, now); d != tt.hint || ok != tt.hasHint {
 			t.Errorf("%s: WaitHint = %v, %v; want %v, %v", tt.name, d, ok, tt.hint, tt.hasHint)
 		}
-		want := serverAnswer{ok: tt.status >= 200 && tt.status <= 299, refused: tt.class == RateLimited,
-			remaining: tt.count.remaining, limit: tt.count.limit, reset: tt.count.reset}
-		if got := readAnswer(resp, nil, tt.class, now); got != want {
-			t.Errorf("%s: readAnswer = %+v, want %+v", tt.name, got, want)
+		want := Count{Remaining: tt.count.remaining, Limit: tt.count.limit, Reset: tt.count.reset}
+		if got := ReadCount(h, now); got != want {
+			t.Errorf("%s: ReadCount = %+v, want %+v", tt.name, got, want)
 		}
 	}
 }
@@ -70,55 +67,30 @@ func TestGitHubRateLimits(t *testing.T) {
 		"X-RateLimit-Remaining", "0", "X-RateLimit-Reset", "1377013266"}
 	checkAPI(t, now, []apiCase{
 		{name: "primary limit, 403", status: 403, header: primary,
-			class: RateLimited, hint: 50*time.Minute + 25*time.Second, hasHint: true,
+			limited: true, hint: 50*time.Minute + 25*time.Second, hasHint: true,
 			count: count{0, 60, 50*time.Minute + 25*time.Second}},
 		{name: "primary limit, 429", status: 429, header: primary,
-			class: RateLimited, hint: 50*time.Minute + 25*time.Second, hasHint: true,
+			limited: true, hint: 50*time.Minute + 25*time.Second, hasHint: true,
 			count: count{0, 60, 50*time.Minute + 25*time.Second}},
 		{name: "secondary limit with retry-after", status: 403, header: []string{"retry-after", "60",
 			"x-ratelimit-limit", "5000", "x-ratelimit-remaining", "4999", "x-ratelimit-used", "1",
 			"x-ratelimit-reset", "1377013266", "x-ratelimit-resource", "core", "x-github-request-id", "CE2C:2D7E:1A2B3C:4D5E6F:5F5E0A1B"},
-			class: RateLimited, hint: time.Minute, hasHint: true,
+			limited: true, hint: time.Minute, hasHint: true,
 			count: count{4999, 5000, 50*time.Minute + 25*time.Second}},
 		{name: "secondary limit, nothing but the body", status: 403, header: []string{
 			"x-ratelimit-limit", "5000", "x-ratelimit-remaining", "4999",
 			"x-ratelimit-reset", "1377013266", "x-github-request-id", "CE2C:2D7E:1A2B3C:4D5E6F:5F5E0A1B"},
-			class: Final, hint: time.Minute, hasHint: true, // the body tells; a minute once it does
+			hint: time.Minute, hasHint: true, // the body tells; a minute once it does
 			count: count{4999, 5000, 50*time.Minute + 25*time.Second}},
 		{name: "secondary limit as a 429", status: 429, header: []string{
 			"x-ratelimit-limit", "5000", "x-ratelimit-remaining", "4999", "x-github-request-id", "CE2C:2D7E:1A2B3C:4D5E6F:5F5E0A1B"},
-			class: RateLimited, hint: time.Minute, hasHint: true, count: count{4999, 5000, 0}},
+			limited: true, hint: time.Minute, hasHint: true, count: count{4999, 5000, 0}},
 		{name: "a permission refused", status: 403, header: []string{"x-ratelimit-limit", "5000",
 			"x-ratelimit-remaining", "4998", "x-ratelimit-reset", "1377013266"},
-			class: Final, count: count{4998, 5000, 50*time.Minute + 25*time.Second}},
+			count: count{4998, 5000, 50*time.Minute + 25*time.Second}},
 		{name: "a success", status: 200, header: []string{"x-ratelimit-limit", "5000",
 			"x-ratelimit-remaining", "4999", "x-ratelimit-reset", "1377013266", "x-github-request-id", "CE2C:2D7E:1A2B3C:4D5E6F:5F5E0A1B"},
-			class: Final, count: count{4999, 5000, 50*time.Minute + 25*time.Second}},
-	})
-}
-
-// TestGitHubPrimaryLimitRetriedAtItsReset: a 403 over GitHub's primary
-// limit, Final before, is retried at the reset it names, and a secondary
-// limit that names nothing (caught by its phrase) a minute later.
-func TestGitHubPrimaryLimitRetriedAtItsReset(t *testing.T) {
-	policy := RetryPolicy{MaxAttempts: 3, InitialDelay: time.Second, Jitter: JitterNone,
-		TotalWaitCap: 5 * time.Minute, RateLimitPhrases: []string{"secondary rate limit"}}
-	synctest.Test(t, func(t *testing.T) {
-		// The bubble's clock starts in 2000, before any Unix time a
-		// reset is read as: move it to the present.
-		time.Sleep(time.Until(refNow))
-		start := time.Now()
-		reset := strconv.FormatInt(start.Add(90*time.Second).Unix(), 10)
-		secondary := answer(403, "X-RateLimit-Remaining", "4999", "X-GitHub-Request-Id", "CE2C:2D7E")
-		secondary.body = `{"message": "You have exceeded a secondary rate limit. Please wait a few minutes before you try again."}`
-		s := newScript(answer(403, "X-RateLimit-Limit", "60", "X-RateLimit-Remaining", "0", "X-RateLimit-Reset", reset),
-			secondary, answer(200))
-		r := s.get(t, context.Background(), policy)
-		got := s.offsets(start)
-		if r.status != 200 || len(got) != 3 || got[1] != 90*time.Second || got[2] != 150*time.Second {
-			t.Errorf("got %d, requests at %v; want a 200, the retries at 1m30s (the reset) and 2m30s (a minute on)", r.status, got)
-		}
-		s.assertAllClosed(t)
+			count: count{4999, 5000, 50*time.Minute + 25*time.Second}},
 	})
 }
 
@@ -134,18 +106,18 @@ func TestOpenAIRateLimits(t *testing.T) {
 	}
 	checkAPI(t, refNow, []apiCase{
 		{name: "the sample", status: 200, header: sample("59", "149984"),
-			class: Final, count: count{59, 60, time.Second}},
+			count: count{59, 60, time.Second}},
 		{name: "tokens spent", status: 429, header: sample("59", "0"),
-			class: RateLimited, hint: 6 * time.Minute, hasHint: true, count: count{59, 60, time.Second}},
+			limited: true, hint: 6 * time.Minute, hasHint: true, count: count{59, 60, time.Second}},
 		{name: "requests spent", status: 429, header: sample("0", "149984"),
-			class: RateLimited, hint: time.Second, hasHint: true, count: count{0, 60, time.Second}},
+			limited: true, hint: time.Second, hasHint: true, count: count{0, 60, time.Second}},
 		{name: "both spent: the longer", status: 429, header: sample("0", "0"),
-			class: RateLimited, hint: 6 * time.Minute, hasHint: true, count: count{0, 60, time.Second}},
+			limited: true, hint: 6 * time.Minute, hasHint: true, count: count{0, 60, time.Second}},
 		{name: "milliseconds", status: 429, header: []string{"x-ratelimit-remaining-requests", "0",
 			"x-ratelimit-reset-requests", "12ms", "x-ratelimit-remaining-tokens", "0", "x-ratelimit-reset-tokens", "9ms"},
-			class: RateLimited, hint: 12 * time.Millisecond, hasHint: true, count: count{0, 0, 12 * time.Millisecond}},
+			limited: true, hint: 12 * time.Millisecond, hasHint: true, count: count{0, 0, 12 * time.Millisecond}},
 		{name: "Retry-After wins", status: 429, header: append(sample("0", "0"), "retry-after", "20"),
-			class: RateLimited, hint: 20 * time.Second, hasHint: true, count: count{0, 60, time.Second}},
+			limited: true, hint: 20 * time.Second, hasHint: true, count: count{0, 60, time.Second}},
 	})
 }
 
@@ -164,15 +136,15 @@ func TestAnthropicRateLimits(t *testing.T) {
 		"anthropic-ratelimit-tokens-remaining", "0", "anthropic-ratelimit-tokens-reset", "2026-03-10T12:00:30Z"}
 	checkAPI(t, refNow, []apiCase{
 		{name: "429 with retry-after", status: 429, header: append([]string{"retry-after", "30"}, counts...),
-			class: RateLimited, hint: 30 * time.Second, hasHint: true, count: count{42, 50, time.Second}},
+			limited: true, hint: 30 * time.Second, hasHint: true, count: count{42, 50, time.Second}},
 		{name: "429, the input tokens spent", status: 429, header: counts,
-			class: RateLimited, hint: 30 * time.Second, hasHint: true, count: count{42, 50, time.Second}},
+			limited: true, hint: 30 * time.Second, hasHint: true, count: count{42, 50, time.Second}},
 		{name: "requests spent", status: 429, header: []string{"anthropic-ratelimit-requests-limit", "50",
 			"anthropic-ratelimit-requests-remaining", "0", "anthropic-ratelimit-requests-reset", "2026-03-10T12:00:01.5Z"},
-			class: RateLimited, hint: 1500 * time.Millisecond, hasHint: true, count: count{0, 50, 1500 * time.Millisecond}},
+			limited: true, hint: 1500 * time.Millisecond, hasHint: true, count: count{0, 50, 1500 * time.Millisecond}},
 		{name: "a success", status: 200, header: []string{"anthropic-ratelimit-requests-limit", "50",
 			"anthropic-ratelimit-requests-remaining", "49", "anthropic-ratelimit-requests-reset", "2026-03-10T12:00:01Z"},
-			class: Final, count: count{49, 50, time.Second}},
+			count: count{49, 50, time.Second}},
 	})
 }
 
@@ -189,22 +161,22 @@ func TestDiscordRateLimits(t *testing.T) {
 	const resetAfter = 64570 * time.Millisecond
 	checkAPI(t, now, []apiCase{
 		{name: "user limit", status: 429, header: append([]string{"Retry-After", "65"}, user...),
-			class: RateLimited, hint: 65 * time.Second, hasHint: true, count: count{0, 10, resetAfter}},
+			limited: true, hint: 65 * time.Second, hasHint: true, count: count{0, 10, resetAfter}},
 		{name: "user limit, no Retry-After", status: 429, header: user,
-			class: RateLimited, hint: resetAfter, hasHint: true, count: count{0, 10, resetAfter}},
+			limited: true, hint: resetAfter, hasHint: true, count: count{0, 10, resetAfter}},
 		{name: "user limit, the Unix time alone", status: 429, header: user[:6],
-			class: RateLimited, hint: resetAfter, hasHint: true, count: count{0, 10, resetAfter}},
+			limited: true, hint: resetAfter, hasHint: true, count: count{0, 10, resetAfter}},
 		{name: "shared resource limit", status: 429, header: []string{"Retry-After", "1337",
 			"X-RateLimit-Limit", "10", "X-RateLimit-Remaining", "9", "X-RateLimit-Reset", "1470173023.123",
 			"X-RateLimit-Reset-After", "64.57", "X-RateLimit-Bucket", "abcd1234", "X-RateLimit-Scope", "shared"},
-			class: RateLimited, hint: 1337 * time.Second, hasHint: true, count: count{9, 10, resetAfter}},
+			limited: true, hint: 1337 * time.Second, hasHint: true, count: count{9, 10, resetAfter}},
 		{name: "global limit", status: 429, header: []string{"Retry-After", "65",
 			"X-RateLimit-Global", "true", "X-RateLimit-Scope", "global"},
-			class: RateLimited, hint: 65 * time.Second, hasHint: true, count: noCount},
+			limited: true, hint: 65 * time.Second, hasHint: true, count: noCount},
 		{name: "the header example", status: 200, header: []string{"X-RateLimit-Limit", "5",
 			"X-RateLimit-Remaining", "0", "X-RateLimit-Reset", "1470173023", "X-RateLimit-Reset-After", "1",
 			"X-RateLimit-Bucket", "abcd1234"},
-			class: Final, hint: time.Second, hasHint: true, count: count{0, 5, time.Second}},
+			hint: time.Second, hasHint: true, count: count{0, 5, time.Second}},
 	})
 }
 
@@ -215,9 +187,9 @@ func TestDiscordRateLimits(t *testing.T) {
 func TestShopifyRateLimits(t *testing.T) {
 	checkAPI(t, refNow, []apiCase{
 		{name: "32 of 40", status: 200, header: []string{"X-Shopify-Shop-Api-Call-Limit", "32/40"},
-			class: Final, count: count{8, 40, 0}},
+			count: count{8, 40, 0}},
 		{name: "full", status: 429, header: []string{"X-Shopify-Shop-Api-Call-Limit", "40/40", "Retry-After", "2.0"},
-			class: RateLimited, hint: 2 * time.Second, hasHint: true, count: count{0, 40, 0}},
+			limited: true, hint: 2 * time.Second, hasHint: true, count: count{0, 40, 0}},
 	})
 }
 
@@ -227,7 +199,7 @@ func TestShopifyRateLimits(t *testing.T) {
 func TestSlackRateLimits(t *testing.T) {
 	checkAPI(t, refNow, []apiCase{
 		{name: "429", status: 429, header: []string{"Retry-After", "30"},
-			class: RateLimited, hint: 30 * time.Second, hasHint: true, count: noCount},
+			limited: true, hint: 30 * time.Second, hasHint: true, count: noCount},
 	})
 }
 
@@ -237,7 +209,7 @@ func TestSlackRateLimits(t *testing.T) {
 func TestStripeRateLimits(t *testing.T) {
 	checkAPI(t, refNow, []apiCase{
 		{name: "429", status: 429, header: []string{"Request-Id", "req_123", "Stripe-Version", "2024-06-20"},
-			class: RateLimited, count: noCount},
+			limited: true, count: noCount},
 	})
 }
 
@@ -253,20 +225,20 @@ func TestJiraRateLimits(t *testing.T) {
 		"X-RateLimit-Reset", "2026-03-10T12:01Z", "RateLimit-Reason", "jira-burst-based"}
 	checkAPI(t, refNow, []apiCase{
 		{name: "burst limit", status: 429, header: append([]string{"Retry-After", "60"}, burst...),
-			class: RateLimited, hint: time.Minute, hasHint: true, count: count{0, 100, time.Minute}},
+			limited: true, hint: time.Minute, hasHint: true, count: count{0, 100, time.Minute}},
 		{name: "burst limit, no Retry-After", status: 429, header: burst,
-			class: RateLimited, hint: time.Minute, hasHint: true, count: count{0, 100, time.Minute}},
+			limited: true, hint: time.Minute, hasHint: true, count: count{0, 100, time.Minute}},
 		{name: "points quota spent", status: 429, header: []string{"Beta-RateLimit", `"tenant-app-quota";r=0;t=2788`,
 			"X-Beta-RateLimit-Reason", "jira-quota-tenant-based", "X-RateLimit-Limit", "400", "X-RateLimit-Remaining", "399"},
-			class: RateLimited, hint: 2788 * time.Second, hasHint: true, count: count{0, 0, 2788 * time.Second}},
+			limited: true, hint: 2788 * time.Second, hasHint: true, count: count{0, 0, 2788 * time.Second}},
 		{name: "near the quota: the burst count binds", status: 200, header: []string{
 			"Beta-RateLimit-Policy", `"tenant-app-quota";q=100100;w=3600`, "Beta-RateLimit", `"tenant-app-quota";r=17842;t=2107`,
 			"X-Beta-RateLimit-NearLimit", "true", "X-RateLimit-Limit", "350", "X-RateLimit-Remaining", "349"},
-			class: Final, count: count{349, 350, 0}},
+			count: count{349, 350, 0}},
 		{name: "the quota binds", status: 200, header: []string{
 			"Beta-RateLimit-Policy", `"tenant-app-quota";q=100100;w=3600`, "Beta-RateLimit", `"tenant-app-quota";r=17;t=2107`,
 			"X-RateLimit-Limit", "350", "X-RateLimit-Remaining", "349"},
-			class: Final, count: count{17, 100100, 2107 * time.Second}},
+			count: count{17, 100100, 2107 * time.Second}},
 	})
 }
 
@@ -279,12 +251,12 @@ func TestCloudflareRateLimits(t *testing.T) {
 	checkAPI(t, refNow, []apiCase{
 		{name: "the example", status: 200, header: []string{"Ratelimit", `"default";r=50;t=30`,
 			"Ratelimit-Policy", `"burst";q=100;w=60`},
-			class: Final, count: count{50, 100, 30 * time.Second}},
+			count: count{50, 100, 30 * time.Second}},
 		{name: "429", status: 429, header: []string{"Ratelimit", `"default";r=0;t=30`,
 			"Ratelimit-Policy", `"burst";q=100;w=60`, "retry-after", "30"},
-			class: RateLimited, hint: 30 * time.Second, hasHint: true, count: count{0, 100, 30 * time.Second}},
+			limited: true, hint: 30 * time.Second, hasHint: true, count: count{0, 100, 30 * time.Second}},
 		{name: "429 without retry-after", status: 429, header: []string{"Ratelimit", `"default";r=0;t=30`},
-			class: RateLimited, hint: 30 * time.Second, hasHint: true, count: count{0, 0, 30 * time.Second}},
+			limited: true, hint: 30 * time.Second, hasHint: true, count: count{0, 0, 30 * time.Second}},
 	})
 }
 
@@ -300,36 +272,36 @@ func TestIETFDraftRateLimitHeaders(t *testing.T) {
 	checkAPI(t, date, []apiCase{
 		// -10
 		{name: "-10 remaining and reset", status: 200, header: []string{"RateLimit", `"default";r=50;t=30`},
-			class: Final, count: count{50, 0, 30 * time.Second}},
+			count: count{50, 0, 30 * time.Second}},
 		{name: "-10 with its policy", status: 200, header: []string{"RateLimit-Policy", `"somepolicy";q=10000;w=1000`,
 			"RateLimit", `"somepolicy";r=10000;t=10`},
-			class: Final, count: count{10000, 10000, 10 * time.Second}},
+			count: count{10000, 10000, 10 * time.Second}},
 		{name: "-10 redirect with quota spent", status: 301, header: []string{"Location", "/foo/123",
 			"RateLimit", `"problemPolicy";r=0;t=10`},
-			class: Final, hint: 10 * time.Second, hasHint: true, count: count{0, 0, 10 * time.Second}},
+			hint: 10 * time.Second, hasHint: true, count: count{0, 0, 10 * time.Second}},
 		{name: "-10 Retry-After takes precedence", status: 429, header: []string{"Retry-After", "20",
 			"RateLimit", `"problemPolicy";r=0;t=10`},
-			class: RateLimited, hint: 20 * time.Second, hasHint: true, count: count{0, 0, 10 * time.Second}},
+			limited: true, hint: 20 * time.Second, hasHint: true, count: count{0, 0, 10 * time.Second}},
 		// -07
 		{name: "-07 dictionary", status: 200, header: []string{"RateLimit-Policy", "100;w=10",
 			"RateLimit", "limit=100, remaining=50, reset=5"},
-			class: Final, count: count{50, 100, 5 * time.Second}},
+			count: count{50, 100, 5 * time.Second}},
 		{name: "-07 redirect with quota spent", status: 301, header: []string{"Location", "/foo/123",
 			"RateLimit", "limit=10, remaining=0, reset=10"},
-			class: Final, hint: 10 * time.Second, hasHint: true, count: count{0, 0, 10 * time.Second}},
+			hint: 10 * time.Second, hasHint: true, count: count{0, 0, 10 * time.Second}},
 		// -01
 		{name: "-01 Retry-After as a date", status: 429, header: []string{"Date", "Mon, 05 Aug 2019 09:27:00 GMT",
 			"Retry-After", "Mon, 05 Aug 2019 09:27:05 GMT", "RateLimit-Reset", "5", "RateLimit-Limit", "100", "Ratelimit-Remaining", "0"},
-			class: RateLimited, hint: 5 * time.Second, hasHint: true, count: count{0, 100, 5 * time.Second}},
+			limited: true, hint: 5 * time.Second, hasHint: true, count: count{0, 100, 5 * time.Second}},
 		{name: "-01 pushing back", status: 429, header: []string{"RateLimit-Limit", "0, 15;w=20",
 			"Ratelimit-Remaining", "0", "Ratelimit-Reset", "20"},
-			class: RateLimited, hint: 20 * time.Second, hasHint: true, count: count{0, 0, 20 * time.Second}},
+			limited: true, hint: 20 * time.Second, hasHint: true, count: count{0, 0, 20 * time.Second}},
 		{name: "-01 pushing back with Retry-After", status: 429, header: []string{"Retry-After", "20",
 			"RateLimit-Limit", "15, 100;w=60", "Ratelimit-Remaining", "15", "Ratelimit-Reset", "40"},
-			class: RateLimited, hint: 20 * time.Second, hasHint: true, count: count{15, 15, 40 * time.Second}},
+			limited: true, hint: 20 * time.Second, hasHint: true, count: count{15, 15, 40 * time.Second}},
 		{name: "-01 several windows", status: 200, header: []string{"RateLimit-Limit", "5000, 1000;w=3600, 5000;w=86400",
 			"RateLimit-Remaining", "100", "RateLimit-Reset", "36000"},
-			class: Final, count: count{100, 5000, 10 * time.Hour}},
+			count: count{100, 5000, 10 * time.Hour}},
 	})
 }
 
@@ -342,14 +314,14 @@ func TestIETFDraftRateLimitHeaders(t *testing.T) {
 func TestAzureRetryAfterMs(t *testing.T) {
 	checkAPI(t, refNow, []apiCase{
 		{name: "Cosmos DB", status: 429, header: []string{"x-ms-retry-after-ms", "1234"},
-			class: RateLimited, hint: 1234 * time.Millisecond, hasHint: true, count: noCount},
+			limited: true, hint: 1234 * time.Millisecond, hasHint: true, count: noCount},
 		{name: "Azure OpenAI", status: 429, header: []string{"retry-after-ms", "1500", "retry-after", "2",
 			"x-ratelimit-remaining-requests", "0", "x-ratelimit-remaining-tokens", "0"},
-			class: RateLimited, hint: 1500 * time.Millisecond, hasHint: true, count: count{0, 0, 0}},
+			limited: true, hint: 1500 * time.Millisecond, hasHint: true, count: count{0, 0, 0}},
 		{name: "both: retry-after-ms first", status: 429, header: []string{"x-ms-retry-after-ms", "900", "retry-after-ms", "1500"},
-			class: RateLimited, hint: 1500 * time.Millisecond, hasHint: true, count: noCount},
+			limited: true, hint: 1500 * time.Millisecond, hasHint: true, count: noCount},
 		{name: "a bad value falls through", status: 429, header: []string{"retry-after-ms", "-1", "retry-after", "2"},
-			class: RateLimited, hint: 2 * time.Second, hasHint: true, count: noCount},
+			limited: true, hint: 2 * time.Second, hasHint: true, count: noCount},
 	})
 }
 
@@ -451,14 +423,14 @@ func TestParseMillisAndCallLimit(t *testing.T) {
 	}
 }
 
-// TestReadingAllocatesNothing holds readAnswer and WaitHint to no
+// TestReadingAllocatesNothing holds ReadCount and WaitHint to no
 // allocation on a typical answer of each family: the pacer reads every
 // answer of a key it holds.
 func TestReadingAllocatesNothing(t *testing.T) {
 	for _, bb := range benchResponses {
 		resp := &http.Response{StatusCode: bb.status, Header: benchHeader(bb.header)}
-		if n := testing.AllocsPerRun(100, func() { readAnswer(resp, nil, RateLimited, benchNow) }); n != 0 {
-			t.Errorf("readAnswer(%s) allocates %v times, want 0", bb.name, n)
+		if n := testing.AllocsPerRun(100, func() { ReadCount(resp.Header, benchNow) }); n != 0 {
+			t.Errorf("ReadCount(%s) allocates %v times, want 0", bb.name, n)
 		}
 		if n := testing.AllocsPerRun(100, func() { WaitHint(resp, benchNow) }); n != 0 {
 			t.Errorf("WaitHint(%s) allocates %v times, want 0", bb.name, n)

@@ -1,4 +1,4 @@
-package ratewise
+package headers
 
 import (
 	"net/http"
@@ -53,15 +53,15 @@ func benchHeader(kv []string) http.Header {
 	return h
 }
 
-// BenchmarkReadAnswer is the pacer's reading of a response of each family;
+// BenchmarkReadCount is the pacer's reading of a response of each family;
 // it runs on every answer to a key the pacer holds.
-func BenchmarkReadAnswer(b *testing.B) {
+func BenchmarkReadCount(b *testing.B) {
 	for _, bb := range benchResponses {
 		b.Run(bb.name, func(b *testing.B) {
 			resp := &http.Response{StatusCode: bb.status, Header: benchHeader(bb.header)}
 			b.ReportAllocs()
 			for b.Loop() {
-				readAnswer(resp, nil, RateLimited, benchNow)
+				ReadCount(resp.Header, benchNow)
 			}
 		})
 	}
@@ -76,24 +76,6 @@ func BenchmarkWaitHint(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				WaitHint(resp, benchNow)
-			}
-		})
-	}
-}
-
-// BenchmarkDefaultClassify is the classification every response pays for.
-func BenchmarkDefaultClassify(b *testing.B) {
-	for _, bb := range []struct {
-		name string
-		resp *http.Response
-	}{
-		{"200", &http.Response{StatusCode: 200, Header: benchHeader(nil)}},
-		{"403 GitHub", &http.Response{StatusCode: 403, Header: benchHeader(benchResponses[1].header)}},
-	} {
-		b.Run(bb.name, func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				DefaultClassify(bb.resp)
 			}
 		})
 	}

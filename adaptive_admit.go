@@ -1,10 +1,11 @@
 package ratewise
 
 import (
-	"hash/maphash"
 	"math/rand/v2"
 	"net/http"
 	"time"
+
+	"github.com/ratewise/ratewise/internal/keyed"
 )
 
 // This file ties the adaptive pacer into the attempt loop: admission in a
@@ -47,7 +48,7 @@ func (s *scope) admitLearned(c *call, key string, st *scopeState, deadline time.
 // keyHash is key's hash in the warm slots: odd, so never 0 (an empty
 // slot) nor what a learning key leaves there (learning).
 func (s *scope) keyHash(key string) uint64 {
-	return maphash.String(s.states.seed, key) | 1
+	return s.states.Hash(key) | 1
 }
 
 // answered reports whether key has had an answer and learned nothing, as
@@ -144,7 +145,7 @@ func (s *scope) waitError(err error, key string, deadline time.Time, c *call) er
 // the scope awaits.
 type adaptiveTicket struct {
 	scope *scope
-	entry *keyedEntry[scopeState]
+	entry *keyed.Entry[scopeState]
 	a     *adaptiveState // what the scope learned of the request's key; nil for a scout
 	seq   uint64         // the request's number in its key
 	// scoutKey is the key of a scout: the first request of a key never
@@ -157,23 +158,23 @@ type adaptiveTicket struct {
 // key's other requests go.
 func (t adaptiveTicket) finish(resp *http.Response, err error, class Class, hint time.Duration, now time.Time) {
 	if t.a == nil {
-		t.scope.endScout(&t.entry.state, t.scoutKey, true)
+		t.scope.endScout(&t.entry.State, t.scoutKey, true)
 	} else {
 		an := readAnswer(resp, err, class, now)
 		an.hint = hint
 		t.a.outcome(t.seq, an, now)
 	}
-	t.scope.states.release(t.entry)
+	t.scope.states.Release(t.entry)
 }
 
 // cancel withdraws a request that will not be sent.
 func (t adaptiveTicket) cancel() {
 	if t.a == nil {
-		t.scope.endScout(&t.entry.state, t.scoutKey, false)
+		t.scope.endScout(&t.entry.State, t.scoutKey, false)
 	} else {
 		t.a.cancel()
 	}
-	t.scope.states.release(t.entry)
+	t.scope.states.Release(t.entry)
 }
 
 // arm returns what the scope learned of key, whose state st is, making
@@ -212,10 +213,10 @@ func (c *call) learnUntracked(resp *http.Response, class Class, hint time.Durati
 			continue // paced: its ticket tells the scope
 		}
 		key := s.key(c.req)
-		e := s.states.acquire(key, true)
-		a, created := s.arm(key, &e.state, now)
+		e := s.states.Acquire(key, true)
+		a, created := s.arm(key, &e.State, now)
 		a.untracked(an, created, c.sent-1, now)
-		s.states.release(e)
+		s.states.Release(e)
 	}
 }
 

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/ratewise/ratewise/internal/keyed"
 )
 
 var refused = serverAnswer{refused: true, remaining: -1}
@@ -343,20 +345,20 @@ func TestAdaptiveForgetsIdleKey(t *testing.T) {
 			get("api.test") // refused at first, then paced
 		}
 		s := tr.scopes()[0]
-		if e := s.states.acquire("api.test", false); e == nil || e.state.adapt.Load().unpaced {
+		if e := s.states.Acquire("api.test", false); e == nil || e.State.adapt.Load().unpaced {
 			t.Fatal("the key learned nothing from its refusals")
 		} else {
-			s.states.release(e)
+			s.states.Release(e)
 		}
 		// Requests to other hosts, which learn nothing, drive the sweeps.
 		for i := range 4 {
 			time.Sleep(30 * time.Second)
-			for range sweepCheckEvery {
+			for range keyed.SweepCheckEvery {
 				get("other-" + strconv.Itoa(i) + ".test")
 			}
 		}
-		if e := s.states.acquire("api.test", false); e != nil {
-			s.states.release(e)
+		if e := s.states.Acquire("api.test", false); e != nil {
+			s.states.Release(e)
 			t.Error("an idle key's pace is still held after its idle timeout")
 		}
 	})
@@ -372,9 +374,9 @@ func TestAdaptiveBreakerCloseResumesGently(t *testing.T) {
 		if status, _ := callOnce(t, tr, context.Background()); status != 503 {
 			t.Fatalf("first call = %d, want the 503", status)
 		}
-		e := tr.scopes()[0].states.acquire(host, false)
-		defer tr.scopes()[0].states.release(e)
-		a := e.state.adapt.Load()
+		e := tr.scopes()[0].states.Acquire(host, false)
+		defer tr.scopes()[0].states.Release(e)
+		a := e.State.adapt.Load()
 		a.mu.Lock()
 		before := a.rate(time.Now())
 		a.mu.Unlock()

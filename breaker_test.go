@@ -488,10 +488,10 @@ func TestBreakerEviction(t *testing.T) {
 			time.Sleep(30 * time.Second)
 			send(fmt.Sprintf("/later/%d", i))
 		}
-		if tr.breakers.states.acquire("/bad", false) != nil {
+		if tr.breakers.states.Acquire("/bad", false) != nil {
 			t.Errorf("the /bad breaker, its cooldown long over and idle for 2m30s, is still held")
 		}
-		if n := tr.breakers.states.len(); n > 4 {
+		if n := tr.breakers.states.Len(); n > 4 {
 			t.Errorf("%d breakers held, want at most the few used lately", n)
 		}
 	})
@@ -531,7 +531,7 @@ func TestBreakerForgetsAStaleStreak(t *testing.T) {
 				time.Sleep(30 * time.Second)
 				send(fmt.Sprintf("/other/%d", i))
 			}
-			if kept := tr.breakers.states.acquire("/failed-once", false) != nil; kept != tt.kept {
+			if kept := tr.breakers.states.Acquire("/failed-once", false) != nil; kept != tt.kept {
 				t.Errorf("Window %v: the breaker of a key that failed once, idle 4m, is kept: %v, want %v", p.Window, kept, tt.kept)
 			}
 		})

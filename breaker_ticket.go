@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ratewise/ratewise/internal/headers"
+	"github.com/ratewise/ratewise/internal/keyed"
 )
 
 // This file is an attempt's side of its breaker: the ticket that carries
@@ -38,7 +39,7 @@ const minEventLength = time.Second
 type breakerTicket struct {
 	b     *breakers // nil: no breaker
 	key   string
-	entry *keyedEntry[breakerState]
+	entry *keyed.Entry[breakerState]
 	done  func(error) // gobreaker's, unless fast
 	probe *probeGuard // set for a half-open probe
 	fast  bool        // admitted without gobreaker, in generation gen
@@ -59,7 +60,7 @@ func (t breakerTicket) openedSince() bool {
 	if t.b == nil || t.probe != nil {
 		return false
 	}
-	st := &t.entry.state
+	st := &t.entry.State
 	if t.fast && st.gen.Load() == t.gen && st.clean.Load() {
 		return false
 	}
@@ -76,7 +77,7 @@ func (t *breakerTicket) sent() {
 	if t.b == nil {
 		return
 	}
-	t.event = t.entry.state.events.Load()
+	t.event = t.entry.State.events.Load()
 	if g := t.probe; g != nil {
 		timeout := t.b.config().policy.ProbeTimeout
 		g.timer = time.AfterFunc(timeout, func() {
@@ -119,15 +120,15 @@ func (t breakerTicket) outcome(c *call, resp *http.Response, err error, class Cl
 	switch {
 	case t.probe != nil:
 		t.probe.finish(result, cause) // releases the entry
-		t.b.publishTrip(c.ctx, t.key, &t.entry.state)
+		t.b.publishTrip(c.ctx, t.key, &t.entry.State)
 		return
 	case t.fast:
 		t.lateReport(result, cause)
 	default:
 		t.report(result, cause)
 	}
-	t.b.publishTrip(c.ctx, t.key, &t.entry.state)
-	t.b.states.release(t.entry)
+	t.b.publishTrip(c.ctx, t.key, &t.entry.State)
+	t.b.states.Release(t.entry)
 }
 
 // newEvent reports whether the attempt's rate-limit refusal resp is a
@@ -136,7 +137,7 @@ func (t breakerTicket) outcome(c *call, resp *http.Response, err error, class Cl
 // siblings that end at once, one counts. A probe's refusal is always new:
 // a probe is sent after the breaker opened.
 func (t breakerTicket) newEvent(c *call, resp *http.Response) bool {
-	st := &t.entry.state
+	st := &t.entry.State
 	now := time.Now()
 	probe := t.probe != nil || t.sharedProbe
 	if !probe && now.UnixNano() < st.eventUntil.Load() {
@@ -161,7 +162,7 @@ func (t breakerTicket) newEvent(c *call, resp *http.Response) bool {
 // count: a failure, or a success after failures. An outcome from before a
 // state change is dropped, as gobreaker drops it.
 func (t breakerTicket) lateReport(result error, cause BreakerCause) {
-	st := &t.entry.state
+	st := &t.entry.State
 	if result == errBreakerExcluded || st.gen.Load() != t.gen || result == nil && st.clean.Load() {
 		return
 	}
@@ -178,7 +179,7 @@ func (t breakerTicket) lateReport(result error, cause BreakerCause) {
 // gobreaker's counts, and reports any state change. A failure's cause is
 // what the breaker is known to have opened for, should it trip on it.
 func (t breakerTicket) report(result error, cause BreakerCause) {
-	st := &t.entry.state
+	st := &t.entry.State
 	failure := result != nil && result != errBreakerExcluded // a failure, or a probe's timeout
 	st.mu.Lock()
 	if failure {
@@ -213,7 +214,7 @@ func (t breakerTicket) report(result error, cause BreakerCause) {
 // settled reports whether no failure was reported since failuresBefore,
 // nor is being told to gobreaker.
 func (t breakerTicket) settled(failuresBefore uint64) bool {
-	st := &t.entry.state
+	st := &t.entry.State
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	return st.pendingFailures == 0 && st.failures == failuresBefore
@@ -230,10 +231,10 @@ func (t *breakerTicket) cancel(c *call) {
 	case t.probe != nil:
 		t.probe.finish(errBreakerExcluded, BreakerCause{}) // releases the entry
 	case t.fast:
-		t.b.states.release(t.entry)
+		t.b.states.Release(t.entry)
 	default:
 		t.report(errBreakerExcluded, BreakerCause{})
-		t.b.states.release(t.entry)
+		t.b.states.Release(t.entry)
 	}
 	*t = breakerTicket{}
 }
@@ -259,7 +260,7 @@ func (g *probeGuard) finish(result error, cause BreakerCause) {
 // time only; the timer calls it directly.
 func (g *probeGuard) complete(result error, cause BreakerCause) {
 	g.once.Do(func() {
-		st := &g.ticket.entry.state
+		st := &g.ticket.entry.State
 		st.mu.Lock()
 		st.probes = max(st.probes-1, 0)
 		st.mu.Unlock()
@@ -269,6 +270,6 @@ func (g *probeGuard) complete(result error, cause BreakerCause) {
 		st.mu.Lock()
 		st.wakeLocked()
 		st.mu.Unlock()
-		g.ticket.b.states.release(g.ticket.entry)
+		g.ticket.b.states.Release(g.ticket.entry)
 	})
 }

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/sony/gobreaker/v2"
+
+	"github.com/ratewise/ratewise/internal/keyed"
 )
 
 // This file is BreakerPolicy at work: a gobreaker state machine per key,
@@ -40,7 +42,7 @@ type breakers struct {
 	key    KeyFunc
 	store  BreakerStore
 	cfg    atomic.Pointer[breakerConfig] // SetBreakerPolicy replaces it
-	states *keyed[breakerState]
+	states *keyed.Map[breakerState]
 }
 
 // breakerConfig is the BreakerPolicy in force, and what derives from it.
@@ -117,7 +119,7 @@ func (st *breakerState) wakeLocked() {
 func newBreakers(p BreakerPolicy) *breakers {
 	b := &breakers{key: p.Key, store: p.Store}
 	b.cfg.Store(&breakerConfig{policy: p, rules: p.Rules()})
-	b.states = newKeyed(p.IdleTimeout, nil, b.forgettable)
+	b.states = keyed.New(idleTimeout(p.IdleTimeout), nil, b.forgettable)
 	return b
 }
 
@@ -142,7 +144,7 @@ func (b *breakers) forgettable(st *breakerState, now time.Time) bool {
 		// The sweep asks only after the key has been idle about
 		// IdleTimeout: a streak of failures that long ago is stale, and
 		// window failures are, once the window fits in that time.
-		return st.clean.Load() || cfg.policy.WindowFailures == 0 || cfg.policy.Window <= b.states.idle
+		return st.clean.Load() || cfg.policy.WindowFailures == 0 || cfg.policy.Window <= b.states.Idle()
 	}
 	return !st.openUntil.After(now)
 }
@@ -151,9 +153,9 @@ func (b *breakers) forgettable(st *breakerState, now time.Time) bool {
 // the policy changed and it is clean, closed with no failure counted,
 // which loses nothing. One counting failures keeps its counts under the
 // thresholds in force; an open or half-open one runs its course first.
-func (b *breakers) acquire(key string) *keyedEntry[breakerState] {
-	e := b.states.acquire(key, true)
-	st := &e.state
+func (b *breakers) acquire(key string) *keyed.Entry[breakerState] {
+	e := b.states.Acquire(key, true)
+	st := &e.State
 	cfg := b.config()
 	if st.clean.Load() && st.built.Load() == cfg.gen {
 		return e
@@ -298,7 +300,7 @@ func (b *breakers) report(key string, st *breakerState) {
 // admit lets an attempt through key's breaker. While the breaker is open
 // it waits for the reset when that fits the call's budget, else returns a
 // *CircuitOpenError. The ticket takes the attempt's outcome.
-func (b *breakers) admit(c *call, key string, e *keyedEntry[breakerState]) (breakerTicket, error) {
+func (b *breakers) admit(c *call, key string, e *keyed.Entry[breakerState]) (breakerTicket, error) {
 	shared, asked, err := b.admitShared(c, key)
 	if err != nil {
 		return breakerTicket{}, err
@@ -308,7 +310,7 @@ func (b *breakers) admit(c *call, key string, e *keyedEntry[breakerState]) (brea
 		if shared.Probe {
 			b.releaseProbe(c, key, shared.ProbeID)
 		}
-		b.publishTrip(c.ctx, key, &e.state) // told again, if telling it failed
+		b.publishTrip(c.ctx, key, &e.State) // told again, if telling it failed
 		return t, err
 	}
 	t.sharedProbe, t.sharedProbeID = shared.Probe, shared.ProbeID
@@ -331,8 +333,8 @@ func (c *call) waitBreakerReset(key string, resetIn time.Duration, fails int) er
 }
 
 // admitLocal lets an attempt through this transport's breaker for key.
-func (b *breakers) admitLocal(c *call, key string, e *keyedEntry[breakerState]) (breakerTicket, error) {
-	st := &e.state
+func (b *breakers) admitLocal(c *call, key string, e *keyed.Entry[breakerState]) (breakerTicket, error) {
+	st := &e.State
 	for {
 		gen := st.gen.Load()
 		if st.clean.Load() {

@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"sync/atomic"
 	"time"
+
+	"github.com/ratewise/ratewise/internal/keyed"
 )
 
 // DefaultCooldownSpread is how far apart, at most, the requests held by a
@@ -77,7 +79,7 @@ func WithCooldown(p CooldownPolicy) Option {
 // gate is the cooldown gate at work.
 type gate struct {
 	CooldownPolicy
-	states *keyed[gateState]
+	states *keyed.Map[gateState]
 }
 
 // gateState is one key's pause.
@@ -95,7 +97,7 @@ func newGate(p CooldownPolicy) *gate {
 	if p.MaxPause == 0 {
 		p.MaxPause = DefaultCooldownMaxPause
 	}
-	return &gate{CooldownPolicy: p, states: newKeyed(p.IdleTimeout, nil, func(st *gateState, now time.Time) bool {
+	return &gate{CooldownPolicy: p, states: keyed.New(idleTimeout(p.IdleTimeout), nil, func(st *gateState, now time.Time) bool {
 		return st.until.Load() <= now.UnixNano()
 	})}
 }
@@ -112,11 +114,11 @@ func (g *gate) pause(ctx context.Context, key string, until time.Time) {
 
 // pauseLocal is pause in this transport only.
 func (g *gate) pauseLocal(key string, until time.Time) {
-	e := g.states.acquire(key, true)
-	defer g.states.release(e)
+	e := g.states.Acquire(key, true)
+	defer g.states.Release(e)
 	for {
-		cur := e.state.until.Load()
-		if until.UnixNano() <= cur || e.state.until.CompareAndSwap(cur, until.UnixNano()) {
+		cur := e.State.until.Load()
+		if until.UnixNano() <= cur || e.State.until.CompareAndSwap(cur, until.UnixNano()) {
 			return
 		}
 	}
@@ -124,16 +126,16 @@ func (g *gate) pauseLocal(key string, until time.Time) {
 
 // idle reports whether the gate has nothing to hold: no key paused, no
 // store to ask. Then a request's key need not even be computed.
-func (g *gate) idle() bool { return g.Store == nil && g.states.len() == 0 }
+func (g *gate) idle() bool { return g.Store == nil && g.states.Len() == 0 }
 
 // pausedFor returns how long key's pause has left.
 func (g *gate) pausedFor(key string, now time.Time) time.Duration {
-	e := g.states.peek(key)
+	e := g.states.Peek(key)
 	if e == nil {
 		return 0
 	}
-	defer g.states.release(e)
-	return max(time.Duration(e.state.until.Load()-now.UnixNano()), 0)
+	defer g.states.Release(e)
+	return max(time.Duration(e.State.until.Load()-now.UnixNano()), 0)
 }
 
 // pausedForShared is pausedFor with what the store knows: the later of
@@ -153,12 +155,12 @@ func (g *gate) pausedForShared(key string, now time.Time) time.Duration {
 // paused reports whether key is paused right now; it reads the clock only
 // for a key that was paused at some point.
 func (g *gate) paused(key string) bool {
-	e := g.states.acquire(key, false)
+	e := g.states.Acquire(key, false)
 	if e == nil {
 		return false
 	}
-	defer g.states.release(e)
-	return e.state.until.Load() > time.Now().UnixNano()
+	defer g.states.Release(e)
+	return e.State.until.Load() > time.Now().UnixNano()
 }
 
 // admit waits out key's pause, if any, and a random part of the spread.
@@ -189,12 +191,12 @@ func (g *gate) admit(c *call, key string) error {
 // random part of the spread. It reports waited false when key is not
 // paused.
 func (g *gate) waitOut(c *call, key string) (waited bool, err error) {
-	e := g.states.acquire(key, false)
+	e := g.states.Acquire(key, false)
 	if e == nil {
 		return false, nil // never paused, or long ago
 	}
-	defer g.states.release(e)
-	left := time.Duration(e.state.until.Load() - time.Now().UnixNano())
+	defer g.states.Release(e)
+	left := time.Duration(e.State.until.Load() - time.Now().UnixNano())
 	if left <= 0 {
 		return false, nil
 	}

@@ -214,7 +214,7 @@ func TestCooldownStateKeptWhilePaused(t *testing.T) {
 		if got := g.pausedFor("paused", time.Now()); got != 56*time.Minute {
 			t.Errorf("a 1h pause after 4m: %v left, want 56m: it must not be evicted", got)
 		}
-		if e := g.states.acquire("brief", false); e != nil {
+		if e := g.states.Acquire("brief", false); e != nil {
 			t.Error("a pause over for minutes is still held")
 		}
 	})

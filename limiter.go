@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+
+	"github.com/ratewise/ratewise/internal/keyed"
 )
 
 // DefaultBurst is a token bucket's size when [Limit.Burst] is zero.
@@ -281,7 +283,7 @@ type scope struct {
 	global   bool // key is Global: one state, whatever the request
 	cfg      atomic.Pointer[Limit]
 	gen      atomic.Uint64 // SetLimits so far; each state catches up on its next admission
-	states   *keyed[scopeState]
+	states   *keyed.Map[scopeState]
 	// warm marks, for an adaptive scope, the keys that have had an answer
 	// (see scout): a key's hash in the slot its hash picks.
 	warm [warmSlots]atomic.Uint64
@@ -350,7 +352,7 @@ func newScope(l Limit) *scope {
 	l = l.withDefaults()
 	s := &scope{name: l.Name, key: l.Key, applies: l.Applies, adaptive: l.Adaptive, global: sameKeyFunc(l.Key, Global)}
 	s.cfg.Store(&l)
-	s.states = newKeyed(l.IdleTimeout, s.initState, s.forgettable)
+	s.states = keyed.New(idleTimeout(l.IdleTimeout), s.initState, s.forgettable)
 	return s
 }
 

@@ -86,9 +86,9 @@ func (t *Transport) Acquire(ctx context.Context, scope, key string, n int, maxWa
 	if s.global {
 		key = ""
 	}
-	e := s.states.acquire(key, true)
-	defer s.states.release(e)
-	st := &e.state
+	e := s.states.Acquire(key, true)
+	defer s.states.Release(e)
+	st := &e.State
 	s.caughtUp(st)
 
 	// A call with no request: maxWait is its whole budget, so that every

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+
+	"github.com/ratewise/ratewise/internal/keyed"
 )
 
 // getN sends n GETs one after the other through tr and fails t on an
@@ -355,7 +357,7 @@ func TestIdleKeysEvicted(t *testing.T) {
 			}
 			_ = resp.Body.Close()
 		}
-		if n := s.states.len(); n < 50_000 {
+		if n := s.states.Len(); n < 50_000 {
 			t.Fatalf("%d keys held right after the run, want most of the 100,000 (not yet idle)", n)
 		}
 		// Traffic goes on for other keys: the sweeps it brings evict the
@@ -370,7 +372,7 @@ func TestIdleKeysEvicted(t *testing.T) {
 			}
 			_ = resp.Body.Close()
 		}
-		if n := s.states.len(); n > 3 {
+		if n := s.states.Len(); n > 3 {
 			t.Errorf("%d keys held after the idle period, want at most the 3 used since", n)
 		}
 	})
@@ -571,22 +573,18 @@ func TestSlotAccountingUnderChaos(t *testing.T) {
 		}
 		wg.Wait()
 		for _, s := range tr.scopes() {
-			for i := range s.states.shards {
-				for key, e := range s.states.shards[i].m {
-					if e.refs.Load() != 0 || e.state.slots.Load() != 0 || e.state.waiting != 0 || len(e.state.queue) != 0 {
-						t.Errorf("scope %s, key %q: %d holds, %d in flight, %d waiting, %d queued; want none",
-							s.name, key, e.refs.Load(), e.state.slots.Load(), e.state.waiting, len(e.state.queue))
-					}
+			s.states.Each(func(key string, e *keyed.Entry[scopeState]) {
+				if e.Holds() != 0 || e.State.slots.Load() != 0 || e.State.waiting != 0 || len(e.State.queue) != 0 {
+					t.Errorf("scope %s, key %q: %d holds, %d in flight, %d waiting, %d queued; want none",
+						s.name, key, e.Holds(), e.State.slots.Load(), e.State.waiting, len(e.State.queue))
 				}
-			}
+			})
 		}
-		for i := range tr.breakers.states.shards {
-			for key, e := range tr.breakers.states.shards[i].m {
-				if e.refs.Load() != 0 {
-					t.Errorf("breaker %q still held %d times", key, e.refs.Load())
-				}
+		tr.breakers.states.Each(func(key string, e *keyed.Entry[breakerState]) {
+			if e.Holds() != 0 {
+				t.Errorf("breaker %q still held %d times", key, e.Holds())
 			}
-		}
+		})
 	})
 }
 

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+
+	"github.com/ratewise/ratewise/internal/keyed"
 )
 
 // admit waits until the request may go in this scope: a concurrency slot,
@@ -367,7 +369,7 @@ func (s *scope) grantFreeLocked(st *scopeState, limit int) {
 // heldSlot is a concurrency slot a request holds in a scope.
 type heldSlot struct {
 	scope *scope
-	entry *keyedEntry[scopeState]
+	entry *keyed.Entry[scopeState]
 }
 
 // heldSlots are the slots an attempt holds, one per scope with a
@@ -378,8 +380,8 @@ type heldSlots struct{ holds[heldSlot] }
 func (h *heldSlots) release() { h.drain(heldSlot.free) }
 
 func (s heldSlot) free() {
-	s.scope.releaseSlot(&s.entry.state)
-	s.scope.states.release(s.entry)
+	s.scope.releaseSlot(&s.entry.State)
+	s.scope.states.Release(s.entry)
 }
 
 // slotBody is a response body whose request holds concurrency slots; they

@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"slices"
 	"time"
+
+	"github.com/ratewise/ratewise/internal/keyed"
 )
 
 // This file changes a running transport's policies (retry, limits,
@@ -75,7 +77,8 @@ func (t *Transport) SetLimit(l Limit) error {
 	// Requests waiting for a slot would otherwise not see a raised cap
 	// until one frees.
 	if l.MaxConcurrent != old.MaxConcurrent {
-		s.states.each(func(st *scopeState) {
+		s.states.Each(func(_ string, e *keyed.Entry[scopeState]) {
+			st := &e.State
 			st.mu.Lock()
 			s.catchUp(st, time.Now())
 			st.mu.Unlock()

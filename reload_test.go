@@ -238,15 +238,15 @@ func TestSetLimitBetweenAdmissionsIsNotLost(t *testing.T) {
 			t.Fatal(err)
 		}
 		s := tr.scopes()[0]
-		e := s.states.acquire(host, false)
-		defer s.states.release(e)
+		e := s.states.Acquire(host, false)
+		defer s.states.Release(e)
 		if err := tr.SetLimit(Limit{Name: "a", Rate: 1, Burst: 10}); err != nil {
 			t.Fatal(err)
 		}
-		e.state.mu.Lock()
-		s.catchUp(&e.state, time.Now())
-		got := e.state.bucket.Limit()
-		e.state.mu.Unlock()
+		e.State.mu.Lock()
+		s.catchUp(&e.State, time.Now())
+		got := e.State.bucket.Limit()
+		e.State.mu.Unlock()
 		if got != 1 {
 			t.Errorf("bucket rate %v after SetLimit(Rate 1), want 1", float64(got))
 		}

@@ -67,15 +67,15 @@ func (c *call) depositRetryShare() {
 // creditRetry adds amount to the host's balance, up to its cap, when the
 // host has one: a balance is made only by a retry.
 func (c *call) creditRetry(amount float64) {
-	e := c.t.retryBudgets.acquire(c.req.URL.Host, false)
+	e := c.t.retryBudgets.Acquire(c.req.URL.Host, false)
 	if e == nil {
 		return
 	}
-	b := &e.state
+	b := &e.State
 	b.mu.Lock()
 	b.tokens = math.Min(b.tokens+amount, b.cap())
 	b.mu.Unlock()
-	c.t.retryBudgets.release(e)
+	c.t.retryBudgets.Release(e)
 }
 
 // takeRetry takes one retry from the host's balance, and reports whether
@@ -85,9 +85,9 @@ func (c *call) takeRetry() bool {
 	if p.RetryBudget < 0 {
 		return true
 	}
-	e := c.t.retryBudgets.acquire(c.req.URL.Host, true)
-	defer c.t.retryBudgets.release(e)
-	b := &e.state
+	e := c.t.retryBudgets.Acquire(c.req.URL.Host, true)
+	defer c.t.retryBudgets.Release(e)
+	b := &e.State
 	now := time.Now()
 	b.mu.Lock()
 	defer b.mu.Unlock()

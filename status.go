@@ -183,12 +183,12 @@ func (s *scope) localStatus(key string, now time.Time, l *Limit) ScopeStatus {
 		out.Rate, out.Burst, out.Tokens = float64(l.Rate), l.Burst, float64(l.Burst)
 		out.Window = l.Window
 	}
-	e := s.states.peek(key)
+	e := s.states.Peek(key)
 	if e == nil {
 		return out
 	}
-	defer s.states.release(e)
-	st := &e.state
+	defer s.states.Release(e)
+	st := &e.State
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if st.bucket != nil && out.Rate != 0 {
@@ -228,7 +228,7 @@ func (t *Transport) BreakerStatuses() []BreakerStatus {
 		return nil
 	}
 	now := time.Now()
-	keys := t.breakers.states.keys()
+	keys := t.breakers.states.Keys()
 	out := make([]BreakerStatus, 0, len(keys))
 	for _, key := range keys {
 		out = append(out, t.breakers.status(key, now))
@@ -248,12 +248,12 @@ func (b *breakers) status(key string, now time.Time) BreakerStatus {
 
 // localStatus is key's breaker in this transport.
 func (b *breakers) localStatus(key string, now time.Time) BreakerStatus {
-	e := b.states.peek(key)
+	e := b.states.Peek(key)
 	if e == nil {
 		return BreakerStatus{Key: key, State: BreakerClosed}
 	}
-	defer b.states.release(e)
-	st := &e.state
+	defer b.states.Release(e)
+	st := &e.State
 	cb := st.cb.Load()
 	if cb == nil {
 		return BreakerStatus{Key: key, State: BreakerClosed}

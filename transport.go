@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ratewise/ratewise/internal/headers"
+	"github.com/ratewise/ratewise/internal/keyed"
 )
 
 // Transport is an [http.RoundTripper] that sends each request through a
@@ -38,7 +39,7 @@ type Transport struct {
 	scopeList atomic.Pointer[[]*scope]
 	gate      *gate // nil when the cooldown gate is off
 	// retryBudgets holds the retry balance of each host that retried.
-	retryBudgets *keyed[retryBalance]
+	retryBudgets *keyed.Map[retryBalance]
 	// trace hears every call (WithTrace, WithLogger); nil when nothing
 	// does. counters are what Stats reports.
 	trace *Trace
@@ -85,7 +86,7 @@ func New(base http.RoundTripper, opts ...Option) *Transport {
 		base = http.DefaultTransport
 	}
 	t := &Transport{base: base, gate: newGate(CooldownPolicy{}), counters: new(counters),
-		retryBudgets: newKeyed(DefaultIdleTimeout, nil, forgettableBalance)}
+		retryBudgets: keyed.New(DefaultIdleTimeout, nil, forgettableBalance)}
 	t.scopeList.Store(new([]*scope))
 	defaults := DefaultRetryPolicy()
 	t.retry.Store(&defaults)
@@ -113,6 +114,21 @@ func breakerListeners(onChange func(BreakerChange), trace *Trace) func(BreakerCh
 		hook = trace.BreakerStateChanged
 	}
 	return composeHook(onChange, hook)
+}
+
+// DefaultIdleTimeout is how long per-key state (a limiter's bucket, a
+// cooldown, a breaker) is kept at least after its key was last used, when
+// the policy does not say otherwise. It is evicted later, when requests
+// for other keys come, and only when it has nothing left to remember.
+const DefaultIdleTimeout = 10 * time.Minute
+
+// idleTimeout is a policy's IdleTimeout d, or DefaultIdleTimeout when d
+// is not positive.
+func idleTimeout(d time.Duration) time.Duration {
+	if d <= 0 {
+		return DefaultIdleTimeout
+	}
+	return d
 }
 
 // LearnedScope is the Name of the limit scope that [New] adds when no
@@ -410,7 +426,7 @@ func (c *call) admitBreaker() error {
 	e := t.breakers.acquire(key)
 	ticket, err := t.breakers.admit(c, key, e)
 	if err != nil {
-		t.breakers.states.release(e)
+		t.breakers.states.Release(e)
 		return err
 	}
 	c.ticket = ticket // holds e until the outcome
@@ -458,16 +474,16 @@ func (c *call) admitScopes() error {
 		if s.lazy() && s.answered(key) {
 			continue // an adaptive scope's key that has learned nothing: unpaced
 		}
-		e := s.states.acquire(key, true)
-		seq, slotted, scout, err := s.admit(c, key, &e.state)
+		e := s.states.Acquire(key, true)
+		seq, slotted, scout, err := s.admit(c, key, &e.State)
 		if err != nil {
-			s.states.release(e)
+			s.states.Release(e)
 			c.withdraw()
 			return err
 		}
 		if seq != 0 || scout {
-			e.refs.Add(1) // one hold for the ticket, until the answer
-			t := adaptiveTicket{scope: s, entry: e, a: e.state.adapt.Load(), seq: seq}
+			s.states.Hold(e) // one hold for the ticket, until the answer
+			t := adaptiveTicket{scope: s, entry: e, a: e.State.adapt.Load(), seq: seq}
 			if scout {
 				t.a, t.scoutKey = nil, key
 			}
@@ -476,7 +492,7 @@ func (c *call) admitScopes() error {
 		if slotted {
 			c.held.add(heldSlot{scope: s, entry: e})
 		} else {
-			s.states.release(e)
+			s.states.Release(e)
 		}
 	}
 	return nil

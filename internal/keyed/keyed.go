@@ -1,4 +1,8 @@
-package ratewise
+// Package keyed holds per-key state that is evicted once its key has gone
+// idle: the map behind each limit scope, the cooldown gate, the breakers
+// and the retry budget. It is on the path of every request, so a lookup
+// of a busy key takes no lock and reads no clock.
+package keyed
 
 import (
 	"hash/maphash"
@@ -7,24 +11,18 @@ import (
 	"time"
 )
 
-// DefaultIdleTimeout is how long per-key state (a limiter's bucket, a
-// cooldown, a breaker) is kept at least after its key was last used, when
-// the policy does not say otherwise. It is evicted later, when requests
-// for other keys come, and only when it has nothing left to remember.
-const DefaultIdleTimeout = 10 * time.Minute
-
 const (
-	// keyedShards spreads keys over this many locks, so that requests for
+	// shardCount spreads keys over this many locks, so that requests for
 	// different keys seldom wait on each other.
-	keyedShards = 64
-	// sweepCheckEvery is how many lookups of keys not held pass between
+	shardCount = 64
+	// SweepCheckEvery is how many lookups of keys not held pass between
 	// two looks at the clock to see whether a sweep is due; a new key
 	// always looks. Reading the clock on every request would cost more
 	// than the lookup itself.
-	sweepCheckEvery = 1024
+	SweepCheckEvery = 1024
 )
 
-// keyed holds per-key state for one limit scope, the cooldown gate or the
+// Map holds per-key state for one limit scope, the cooldown gate or the
 // breakers. It evicts state whose key has gone idle, when that state has
 // nothing left to remember (a full bucket, a pause that is over, a closed
 // breaker that saw no failure), so memory stays bounded however many
@@ -35,8 +33,12 @@ const (
 // when new keys come (and lookups of keys not held); an entry missed by
 // three of them has been idle for at least the idle timeout. A map that
 // gets no new key does not grow, and needs no sweep.
-type keyed[S any] struct {
-	shards      [keyedShards]keyedShard[S]
+//
+// Create one with [New]; the zero value is not usable. A Map is safe for
+// concurrent use; the state of its entries is guarded by what the caller
+// puts in it.
+type Map[S any] struct {
+	shards      [shardCount]shard[S]
 	seed        maphash.Seed
 	idle        time.Duration
 	init        func(*S)                 // prepares a new key's state; nil leaves it zero
@@ -45,21 +47,23 @@ type keyed[S any] struct {
 	nextSweep   atomic.Int64             // Unix nanoseconds
 	// hot is the entry last looked up, found again without a hash or a
 	// lock: most transports call one API, most of the time.
-	hot atomic.Pointer[keyedEntry[S]]
+	hot atomic.Pointer[Entry[S]]
 }
 
-// keyedShard is a part of the map, with its own lock.
-type keyedShard[S any] struct {
+// shard is a part of the map, with its own lock.
+type shard[S any] struct {
 	mu sync.Mutex
-	m  map[string]*keyedEntry[S] // guarded by mu
+	m  map[string]*Entry[S] // guarded by mu
 	// misses counts the shard's lookups of keys it does not hold, to pace
 	// looks at the clock: a count per shard costs no add that every core
-	// shares, and lookups of keys held need none (see acquire).
+	// shares, and lookups of keys held need none (see Acquire).
 	misses atomic.Uint64
 }
 
-// keyedEntry is one key's state, with the bookkeeping eviction needs.
-type keyedEntry[S any] struct {
+// Entry is one key's state, with the bookkeeping eviction needs. It is
+// reached through [Map.Acquire] or [Map.Peek], and stays in the map while
+// held, until [Map.Release].
+type Entry[S any] struct {
 	refs   atomic.Int32 // holders; raised under the shard's lock
 	missed atomic.Int32 // sweeps since the last lookup
 	// The holds change with every request; the state's fast paths read it
@@ -71,8 +75,11 @@ type keyedEntry[S any] struct {
 	// that holds it then lets it go. The sweep sets it before it reads the
 	// holds, and the lookup raises its hold before it reads gone, so one
 	// of them always sees the other.
-	gone  atomic.Bool
-	state S
+	gone atomic.Bool
+	// State is the key's state, made by the Map's init when the key was
+	// first acquired. The Map never touches it but to hand it to init and
+	// forgettable.
+	State S
 }
 
 // cacheLine is the size of a cache line on the machines this runs on.
@@ -81,24 +88,36 @@ const cacheLine = 64
 // sweepsToEvict is how many sweeps in a row must miss an entry.
 const sweepsToEvict = 3
 
-func newKeyed[S any](idle time.Duration, init func(*S), forgettable func(*S, time.Time) bool) *keyed[S] {
-	if idle <= 0 {
-		idle = DefaultIdleTimeout
-	}
-	k := &keyed[S]{seed: maphash.MakeSeed(), idle: idle, init: init, forgettable: forgettable}
+// New returns an empty Map whose entries are kept at least idle after
+// their key's last use; idle must be positive. init, if not nil, prepares
+// a new key's state. forgettable, if not nil, reports whether evicting a
+// state idle that long loses nothing at the given time; a nil forgettable
+// lets every idle entry go.
+func New[S any](idle time.Duration, init func(*S), forgettable func(*S, time.Time) bool) *Map[S] {
+	k := &Map[S]{seed: maphash.MakeSeed(), idle: idle, init: init, forgettable: forgettable}
 	for i := range k.shards {
-		k.shards[i].m = make(map[string]*keyedEntry[S])
+		k.shards[i].m = make(map[string]*Entry[S])
 	}
 	return k
 }
 
-func (k *keyed[S]) shard(key string) *keyedShard[S] {
-	return &k.shards[maphash.String(k.seed, key)%keyedShards]
+func (k *Map[S]) shard(key string) *shard[S] {
+	return &k.shards[maphash.String(k.seed, key)%shardCount]
 }
 
-// acquire returns key's entry, creating it when create is set (else nil
-// when the key has none), and holds it until release.
-func (k *keyed[S]) acquire(key string, create bool) *keyedEntry[S] {
+// Hash returns key's hash under the map's seed: the same key gives the
+// same hash for the map's life.
+func (k *Map[S]) Hash(key string) uint64 {
+	return maphash.String(k.seed, key)
+}
+
+// Idle returns how long at least an idle entry is kept, as given to [New].
+func (k *Map[S]) Idle() time.Duration { return k.idle }
+
+// Acquire returns key's entry, creating it when create is set (else nil
+// when the key has none), and holds it until [Map.Release]. It counts as
+// the key's use: an entry acquired since the last sweeps is not evicted.
+func (k *Map[S]) Acquire(key string, create bool) *Entry[S] {
 	if !create && k.size.Load() == 0 {
 		return nil
 	}
@@ -124,7 +143,7 @@ func (k *keyed[S]) acquire(key string, create bool) *keyedEntry[S] {
 		if !create {
 			// Keys that keep no state (an adaptive scope's that learned
 			// nothing) drive the sweeps too.
-			if sh.misses.Add(1)%sweepCheckEvery == 0 {
+			if sh.misses.Add(1)%SweepCheckEvery == 0 {
 				k.maybeSweep(time.Now())
 			}
 			return nil
@@ -148,13 +167,13 @@ func (k *keyed[S]) acquire(key string, create bool) *keyedEntry[S] {
 
 // create adds key's entry to sh, held, unless another caller added it
 // meanwhile: then it holds that one. created reports which.
-func (k *keyed[S]) create(sh *keyedShard[S], key string) (e *keyedEntry[S], created bool) {
+func (k *Map[S]) create(sh *shard[S], key string) (e *Entry[S], created bool) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	if e = sh.m[key]; e == nil {
-		e, created = &keyedEntry[S]{key: key}, true
+		e, created = &Entry[S]{key: key}, true
 		if k.init != nil {
-			k.init(&e.state)
+			k.init(&e.State)
 		}
 		sh.m[key] = e
 		k.size.Add(1)
@@ -163,10 +182,10 @@ func (k *keyed[S]) create(sh *keyedShard[S], key string) (e *keyedEntry[S], crea
 	return e, created
 }
 
-// peek is acquire(key, false) for a look that is not a use: it does not
+// Peek is Acquire(key, false) for a look that is not a use: it does not
 // count as the key's activity, so that watching a key (a status, a
 // scrape) does not keep its state from being evicted.
-func (k *keyed[S]) peek(key string) *keyedEntry[S] {
+func (k *Map[S]) Peek(key string) *Entry[S] {
 	if k.size.Load() == 0 {
 		return nil
 	}
@@ -180,14 +199,24 @@ func (k *keyed[S]) peek(key string) *keyedEntry[S] {
 	return e
 }
 
-// release ends a hold taken by acquire or peek.
-func (k *keyed[S]) release(e *keyedEntry[S]) {
+// Hold takes one more hold on e, which the caller holds already (from
+// [Map.Acquire] or [Map.Peek]): each hold ends with its own
+// [Map.Release].
+func (k *Map[S]) Hold(e *Entry[S]) {
+	e.refs.Add(1)
+}
+
+// Release ends a hold taken by [Map.Acquire], [Map.Peek] or [Map.Hold].
+func (k *Map[S]) Release(e *Entry[S]) {
 	e.refs.Add(-1)
 }
 
+// Holds returns how many holds on e have not been released yet.
+func (e *Entry[S]) Holds() int { return int(e.refs.Load()) }
+
 // maybeSweep sweeps when half an idle timeout has passed since the last
 // sweep; the caller that wins the race sweeps, one shard lock at a time.
-func (k *keyed[S]) maybeSweep(now time.Time) {
+func (k *Map[S]) maybeSweep(now time.Time) {
 	next := k.nextSweep.Load()
 	if now.UnixNano() < next || !k.nextSweep.CompareAndSwap(next, now.Add(k.idle/2).UnixNano()) {
 		return
@@ -197,13 +226,13 @@ func (k *keyed[S]) maybeSweep(now time.Time) {
 
 // sweep counts one more miss for every entry not held, and evicts those
 // missed sweepsToEvict times in a row that are forgettable.
-func (k *keyed[S]) sweep(now time.Time) {
+func (k *Map[S]) sweep(now time.Time) {
 	for i := range k.shards {
 		sh := &k.shards[i]
 		sh.mu.Lock()
 		for key, e := range sh.m {
 			if e.refs.Load() != 0 || e.missed.Add(1) < sweepsToEvict ||
-				k.forgettable != nil && !k.forgettable(&e.state, now) {
+				k.forgettable != nil && !k.forgettable(&e.State, now) {
 				continue
 			}
 			e.gone.Store(true) // before the holds are read again: see gone
@@ -218,21 +247,23 @@ func (k *keyed[S]) sweep(now time.Time) {
 	}
 }
 
-// each calls f with every key's state, one shard's lock held at a time.
-func (k *keyed[S]) each(f func(*S)) {
+// Each calls f with every key and its entry, one shard's lock held at a
+// time: f must not look keys up in the Map nor list them. It neither
+// holds the entries nor counts as their use.
+func (k *Map[S]) Each(f func(key string, e *Entry[S])) {
 	for i := range k.shards {
 		sh := &k.shards[i]
 		sh.mu.Lock()
-		for _, e := range sh.m {
-			f(&e.state)
+		for key, e := range sh.m {
+			f(key, e)
 		}
 		sh.mu.Unlock()
 	}
 }
 
-// keys returns the keys held, in no order.
-func (k *keyed[S]) keys() []string {
-	out := make([]string, 0, k.len())
+// Keys returns the keys held, in no order.
+func (k *Map[S]) Keys() []string {
+	out := make([]string, 0, k.Len())
 	for i := range k.shards {
 		sh := &k.shards[i]
 		sh.mu.Lock()
@@ -244,5 +275,5 @@ func (k *keyed[S]) keys() []string {
 	return out
 }
 
-// len returns the number of keys held.
-func (k *keyed[S]) len() int { return int(k.size.Load()) }
+// Len returns the number of keys held.
+func (k *Map[S]) Len() int { return int(k.size.Load()) }

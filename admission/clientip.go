@@ -91,7 +91,8 @@ func (r *ipResolver) trusts(addr string) bool {
 // than Go's own (uppercase hex, an IPv4-mapped IPv6), which it rewrites
 // so that one client has one key.
 func (r *ipResolver) clientIP(req *http.Request) string {
-	client := canonicalAddr(hostOf(req.RemoteAddr))
+	// RemoteAddr is as net/http writes it, in Go's own form already.
+	client := hostOf(req.RemoteAddr)
 	if len(r.trusted) == 0 || !r.trusts(client) {
 		return client
 	}

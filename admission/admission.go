@@ -14,9 +14,9 @@ import (
 
 // Handler is the inbound limiter: an [http.Handler] that admits each
 // request through its scopes before it reaches the handler it wraps.
-// Create it with New. It is safe for concurrent use; its scopes' state
-// lives as long as it does (give every route the same Handler, or the
-// same Store, for one limit across them).
+// Create it with New: the zero value is not usable. It is safe for
+// concurrent use; its scopes' state lives as long as it does (give every
+// route the same Handler, or the same Store, for one limit across them).
 type Handler struct {
 	next       http.Handler
 	scopes     []*scope

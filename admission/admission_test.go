@@ -490,3 +490,40 @@ func TestIdleKeysAreDropped(t *testing.T) {
 		}
 	})
 }
+
+// adr-009, "key by route": a scope keyed by RouteOf(mux) gives each route
+// of the mux it wraps its own bucket; Route does the same for a Handler
+// that wraps one route's handler.
+func TestRouteKeys(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mux := http.NewServeMux()
+		mux.Handle("GET /items/{id}", ok)
+		mux.Handle("GET /users/{id}", ok)
+		perRoute := ratewise.Limit{Name: "route", Rate: perMinute(1), Burst: 1}
+		perRoute.Key = RouteOf(mux)
+		h, err := New(mux, WithLimit(perRoute))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tt := range []struct {
+			path string
+			want int
+		}{{"/items/1", 200}, {"/items/2", 429}, {"/users/1", 200}, {"/users/2", 429}, {"/nowhere", 404}, {"/elsewhere", 429}} {
+			if rec := serve(h, "192.0.2.1:1", tt.path); rec.Code != tt.want {
+				t.Errorf("wrapping the mux, %s: %d, want %d", tt.path, rec.Code, tt.want)
+			}
+		}
+
+		inner := ratewise.Limit{Name: "route", Rate: perMinute(1), Burst: 1, Key: Route}
+		mux = http.NewServeMux()
+		mux.Handle("GET /items/{id}", newHandler(t, WithLimit(inner)))
+		for _, tt := range []struct {
+			path string
+			want int
+		}{{"/items/1", 200}, {"/items/2", 429}} {
+			if rec := serve(mux, "192.0.2.1:1", tt.path); rec.Code != tt.want {
+				t.Errorf("inside the route, %s: %d, want %d", tt.path, rec.Code, tt.want)
+			}
+		}
+	})
+}

@@ -38,9 +38,13 @@ type Headers uint8
 
 // The flags of Headers.
 const (
+	// HeaderRateLimit writes the IETF RateLimit-Policy and RateLimit.
 	HeaderRateLimit Headers = 1 << iota
+	// HeaderXRateLimit writes X-RateLimit-Limit, -Remaining and -Reset.
 	HeaderXRateLimit
+	// HeaderRetryAfter writes Retry-After on refusals.
 	HeaderRetryAfter
+	// HeaderRefusalsOnly keeps the quota fields to refusals.
 	HeaderRefusalsOnly
 )
 

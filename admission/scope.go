@@ -200,8 +200,8 @@ type refusal struct {
 }
 
 // take takes a turn of the scope for key at now: at once, or, for a scope
-// with a MaxWait, one that comes within it (and within the context's
-// deadline). maxWait is what the deadline leaves, or −1 without one.
+// with a MaxWait, one that comes within it and before deadline, the
+// request's context's (−1 without one).
 func (s *scope) take(ctx context.Context, h *Handler, key string, now int64, deadline int64) (turn, refusal) {
 	t := turn{s: s, key: key, e: s.entryFor(key, now)}
 	maxWait := int64(s.maxWait)

@@ -41,9 +41,10 @@ func httprateByIP(r *http.Request) (string, error) {
 }
 
 // admissionCases are the handlers measured: the bare handler, behind
-// go-chi/httprate keyed by the client's IP, and behind ratewise's admission with one
-// scope (per IP) and three (per IP, per route, global), each with limits
-// no request meets, so that every request is admitted.
+// go-chi/httprate keyed by the client's IP, and behind ratewise's
+// admission with one scope (per IP) and three (per IP, per route,
+// global), each with limits no request meets, so that every request is
+// admitted.
 func admissionCases(b *testing.B) []struct {
 	name string
 	h    http.Handler

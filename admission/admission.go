@@ -20,8 +20,8 @@ import (
 type Handler struct {
 	next       http.Handler
 	scopes     []*scope
-	limiting   int      // scopes that limit something: the RateLimit-Policy items
-	policy     []string // RateLimit-Policy when every limiting scope applies
+	limiting   int    // scopes that limit something: the RateLimit-Policy items
+	policy     string // RateLimit-Policy when every limiting scope applies
 	ip         ipResolver
 	headers    Headers
 	exemptFunc func(*http.Request) bool
@@ -156,9 +156,7 @@ func New(next http.Handler, opts ...Option) (*Handler, error) {
 		return nil, err
 	}
 	h.limiting = len(items)
-	if len(items) > 0 {
-		h.policy = []string{strings.Join(items, ", ")}
-	}
+	h.policy = strings.Join(items, ", ")
 	h.exempts = c.paths
 	if len(c.exempt) > 0 {
 		fns := c.exempt

@@ -7,7 +7,7 @@ import (
 )
 
 // Headers picks the rate-limit fields a Handler writes, as a set of
-// flags; DefaultHeaders is all of them. What each field says, for the
+// flags; DefaultHeaders writes every field. What each field says, for the
 // scopes that applied to the request:
 //
 //   - HeaderRateLimit: the IETF fields, in the structured syntax of
@@ -118,7 +118,7 @@ type span struct{ start, end int }
 // writeFields writes the RateLimit fields of views, and the X-RateLimit
 // ones of views[binding] (none when binding < 0). The values that change
 // from request to request are cut from one string: a request's headers
-// cost two allocations, that string and the slices that hold its parts.
+// cost two allocations, that string and the slice that holds the values.
 func (h *Handler) writeFields(hdr http.Header, views []scopeView, binding int) {
 	ietf := h.headers&HeaderRateLimit != 0
 	x := h.headers&HeaderXRateLimit != 0 && binding >= 0
@@ -162,27 +162,30 @@ func (h *Handler) writeFields(hdr http.Header, views []scopeView, binding int) {
 		res.end = len(b)
 	}
 	s := string(b)
-	vals := make([]string, 3)
+	// Each header has a slice of its own, not one shared with other
+	// answers: a handler may write into it.
+	vals := make([]string, 5)
 	if ietf {
 		if len(views) == h.limiting {
-			hdr[hPolicy] = h.policy
+			vals[0] = h.policy
 		} else {
 			items := make([]string, len(views))
 			for i, sv := range views {
 				items[i] = sv.s.policyItem
 			}
-			hdr[hPolicy] = []string{strings.Join(items, ", ")}
+			vals[0] = strings.Join(items, ", ")
 		}
+		hdr[hPolicy] = vals[0:1:1]
 		if rl.end > 0 {
-			vals[0] = s[rl.start:rl.end]
-			hdr[hRateLimit] = vals[0:1:1]
+			vals[1] = s[rl.start:rl.end]
+			hdr[hRateLimit] = vals[1:2:2]
 		}
 	}
 	if x {
-		vals[1], vals[2] = s[rem.start:rem.end], s[res.start:res.end]
-		hdr[hLimit] = views[binding].s.limitValue
-		hdr[hRemaining] = vals[1:2:2]
-		hdr[hReset] = vals[2:3:3]
+		vals[2], vals[3], vals[4] = views[binding].s.limitValue, s[rem.start:rem.end], s[res.start:res.end]
+		hdr[hLimit] = vals[2:3:3]
+		hdr[hRemaining] = vals[3:4:4]
+		hdr[hReset] = vals[4:5:5]
 	}
 }
 
@@ -251,7 +254,8 @@ const (
 	typeReducedCapacity = "https://iana.org/assignments/http-problem-types#temporary-reduced-capacity"
 )
 
-var problemContentType = []string{"application/problem+json"}
+// problemJSON is the media type of a problem document.
+const problemJSON = "application/problem+json"
 
 // writeProblem answers with status, Retry-After (when retryAfter, in
 // nanoseconds, is above 0) and a problem document (RFC 9457) of kind,
@@ -260,7 +264,7 @@ var problemContentType = []string{"application/problem+json"}
 func (h *Handler) writeProblem(w http.ResponseWriter, status int, kind problemKind, violated []*scope, retryAfter int64) {
 	secs := max(ceilSeconds(retryAfter), 1)
 	hdr := w.Header()
-	hdr["Content-Type"] = problemContentType
+	hdr["Content-Type"] = []string{problemJSON}
 	if retryAfter > 0 && h.headers&HeaderRetryAfter != 0 {
 		hdr[hRetryAfter] = []string{strconv.FormatInt(secs, 10)}
 	}

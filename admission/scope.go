@@ -54,10 +54,10 @@ type scope struct {
 	keys     *keyMap
 
 	// What the headers say of the scope, made once.
-	policyItem string   // `"ip";q=5;w=30`
-	itemPrefix string   // `"ip";r=`
-	limitValue []string // X-RateLimit-Limit
-	jsonName   string   // the name as a JSON string, quotes included
+	policyItem string // `"ip";q=5;w=30`
+	itemPrefix string // `"ip";r=`
+	limitValue string // X-RateLimit-Limit
+	jsonName   string // the name as a JSON string, quotes included
 
 	stats     scopeStats
 	storeDown atomic.Bool // the store failed last time it was asked
@@ -133,7 +133,7 @@ func newScope(l ratewise.Limit, n int) (*scope, error) {
 	name := strconv.Quote(l.Name) // printable ASCII: Go's quoting is a structured field string's
 	s.policyItem = name + ";q=" + strconv.Itoa(s.quota()) + ";w=" + strconv.FormatInt(max(ceilSeconds(int64(w)), 1), 10)
 	s.itemPrefix = name + ";r="
-	s.limitValue = []string{strconv.Itoa(s.quota())}
+	s.limitValue = strconv.Itoa(s.quota())
 	s.jsonName = name // the same quoting is valid JSON for printable ASCII
 	s.stats.init()
 	return s, nil

@@ -30,7 +30,8 @@ type Handler struct {
 	hooks      Hooks
 	epoch      time.Time
 
-	requests, exempt, admitted, refused atomic.Int64
+	// Requests are counted as they end, each in one of these.
+	exempt, admitted, refused atomic.Int64
 }
 
 var _ http.Handler = (*Handler)(nil)
@@ -200,7 +201,6 @@ const maxHeld = 8
 // context ended while it waited. A scope that refuses takes nothing
 // from those before it.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	h.requests.Add(1)
 	if h.isExempt(r) {
 		h.exempt.Add(1)
 		h.next.ServeHTTP(w, r)

@@ -148,7 +148,8 @@ type ScopeStats struct {
 // few atomic adds per request; Stats itself allocates: call it when
 // asked, not per request.
 func (h *Handler) Stats() Stats {
-	st := Stats{Requests: h.requests.Load(), Exempt: h.exempt.Load(), Admitted: h.admitted.Load(), Refused: h.refused.Load()}
+	st := Stats{Exempt: h.exempt.Load(), Admitted: h.admitted.Load(), Refused: h.refused.Load()}
+	st.Requests = st.Exempt + st.Admitted + st.Refused
 	for _, s := range h.scopes {
 		c := &s.stats
 		ss := ScopeStats{

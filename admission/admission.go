@@ -264,9 +264,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.next.ServeHTTP(w, r)
 }
 
-// queue waits for the turns, the longest wait first among them. When r's
-// context ends meanwhile, it gives every turn back, answers 503 and
-// reports false.
+// queue waits for the turns to come, as long as the longest of their
+// waits. When r's context ends meanwhile, it gives every turn back,
+// answers 503 and reports false.
 func (h *Handler) queue(w http.ResponseWriter, r *http.Request, turns []turn, wait int64) bool {
 	for i := range turns {
 		t := &turns[i]

@@ -527,3 +527,45 @@ func TestRouteKeys(t *testing.T) {
 		}
 	})
 }
+
+// userKey is where an authentication middleware put the user.
+type userKey struct{}
+
+// adr-009, "key by a header or authenticated user": a scope keyed by
+// ratewise.ByHeader counts each API key apart (hashed: the credential is
+// not the key), and one keyed by a KeyFunc reading the context counts
+// each user apart, whatever address they come from.
+func TestHeaderAndUserKeys(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		user := func(r *http.Request) string { u, _ := r.Context().Value(userKey{}).(string); return u }
+		h := newHandler(t,
+			WithLimit(ratewise.Limit{Name: "key", Rate: perMinute(1), Burst: 2, Key: ratewise.ByHeader("X-Api-Key")}),
+			WithLimit(ratewise.Limit{Name: "user", Rate: perMinute(1), Burst: 1, Key: user}))
+		var keys []string
+		h.hooks.Admitted = func(e Event) { keys = append(keys, e.Scope+"="+e.Key) }
+		send := func(remote, apiKey, who string) int {
+			req := httptest.NewRequest(http.MethodGet, "http://api.test/", nil)
+			req = req.WithContext(context.WithValue(req.Context(), userKey{}, who))
+			req.RemoteAddr = remote
+			req.Header.Set("X-Api-Key", apiKey)
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			return rec.Code
+		}
+		got := []int{
+			send("192.0.2.1:1", "secret-a", "ann"),
+			send("192.0.2.2:1", "secret-a", "bob"),
+			send("192.0.2.3:1", "secret-a", "cyd"), // key a spent
+			send("192.0.2.4:1", "secret-b", "ann"), // ann spent
+			send("192.0.2.4:1", "secret-b", "dan"),
+		}
+		if fmt.Sprint(got) != "[200 200 429 429 200]" {
+			t.Errorf("answers %v, want [200 200 429 429 200]", got)
+		}
+		for _, k := range keys {
+			if strings.Contains(k, "secret") {
+				t.Errorf("a key holds the credential: %s", k)
+			}
+		}
+	})
+}

@@ -53,6 +53,12 @@ type BucketStore interface {
 	// waiters. It only reads: it creates no bucket and takes nothing.
 	// Transport.LimitStatus reports it.
 	Tokens(ctx context.Context, key string, r rate.Limit, burst int) (float64, error)
+	// Give gives back n tokens that Take took from key's bucket of rate r
+	// and size burst and that were not used, so that the next taker has
+	// them: a request one scope admitted and a later scope refused, or a
+	// waiter that left before its turn. The bucket never holds more than
+	// burst; a bucket already full (or forgotten) is left alone.
+	Give(ctx context.Context, key string, n int, r rate.Limit, burst int) error
 }
 
 // CooldownStore keeps the cooldown gate's pauses, shared by every

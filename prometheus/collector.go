@@ -21,6 +21,9 @@
 //
 // Label values of keys are bounded: at most MaxKeys hosts are named, the
 // rest are counted under "other".
+//
+// NewAdmissionCollector does the same for an admission.Handler, the
+// inbound limiter of a server: ratewise_admission_* metrics, by scope.
 package prometheus
 
 import (

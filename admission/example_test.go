@@ -1,0 +1,107 @@
+package admission_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/ratewise/ratewise"
+	"github.com/ratewise/ratewise/admission"
+)
+
+// The ADR's limits: 10 requests a minute per client IP, 5 at once, and
+// 100 a minute in all, 20 at once. The sixth request of a client in a row
+// is refused, told to come back in 6 s.
+func Example() {
+	api := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
+	h, err := admission.New(api,
+		admission.WithLimit(ratewise.Limit{Name: "ip", Rate: rate.Every(6 * time.Second), Burst: 5}),
+		admission.WithLimit(ratewise.Limit{Name: "global", Rate: rate.Every(600 * time.Millisecond), Burst: 20, Key: ratewise.Global}),
+		admission.WithExemptPaths("/health"))
+	if err != nil {
+		panic(err)
+	}
+	for i := 1; i <= 6; i++ {
+		req := httptest.NewRequest(http.MethodGet, "/items", nil)
+		req.RemoteAddr = "192.0.2.1:40000"
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		fmt.Printf("%d: %d RateLimit: %s\n", i, rec.Code, rec.Header().Get("RateLimit"))
+		if rec.Code == http.StatusTooManyRequests {
+			fmt.Println("RateLimit-Policy:", rec.Header().Get("RateLimit-Policy"))
+			fmt.Println("Retry-After:", rec.Header().Get("Retry-After"))
+			fmt.Print(rec.Body)
+		}
+	}
+	// Output:
+	// 1: 200 RateLimit: "ip";r=4;t=6, "global";r=19;t=1
+	// 2: 200 RateLimit: "ip";r=3;t=12, "global";r=18;t=2
+	// 3: 200 RateLimit: "ip";r=2;t=18, "global";r=17;t=2
+	// 4: 200 RateLimit: "ip";r=1;t=24, "global";r=16;t=3
+	// 5: 200 RateLimit: "ip";r=0;t=30, "global";r=15;t=3
+	// 6: 429 RateLimit: "ip";r=0;t=30, "global";r=15;t=3
+	// RateLimit-Policy: "ip";q=5;w=30, "global";q=20;w=12
+	// Retry-After: 6
+	// {"type":"https://iana.org/assignments/http-problem-types#quota-exceeded","title":"Too Many Requests","status":429,"detail":"The request exceeds the rate limit; retry in 6 s.","violated-policies":["ip"],"retry-after":6}
+}
+
+// handlerTransport serves each request with a handler in the caller's
+// goroutine, as from one client address: a server without a network.
+type handlerTransport struct{ h http.Handler }
+
+func (t handlerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	in := req.Clone(req.Context())
+	in.RemoteAddr, in.RequestURI = "192.0.2.1:40000", req.URL.RequestURI()
+	rec := httptest.NewRecorder()
+	t.h.ServeHTTP(rec, in)
+	resp := rec.Result()
+	resp.Request = req
+	return resp, nil
+}
+
+// A ratewise client with its defaults, not told the limit, against a
+// server limited by admission: from the server's first answer on, it
+// paces itself by the counts the server publishes, and no request is
+// refused. The ADR's per-IP limit runs six times faster here, 1 a second
+// (5 at once), so that 7 calls take 2 s.
+func Example_ratewiseClient() {
+	api := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
+	h, err := admission.New(api,
+		admission.WithLimit(ratewise.Limit{Name: "ip", Rate: 1, Burst: 5}),
+		admission.WithLimit(ratewise.Limit{Name: "global", Rate: 10, Burst: 20, Key: ratewise.Global}))
+	if err != nil {
+		panic(err)
+	}
+	client := &http.Client{Transport: ratewise.New(handlerTransport{h})}
+
+	var (
+		mu       sync.Mutex
+		statuses = map[int]int{}
+		wg       sync.WaitGroup
+	)
+	for range 7 {
+		wg.Go(func() {
+			req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, "http://api.example/items", nil)
+			resp, err := client.Do(req)
+			if err != nil {
+				panic(err)
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			_ = resp.Body.Close()
+			mu.Lock()
+			statuses[resp.StatusCode]++
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	st := h.Stats()
+	fmt.Printf("answered 200: %d, refused: %d\n", statuses[http.StatusOK], st.Refused)
+	// Output:
+	// answered 200: 7, refused: 0
+}

@@ -1,11 +1,11 @@
-package ratewise
+package learn
 
 import (
 	"math"
 	"time"
 )
 
-// This file is the adaptive pacer's reading of a server that gives its
+// This file is a Pacer's reading of a server that gives its
 // quota back all at once (a fixed window) rather than bit by bit (a
 // bucket), learned from refusals alone, when no count says so.
 //
@@ -58,7 +58,7 @@ type learnedWindow struct {
 // target is when its hint says to come back, zero without one. It
 // reports false when the window gave less than two requests since it
 // reopened: then the key is no longer windowed.
-func (a *adaptiveState) windowRefused(target, now time.Time) bool {
+func (a *Pacer) windowRefused(target, now time.Time) bool {
 	w := a.win
 	if !w.opens.IsZero() {
 		// Refused again before the window reopens: a sibling, or a request
@@ -72,8 +72,8 @@ func (a *adaptiveState) windowRefused(target, now time.Time) bool {
 		}
 		return true
 	}
-	if adaptiveTrace != nil {
-		adaptiveTrace("%v window refused: used %d, quota %d, opens in %v", now.Sub(a.firstSend).Round(time.Millisecond),
+	if Trace != nil {
+		Trace("%v window refused: used %d, quota %d, opens in %v", now.Sub(a.firstSend).Round(time.Millisecond),
 			w.used, w.quota, target.Sub(now))
 	}
 	// A window that gave less than two, or a quarter of the last one's
@@ -99,12 +99,12 @@ func (a *adaptiveState) windowRefused(target, now time.Time) bool {
 
 // becomeWindowed starts holding the key until opens, as a window's, with
 // a.mu held.
-func (a *adaptiveState) becomeWindowed(opens, now time.Time) {
+func (a *Pacer) becomeWindowed(opens, now time.Time) {
 	if opens.IsZero() || !opens.After(now) {
 		opens = now.Add(windowProbeStart)
 	}
-	if adaptiveTrace != nil {
-		adaptiveTrace("%v windowed: opens in %v", now.Sub(a.firstSend).Round(time.Millisecond), opens.Sub(now))
+	if Trace != nil {
+		Trace("%v windowed: opens in %v", now.Sub(a.firstSend).Round(time.Millisecond), opens.Sub(now))
 	}
 	a.win = &learnedWindow{opens: opens, probe: windowProbeStart}
 	if a.successes == 0 && a.sentBeforeRefusal > 0 {
@@ -118,9 +118,9 @@ func (a *adaptiveState) becomeWindowed(opens, now time.Time) {
 	a.unpaced, a.probing, a.next = true, false, time.Time{}
 }
 
-// windowHeldUntil returns when the key's window reopens, when it is
+// WindowHeldUntil returns when the key's window reopens, when it is
 // windowed and held; the zero time otherwise.
-func (a *adaptiveState) windowHeldUntil() time.Time {
+func (a *Pacer) WindowHeldUntil() time.Time {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.win == nil {
@@ -139,7 +139,7 @@ func (w *learnedWindow) succeeded(now time.Time) {
 // wait is how long the head of the line waits at now for the window, with
 // a.mu held, and a channel closed at the next answer when the window's
 // quota is on its way: the answers say whether one more fits.
-func (w *learnedWindow) wait(a *adaptiveState, now time.Time) (time.Duration, <-chan struct{}) {
+func (w *learnedWindow) wait(a *Pacer, now time.Time) (time.Duration, <-chan struct{}) {
 	if !w.opens.IsZero() {
 		if now.Before(w.opens) {
 			return w.opens.Sub(now), nil

@@ -1,4 +1,4 @@
-package ratewise
+package learn
 
 import (
 	"math"
@@ -6,11 +6,11 @@ import (
 	"time"
 )
 
-// This file is the adaptive pacer of a Limit with Adaptive set: it learns
-// each key's sending rate from the server instead of being told it.
+// This file is the pace a Pacer learns of a key's server from refusals,
+// and the line the key's requests wait in.
 //
 // Where the server counts its quota in rate-limit headers, the count
-// governs (adaptive_count.go). Where only refusals tell the story, the
+// governs (count.go). Where only refusals tell the story, the
 // server is taken for a token bucket: a refill rate R and a burst. A
 // refusal says the bucket was empty at that moment. Between two refusals
 // at t1 and t2, the successes S the server let through are what it
@@ -35,7 +35,7 @@ import (
 // Requests wait in one line per key, and only its head waits for a place
 // in the pace, so a pace that changes applies at once to every waiter.
 
-// Tuning of the adaptive pacer.
+// Tuning of the learned pace.
 const (
 	// adaptiveProbeStart is where the search for a pace starts, from the
 	// first refusal of a key that learned nothing before it. Each halving
@@ -78,8 +78,12 @@ const (
 	adaptiveMinRate = 1.0 / 60
 )
 
-// adaptiveState is what an adaptive scope has learned of one key.
-type adaptiveState struct {
+// Pacer is what an adaptive scope has learned of one key's server, and
+// the line the key's requests wait in for their turn. Make one with New;
+// the zero value is not usable. A Pacer is safe for concurrent use: its
+// methods take its lock, and those that wait hand back a delay or a
+// channel for the caller to wait on, with the lock released.
+type Pacer struct {
 	mu      sync.Mutex
 	ceiling float64 // the Limit's Rate, or +Inf
 
@@ -135,8 +139,12 @@ type adaptiveState struct {
 	firstSend        time.Time
 }
 
-func newAdaptiveState(start, ceiling float64) *adaptiveState {
-	a := &adaptiveState{ceiling: ceiling, changed: make(chan struct{}), head: make(chan struct{}, 1)}
+// New returns a Pacer that paces at start requests a second, never
+// faster than ceiling (+Inf for no ceiling). A start of 0 or +Inf sends
+// unpaced until the first refusal or count. now is when the key's first
+// request went, zero when it goes later; it only dates what Trace sees.
+func New(start, ceiling float64, now time.Time) *Pacer {
+	a := &Pacer{ceiling: ceiling, changed: make(chan struct{}), head: make(chan struct{}, 1), firstSend: now}
 	a.head <- struct{}{}
 	if start > 0 && !math.IsInf(start, 1) {
 		a.setPace(start, start, 0, 0)
@@ -148,7 +156,7 @@ func newAdaptiveState(start, ceiling float64) *adaptiveState {
 
 // rate is the learned pace at now, in requests a second; +Inf while
 // unpaced.
-func (a *adaptiveState) rate(now time.Time) float64 {
+func (a *Pacer) rate(now time.Time) float64 {
 	if a.unpaced {
 		return a.ceiling
 	}
@@ -175,7 +183,7 @@ func (a *adaptiveState) rate(now time.Time) float64 {
 // setPace starts a climb from 'from' to 'to', held there for hold, then
 // probing beyond by band; zero band means the climb's, at least
 // adaptiveMinBand of 'to'.
-func (a *adaptiveState) setPace(from, to, band float64, hold time.Duration) {
+func (a *Pacer) setPace(from, to, band float64, hold time.Duration) {
 	a.probing, a.hold, a.band = false, hold, band
 	if band <= 0 {
 		a.band = math.Max(to-from, to*adaptiveMinBand)
@@ -184,12 +192,12 @@ func (a *adaptiveState) setPace(from, to, band float64, hold time.Duration) {
 	a.succeeding = 0
 }
 
-// join puts a request in the key's line. One request at a time, the head
+// Join puts a request in the key's line. One request at a time, the head
 // of the line, waits for its place in the pace: the others wait for the
 // head to go, so that a pace that changes applies at once to all of them.
 // It returns how long the request should expect to wait, when that is
 // known.
-func (a *adaptiveState) join(now time.Time) (expected time.Duration, known bool) {
+func (a *Pacer) Join(now time.Time) (expected time.Duration, known bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.firstSend.IsZero() {
@@ -208,26 +216,34 @@ func (a *adaptiveState) join(now time.Time) (expected time.Duration, known bool)
 	return d, queued == 0 || d > 0
 }
 
-// leave takes a request out of the line, sent or not.
-func (a *adaptiveState) leave() {
+// Leave takes a request out of the line, sent or not.
+func (a *Pacer) Leave() {
 	a.mu.Lock()
 	a.queued--
 	a.mu.Unlock()
 }
 
-// take sends the request at the head of the line if it may go now, and
+// Head is where the head of the line is taken: a request that receives
+// from it is at the head, the one request that waits for its place in
+// the pace, and gives it back with ReleaseHead, sent or not.
+func (a *Pacer) Head() <-chan struct{} { return a.head }
+
+// ReleaseHead gives back the head of the line taken from Head.
+func (a *Pacer) ReleaseHead() { a.head <- struct{}{} }
+
+// Take sends the request at the head of the line if it may go now, and
 // returns its number. Otherwise it returns how long until its place comes,
 // or a channel closed when an answer may make room sooner, or both.
-func (a *adaptiveState) take(now time.Time) (seq uint64, delay time.Duration, ready <-chan struct{}, sent bool) {
+func (a *Pacer) Take(now time.Time) (seq uint64, delay time.Duration, ready <-chan struct{}, sent bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.takeLocked(now)
 }
 
-// takeAlone sends a request that finds the line empty and may go now, in
+// TakeAlone sends a request that finds the line empty and may go now, in
 // one hold of a.mu: join, take and leave at once. Nobody holds the head
 // while the line is empty. It reports false, changing nothing, otherwise.
-func (a *adaptiveState) takeAlone(now time.Time) (uint64, bool) {
+func (a *Pacer) TakeAlone(now time.Time) (uint64, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.queued > 0 {
@@ -241,7 +257,7 @@ func (a *adaptiveState) takeAlone(now time.Time) (uint64, bool) {
 }
 
 // takeLocked is take with a.mu held.
-func (a *adaptiveState) takeLocked(now time.Time) (seq uint64, delay time.Duration, ready <-chan struct{}, sent bool) {
+func (a *Pacer) takeLocked(now time.Time) (seq uint64, delay time.Duration, ready <-chan struct{}, sent bool) {
 	a.resume(now)
 	if delay, ready := a.wait(now); delay > 0 || ready != nil {
 		return 0, delay, ready, false
@@ -276,7 +292,7 @@ func (a *adaptiveState) takeLocked(now time.Time) (seq uint64, delay time.Durati
 // wait is how long the head of the line waits at now, with a.mu held: a
 // delay, a channel closed when an answer may make room sooner, or both.
 // The head may go when both are nil.
-func (a *adaptiveState) wait(now time.Time) (time.Duration, <-chan struct{}) {
+func (a *Pacer) wait(now time.Time) (time.Duration, <-chan struct{}) {
 	var d time.Duration
 	if a.next.After(now) {
 		d = a.next.Sub(now)
@@ -319,7 +335,7 @@ func interval(r float64) time.Duration {
 
 // resume ends a long pause that is over, with a.mu held: a server that
 // just recovered gets half the pace, climbing back, not a burst.
-func (a *adaptiveState) resume(now time.Time) {
+func (a *Pacer) resume(now time.Time) {
 	if a.resumeAt.IsZero() || now.Before(a.resumeAt) {
 		return
 	}
@@ -330,8 +346,8 @@ func (a *adaptiveState) resume(now time.Time) {
 	a.resumeAt = time.Time{}
 }
 
-// cancel withdraws a request taken that will not be sent.
-func (a *adaptiveState) cancel() {
+// Cancel withdraws a request taken that will not be sent.
+func (a *Pacer) Cancel() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.settle()
@@ -339,7 +355,7 @@ func (a *adaptiveState) cancel() {
 
 // settle ends a request in flight, with a.mu held, and wakes the head of
 // the line if it waits for an answer.
-func (a *adaptiveState) settle() {
+func (a *Pacer) settle() {
 	a.inFlight = max(a.inFlight-1, 0)
 	if a.watched {
 		close(a.changed)
@@ -348,30 +364,30 @@ func (a *adaptiveState) settle() {
 }
 
 // answered returns a channel closed at the next answer, with a.mu held.
-func (a *adaptiveState) answered() <-chan struct{} {
+func (a *Pacer) answered() <-chan struct{} {
 	a.watched = true
 	return a.changed
 }
 
-// outcome learns from the answer to request seq. A success grows the slow
+// Outcome learns from the answer to request seq. A success grows the slow
 // start's window and the climb. A count of the server's quota replaces
 // what was learned; a refusal without one measures the server and, unless
 // it is a sibling of the last decrease, decreases the pace.
-func (a *adaptiveState) outcome(seq uint64, an serverAnswer, now time.Time) {
+func (a *Pacer) Outcome(seq uint64, an Answer, now time.Time) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.settle()
 	a.learn(seq, seq > a.cutAt, an, now)
 }
 
-// untracked learns from the answer to a request the key did not pace,
+// Untracked learns from the answer to a request the key did not pace,
 // sent before it had learned anything: the signal that armed it when
 // first, else a sibling of that signal. The request is not in flight;
 // sentBefore is how many requests its transport sent before it.
-func (a *adaptiveState) untracked(an serverAnswer, first bool, sentBefore int64, now time.Time) {
+func (a *Pacer) Untracked(an Answer, first bool, sentBefore int64, now time.Time) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if an.refused && sentBefore > 0 && (a.sentBeforeRefusal == 0 || sentBefore < a.sentBeforeRefusal) {
+	if an.Refused && sentBefore > 0 && (a.sentBeforeRefusal == 0 || sentBefore < a.sentBeforeRefusal) {
 		a.sentBeforeRefusal = sentBefore
 	}
 	a.learn(0, first, an, now)
@@ -379,8 +395,8 @@ func (a *adaptiveState) untracked(an serverAnswer, first bool, sentBefore int64,
 
 // learn takes in the answer to request seq, with a.mu held; newEvent
 // says a refusal in it is not the sibling of one already answered.
-func (a *adaptiveState) learn(seq uint64, newEvent bool, an serverAnswer, now time.Time) {
-	if an.ok {
+func (a *Pacer) learn(seq uint64, newEvent bool, an Answer, now time.Time) {
+	if an.OK {
 		a.successes++
 		if !a.lastSuccess.IsZero() {
 			credit := min(now.Sub(a.lastSuccess), adaptiveMaxCredit)
@@ -399,13 +415,13 @@ func (a *adaptiveState) learn(seq uint64, newEvent bool, an serverAnswer, now ti
 		}
 	}
 	explained := a.counted(seq, an, now)
-	if an.refused && !explained {
-		a.refused(newEvent, an.hint, now)
+	if an.Refused && !explained {
+		a.refused(newEvent, an.Hint, now)
 	}
 }
 
 // refused learns from a refusal no count explains, with a.mu held.
-func (a *adaptiveState) refused(newEvent bool, hint time.Duration, now time.Time) {
+func (a *Pacer) refused(newEvent bool, hint time.Duration, now time.Time) {
 	defer func() { a.lastEmpty, a.successesAtEmpty = now, a.successes }()
 	var target time.Time
 	if hint > 0 {
@@ -440,19 +456,36 @@ func (a *adaptiveState) refused(newEvent bool, hint time.Duration, now time.Time
 	}
 }
 
-// hintPausesKey reports whether a refusal's long hint should pause the
-// key's other requests too, with a.mu not held: not once the key showed
+// HintPausesKey reports whether a refusal's long hint should pause the
+// key's other requests too: not once the key showed
 // its hints overstate when the quota comes back, nor while the server
 // counts its quota, whose count says when requests may go.
-func (a *adaptiveState) hintPausesKey() bool {
+func (a *Pacer) HintPausesKey() bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return !a.notWindowed && a.count == nil
 }
 
-// pause holds the pace until until, a long pause of the server's: then it
+// SetCeiling sets the rate the pace never passes, in requests a second:
+// +Inf for none.
+func (a *Pacer) SetCeiling(ceiling float64) {
+	a.mu.Lock()
+	a.ceiling = ceiling
+	a.mu.Unlock()
+}
+
+// Busy reports whether a request the Pacer let go is still unanswered:
+// what it learned may be forgotten only when none is.
+func (a *Pacer) Busy() bool {
+	a.mu.Lock()
+	busy := a.inFlight > 0
+	a.mu.Unlock()
+	return busy
+}
+
+// Pause holds the pace until until, a long pause of the server's: then it
 // resumes at half.
-func (a *adaptiveState) pause(until time.Time) {
+func (a *Pacer) Pause(until time.Time) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if until.After(a.resumeAt) {
@@ -460,14 +493,15 @@ func (a *adaptiveState) pause(until time.Time) {
 	}
 }
 
-// adaptiveTrace, set by tests, sees every decision of the pacer.
-var adaptiveTrace func(format string, args ...any)
+// Trace, set by tests before any Pacer is in use, sees every decision a
+// Pacer takes, for tuning; nil, the default, traces nothing.
+var Trace func(format string, args ...any)
 
 // decrease answers a new refusal, with a.mu held.
-func (a *adaptiveState) decrease(hint time.Duration, now time.Time) {
-	if adaptiveTrace != nil {
+func (a *Pacer) decrease(hint time.Duration, now time.Time) {
+	if Trace != nil {
 		defer func(before float64) {
-			adaptiveTrace("%v decrease: rate %.1f -> %.1f (probing %v, climb %.1f->%.1f) successes %d in %v",
+			Trace("%v decrease: rate %.1f -> %.1f (probing %v, climb %.1f->%.1f) successes %d in %v",
 				now.Sub(a.firstSend).Round(time.Millisecond), before, a.rate(now), a.probing, a.rampFrom, a.rampTo,
 				a.successes-a.successesAtEmpty, now.Sub(a.lastEmpty).Round(time.Millisecond))
 		}(a.rate(now))

@@ -4,8 +4,8 @@
 // (count.go); where they carry none, it takes the server for a token
 // bucket, measured between two refusals (pacer.go), or for a window that
 // gives its quota back all at once (window.go). It also holds the line
-// the key's requests wait in, whose head alone waits for the pace, so
-// that a pace that changes applies at once to every waiter.
+// the key's requests wait in (line.go), whose head alone waits for the
+// pace, so that a pace that changes applies at once to every waiter.
 //
 // The package names no type of ratewise. The transport reads each answer
 // with ReadAnswer and admits a request with TakeAlone, or, when others

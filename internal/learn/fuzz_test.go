@@ -54,7 +54,9 @@ func FuzzReadAnswer(f *testing.F) {
 		resp := &http.Response{StatusCode: status, Header: h}
 		an := ReadAnswer(resp, refused, now)
 
-		if an.OK != (status >= 200 && status <= 299) || an.Refused != refused {
+		// A refusal is no success, whatever its status (a 200 that a body
+		// phrase reads as refused).
+		if an.OK != (status >= 200 && status <= 299 && !refused) || an.Refused != refused {
 			t.Fatalf("status %d, refused %v: ok %v, refused %v", status, refused, an.OK, an.Refused)
 		}
 		if an.Remaining < -1 || an.Remaining > math.MaxInt32 || an.Limit < 0 || an.Limit > math.MaxInt32 || an.Reset < 0 {

@@ -141,7 +141,7 @@ type serverCount struct {
 	period time.Duration
 }
 
-// markSent notes how request seq was let go, with a.mu held.
+// markSent notes how request seq was let go, with p.mu held.
 func (c *serverCount) markSent(seq uint64) {
 	bit := uint64(1) << (seq % 64)
 	if c.onRefillNow {
@@ -163,21 +163,21 @@ type countSample struct {
 	remaining int
 }
 
-// counted takes in a count an answer carries, with a.mu held, and reports
+// counted takes in a count an answer carries, with p.mu held, and reports
 // whether the count explains the answer's refusal: it says nothing was
 // left. A refusal while the count says there was quota comes from some
 // other limit, which the learned pace answers.
-func (a *Pacer) counted(seq uint64, an Answer, now time.Time) (explained bool) {
-	c := a.count
+func (p *Pacer) counted(seq uint64, an Answer, now time.Time) (explained bool) {
+	c := p.count
 	switch {
 	case an.Remaining < 0:
 		if c != nil && an.OK {
-			a.count = nil // successes no longer carry a count
+			p.count = nil // successes no longer carry a count
 		}
 		return false
 	case c == nil:
 		c = &serverCount{share: 1}
-		a.count = c
+		p.count = c
 	}
 	if an.OK {
 		c.consumed++
@@ -277,7 +277,7 @@ func (a *Pacer) counted(seq uint64, an Answer, now time.Time) (explained bool) {
 	return explained
 }
 
-// noteReset takes in a count's reset, with a.mu held. Of the instants
+// noteReset takes in a count's reset, with p.mu held. Of the instants
 // the counts of one window say, the earliest is kept: rounding only
 // delays them. A reset that says an instant a second or more past the
 // one kept is another window's, and a bucket's time to fill moves on with
@@ -293,11 +293,11 @@ func (c *serverCount) noteReset(reset time.Duration, now time.Time) {
 }
 
 // wait is how long the head of the line waits at now for the count to
-// allow a request, with a.mu held, and a channel closed at the next
+// allow a request, with p.mu held, and a channel closed at the next
 // answer, which may allow it sooner: nil when none is on its way.
-func (c *serverCount) wait(a *Pacer, now time.Time) (time.Duration, <-chan struct{}) {
-	left := math.Floor(float64(c.remaining)*c.share) - float64(a.inFlight)
-	if a.inFlight > 0 {
+func (c *serverCount) wait(p *Pacer, now time.Time) (time.Duration, <-chan struct{}) {
+	left := math.Floor(float64(c.remaining)*c.share) - float64(p.inFlight)
+	if p.inFlight > 0 {
 		// Requests on their way may reach the server in another order
 		// than sent, and a count may miss one: keep a token for that.
 		left--
@@ -313,7 +313,7 @@ func (c *serverCount) wait(a *Pacer, now time.Time) (time.Duration, <-chan struc
 		// A bucket, or a sliding window: what is left comes back bit by
 		// bit, and its reset says nothing of when the next one does.
 		d := time.Duration((1 - credit) / refill * float64(time.Second))
-		return max(d, 1), c.nextAnswer(a)
+		return max(d, 1), c.nextAnswer(p)
 	}
 	// Nothing left now. The quota comes back at the reset, or, without
 	// one, is asked for again after a while; a refusal's hint that ends
@@ -334,8 +334,8 @@ func (c *serverCount) wait(a *Pacer, now time.Time) (time.Duration, <-chan struc
 	}
 	if !now.Before(backAt) {
 		// The count is out of date: one request learns the new one.
-		if a.inFlight > 0 {
-			return 0, a.answered()
+		if p.inFlight > 0 {
+			return 0, p.answered()
 		}
 		return 0, nil
 	}
@@ -344,16 +344,16 @@ func (c *serverCount) wait(a *Pacer, now time.Time) (time.Duration, <-chan struc
 		// A bucket refills before its reset.
 		d = time.Duration(math.Min((1-credit)/refill*float64(time.Second), float64(d)))
 	}
-	return max(d, 1), c.nextAnswer(a)
+	return max(d, 1), c.nextAnswer(p)
 }
 
 // nextAnswer is a channel closed at the next answer, or nil when no
-// request is on its way, with a.mu held.
-func (c *serverCount) nextAnswer(a *Pacer) <-chan struct{} {
-	if a.inFlight == 0 {
+// request is on its way, with p.mu held.
+func (c *serverCount) nextAnswer(p *Pacer) <-chan struct{} {
+	if p.inFlight == 0 {
 		return nil
 	}
-	return a.answered()
+	return p.answered()
 }
 
 // refill is the least the server surely refills a second: the larger of

@@ -140,52 +140,52 @@ type Pacer struct {
 // unpaced until the first refusal or count. now is when the key's first
 // request went, zero when it goes later; it only dates what Trace sees.
 func New(start, ceiling float64, now time.Time) *Pacer {
-	a := &Pacer{ceiling: ceiling, changed: make(chan struct{}), head: make(chan struct{}, 1), firstSend: now}
-	a.head <- struct{}{}
+	p := &Pacer{ceiling: ceiling, changed: make(chan struct{}), head: make(chan struct{}, 1), firstSend: now}
+	p.head <- struct{}{}
 	if start > 0 && !math.IsInf(start, 1) {
-		a.setPace(start, start, 0, 0)
+		p.setPace(start, start, 0, 0)
 	} else {
-		a.unpaced = true
+		p.unpaced = true
 	}
-	return a
+	return p
 }
 
 // rate is the learned pace at now, in requests a second; +Inf while
 // unpaced.
-func (a *Pacer) rate(now time.Time) float64 {
-	if a.unpaced {
-		return a.ceiling
+func (p *Pacer) rate(now time.Time) float64 {
+	if p.unpaced {
+		return p.ceiling
 	}
 	var r float64
-	if a.probing {
-		r = a.rampFrom * math.Exp2(a.succeeding.Seconds()/adaptiveProbeGrowth.Seconds())
+	if p.probing {
+		r = p.rampFrom * math.Exp2(p.succeeding.Seconds()/adaptiveProbeGrowth.Seconds())
 	} else {
 		// adaptiveRamp of succeeding takes the climb to its top; as much
 		// again doubles the band beyond it.
-		done := a.succeeding.Seconds() / adaptiveRamp.Seconds()
-		beyond := (a.succeeding - adaptiveRamp - a.hold).Seconds() / adaptiveRamp.Seconds()
+		done := p.succeeding.Seconds() / adaptiveRamp.Seconds()
+		beyond := (p.succeeding - adaptiveRamp - p.hold).Seconds() / adaptiveRamp.Seconds()
 		switch {
 		case done < 1:
-			r = a.rampFrom + (a.rampTo-a.rampFrom)*done
+			r = p.rampFrom + (p.rampTo-p.rampFrom)*done
 		case beyond <= 0:
-			r = a.rampTo
+			r = p.rampTo
 		default:
-			r = a.rampTo + a.band*(math.Exp2(beyond)-1)
+			r = p.rampTo + p.band*(math.Exp2(beyond)-1)
 		}
 	}
-	return math.Min(r, math.Min(a.ceiling, adaptiveMaxRate))
+	return math.Min(r, math.Min(p.ceiling, adaptiveMaxRate))
 }
 
 // setPace starts a climb from 'from' to 'to', held there for hold, then
 // probing beyond by band; zero band means the climb's, at least
 // adaptiveMinBand of 'to'.
-func (a *Pacer) setPace(from, to, band float64, hold time.Duration) {
-	a.probing, a.hold, a.band = false, hold, band
+func (p *Pacer) setPace(from, to, band float64, hold time.Duration) {
+	p.probing, p.hold, p.band = false, hold, band
 	if band <= 0 {
-		a.band = math.Max(to-from, to*adaptiveMinBand)
+		p.band = math.Max(to-from, to*adaptiveMinBand)
 	}
-	a.rampFrom, a.rampTo = math.Min(from, a.ceiling), math.Max(math.Min(to, a.ceiling), 1e-9)
-	a.succeeding = 0
+	p.rampFrom, p.rampTo = math.Min(from, p.ceiling), math.Max(math.Min(to, p.ceiling), 1e-9)
+	p.succeeding = 0
 }
 
 // floorRate is the slowest a refusal cuts a pace to: one request a
@@ -207,103 +207,103 @@ func interval(r float64) time.Duration {
 	return time.Duration(math.Min(float64(time.Second)/r, float64(time.Hour)))
 }
 
-// resume ends a long pause that is over, with a.mu held: a server that
+// resume ends a long pause that is over, with p.mu held: a server that
 // just recovered gets half the pace, climbing back, not a burst.
-func (a *Pacer) resume(now time.Time) {
-	if a.resumeAt.IsZero() || now.Before(a.resumeAt) {
+func (p *Pacer) resume(now time.Time) {
+	if p.resumeAt.IsZero() || now.Before(p.resumeAt) {
 		return
 	}
-	if r := a.rate(now); !math.IsInf(r, 1) {
-		a.setPace(r*adaptiveResume, r, a.band, a.hold)
-		a.next = now
+	if r := p.rate(now); !math.IsInf(r, 1) {
+		p.setPace(r*adaptiveResume, r, p.band, p.hold)
+		p.next = now
 	}
-	a.resumeAt = time.Time{}
+	p.resumeAt = time.Time{}
 }
 
 // Outcome learns from the answer to request seq. A success grows the slow
 // start's window and the climb. A count of the server's quota replaces
 // what was learned; a refusal without one measures the server and, unless
 // it is a sibling of the last decrease, decreases the pace.
-func (a *Pacer) Outcome(seq uint64, an Answer, now time.Time) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.settle()
-	a.learn(seq, seq > a.cutAt, an, now)
+func (p *Pacer) Outcome(seq uint64, an Answer, now time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.settle()
+	p.learn(seq, seq > p.cutAt, an, now)
 }
 
 // Untracked learns from the answer to a request the key did not pace,
 // sent before it had learned anything: the signal that armed it when
 // first, else a sibling of that signal. The request is not in flight;
 // sentBefore is how many requests its transport sent before it.
-func (a *Pacer) Untracked(an Answer, first bool, sentBefore int64, now time.Time) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if an.Refused && sentBefore > 0 && (a.sentBeforeRefusal == 0 || sentBefore < a.sentBeforeRefusal) {
-		a.sentBeforeRefusal = sentBefore
+func (p *Pacer) Untracked(an Answer, first bool, sentBefore int64, now time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if an.Refused && sentBefore > 0 && (p.sentBeforeRefusal == 0 || sentBefore < p.sentBeforeRefusal) {
+		p.sentBeforeRefusal = sentBefore
 	}
-	a.learn(0, first, an, now)
+	p.learn(0, first, an, now)
 }
 
-// learn takes in the answer to request seq, with a.mu held; newEvent
+// learn takes in the answer to request seq, with p.mu held; newEvent
 // says a refusal in it is not the sibling of one already answered.
-func (a *Pacer) learn(seq uint64, newEvent bool, an Answer, now time.Time) {
+func (p *Pacer) learn(seq uint64, newEvent bool, an Answer, now time.Time) {
 	if an.OK {
-		a.successes++
-		if !a.lastSuccess.IsZero() {
-			credit := min(now.Sub(a.lastSuccess), adaptiveMaxCredit)
-			if r := a.rate(now); !math.IsInf(r, 1) {
+		p.successes++
+		if !p.lastSuccess.IsZero() {
+			credit := min(now.Sub(p.lastSuccess), adaptiveMaxCredit)
+			if r := p.rate(now); !math.IsInf(r, 1) {
 				credit = min(credit, 2*interval(r))
 			}
-			if a.probing {
+			if p.probing {
 				credit = min(credit, adaptiveProbeGrowth) // at most a doubling a success
 			}
-			a.succeeding += credit
+			p.succeeding += credit
 		}
-		a.lastSuccess = now
-		a.dryTarget, a.dry, a.dryFrom = time.Time{}, 0, time.Time{}
-		if a.win != nil {
-			a.win.succeeded(now)
+		p.lastSuccess = now
+		p.dryTarget, p.dry, p.dryFrom = time.Time{}, 0, time.Time{}
+		if p.win != nil {
+			p.win.succeeded(now)
 		}
 	}
-	explained := a.counted(seq, an, now)
+	explained := p.counted(seq, an, now)
 	if an.Refused && !explained {
-		a.refused(newEvent, an.Hint, now)
+		p.refused(newEvent, an.Hint, now)
 	}
 }
 
-// refused learns from a refusal no count explains, with a.mu held.
-func (a *Pacer) refused(newEvent bool, hint time.Duration, now time.Time) {
-	defer func() { a.lastEmpty, a.successesAtEmpty = now, a.successes }()
+// refused learns from a refusal no count explains, with p.mu held.
+func (p *Pacer) refused(newEvent bool, hint time.Duration, now time.Time) {
+	defer func() { p.lastEmpty, p.successesAtEmpty = now, p.successes }()
 	var target time.Time
 	if hint > 0 {
 		target = now.Add(hint)
-		if a.dryTarget.IsZero() || target.Before(a.dryTarget) {
-			a.dryTarget = target
+		if p.dryTarget.IsZero() || target.Before(p.dryTarget) {
+			p.dryTarget = target
 		}
 	}
-	if a.win != nil {
-		if a.windowRefused(target, now) {
+	if p.win != nil {
+		if p.windowRefused(target, now) {
 			return
 		}
-		a.notWindowed = true
+		p.notWindowed = true
 	}
 	// Refused again and again, nothing let through for a while: the
 	// server refills nothing, a window's way. (A refusal or two could be
 	// other clients taking what it refilled, or a search that went too
 	// fast.) A pause of more than a second the server asks for is one
 	// too, until it shows otherwise.
-	if a.dryFrom.IsZero() {
-		a.dryFrom = now
+	if p.dryFrom.IsZero() {
+		p.dryFrom = now
 	}
 	if newEvent {
-		a.dry++
+		p.dry++
 	}
-	dry := a.dry >= windowDryRefusals && now.Sub(a.dryFrom) >= windowDrySpan
+	dry := p.dry >= windowDryRefusals && now.Sub(p.dryFrom) >= windowDrySpan
 	switch {
-	case !a.notWindowed && (dry || hint > time.Second):
-		a.becomeWindowed(a.dryTarget, now)
+	case !p.notWindowed && (dry || hint > time.Second):
+		p.becomeWindowed(p.dryTarget, now)
 	case newEvent:
-		a.decrease(hint, now)
+		p.decrease(hint, now)
 	}
 }
 
@@ -311,27 +311,27 @@ func (a *Pacer) refused(newEvent bool, hint time.Duration, now time.Time) {
 // key's other requests too: not once the key showed
 // its hints overstate when the quota comes back, nor while the server
 // counts its quota, whose count says when requests may go.
-func (a *Pacer) HintPausesKey() bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return !a.notWindowed && a.count == nil
+func (p *Pacer) HintPausesKey() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return !p.notWindowed && p.count == nil
 }
 
 // SetCeiling sets the rate the pace never passes, in requests a second:
 // +Inf for none.
-func (a *Pacer) SetCeiling(ceiling float64) {
-	a.mu.Lock()
-	a.ceiling = ceiling
-	a.mu.Unlock()
+func (p *Pacer) SetCeiling(ceiling float64) {
+	p.mu.Lock()
+	p.ceiling = ceiling
+	p.mu.Unlock()
 }
 
 // Pause holds the pace until until, a long pause of the server's: then it
 // resumes at half.
-func (a *Pacer) Pause(until time.Time) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if until.After(a.resumeAt) {
-		a.resumeAt = until
+func (p *Pacer) Pause(until time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if until.After(p.resumeAt) {
+		p.resumeAt = until
 	}
 }
 
@@ -339,30 +339,30 @@ func (a *Pacer) Pause(until time.Time) {
 // Pacer takes, for tuning; nil, the default, traces nothing.
 var Trace func(format string, args ...any)
 
-// decrease answers a new refusal, with a.mu held.
-func (a *Pacer) decrease(hint time.Duration, now time.Time) {
+// decrease answers a new refusal, with p.mu held.
+func (p *Pacer) decrease(hint time.Duration, now time.Time) {
 	if Trace != nil {
 		defer func(before float64) {
 			Trace("%v decrease: rate %.1f -> %.1f (probing %v, climb %.1f->%.1f) successes %d in %v",
-				now.Sub(a.firstSend).Round(time.Millisecond), before, a.rate(now), a.probing, a.rampFrom, a.rampTo,
-				a.successes-a.successesAtEmpty, now.Sub(a.lastEmpty).Round(time.Millisecond))
-		}(a.rate(now))
+				now.Sub(p.firstSend).Round(time.Millisecond), before, p.rate(now), p.probing, p.rampFrom, p.rampTo,
+				p.successes-p.successesAtEmpty, now.Sub(p.lastEmpty).Round(time.Millisecond))
+		}(p.rate(now))
 	}
-	a.cutAt = a.sent
-	defer func() { a.slack = false }() // a new span begins
-	wasUnpaced := a.unpaced
-	a.unpaced = false
-	s := float64(a.successes - a.successesAtEmpty)
-	switch span := now.Sub(a.lastEmpty); {
-	case !wasUnpaced && !a.lastEmpty.IsZero() && span >= adaptiveMinSample && !a.slack && s >= 2:
+	p.cutAt = p.sent
+	defer func() { p.slack = false }() // a new span begins
+	wasUnpaced := p.unpaced
+	p.unpaced = false
+	s := float64(p.successes - p.successesAtEmpty)
+	switch span := now.Sub(p.lastEmpty); {
+	case !wasUnpaced && !p.lastEmpty.IsZero() && span >= adaptiveMinSample && !p.slack && s >= 2:
 		// A measure: between the two refusals the key kept the server
 		// busy, and the server refilled what it let through, give or take
 		// a token. Send at the low end, which it can always serve, and
 		// climb to the high end. A span that began below the server's
 		// rate measures it low: the pace that ran the server dry is above
 		// it, and a cut of it is not far below.
-		low := math.Max((s-1)/span.Seconds(), a.rate(now)*adaptiveCut)
-		a.setPace(low, math.Max((s+1)/span.Seconds(), low), 0, min(span, adaptiveMaxHold))
+		low := math.Max((s-1)/span.Seconds(), p.rate(now)*adaptiveCut)
+		p.setPace(low, math.Max((s+1)/span.Seconds(), low), 0, min(span, adaptiveMaxHold))
 	case wasUnpaced:
 		// Nothing to measure yet: search, from high, halving at each
 		// refusal and doubling while requests succeed, until a refusal
@@ -372,17 +372,17 @@ func (a *Pacer) decrease(hint time.Duration, now time.Time) {
 		if hint > time.Second {
 			start = math.Max(adaptiveProbeStart/hint.Seconds(), adaptiveMinRate)
 		}
-		a.probing = true
-		a.rampFrom = math.Min(start, a.ceiling)
-		a.succeeding = 0
-	case a.probing:
+		p.probing = true
+		p.rampFrom = math.Min(start, p.ceiling)
+		p.succeeding = 0
+	case p.probing:
 		// Refused again too soon to measure: back off half, probe on.
-		a.rampFrom, a.succeeding = math.Max(a.rate(now)/2, floorRate(hint)), 0
+		p.rampFrom, p.succeeding = math.Max(p.rate(now)/2, floorRate(hint)), 0
 	default:
-		r := math.Max(a.rate(now)*adaptiveCut, floorRate(hint))
-		a.setPace(r, r, 0, 0)
+		r := math.Max(p.rate(now)*adaptiveCut, floorRate(hint))
+		p.setPace(r, r, 0, 0)
 	}
 	// The bucket is empty now: the first request at the new pace waits
 	// its interval.
-	a.next = now.Add(interval(a.rate(now)))
+	p.next = now.Add(interval(p.rate(now)))
 }

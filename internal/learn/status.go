@@ -29,15 +29,15 @@ type Status struct {
 }
 
 // Snapshot reports what the Pacer has learned at now. It changes nothing.
-func (a *Pacer) Snapshot(now time.Time) Status {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	s := Status{Rate: a.rate(now), InFlight: a.inFlight, Queued: a.queued}
-	if c := a.count; c != nil {
+func (p *Pacer) Snapshot(now time.Time) Status {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := Status{Rate: p.rate(now), InFlight: p.inFlight, Queued: p.queued}
+	if c := p.count; c != nil {
 		s.Counted, s.Remaining = true, c.remaining
-		s.Refill = math.Min(c.refill(), a.ceiling)
+		s.Refill = math.Min(c.refill(), p.ceiling)
 	}
-	if w := a.win; w != nil {
+	if w := p.win; w != nil {
 		s.Windowed, s.Quota = true, w.quota
 		s.HeldFor = max(w.opens.Sub(now), 0)
 	}

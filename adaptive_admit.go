@@ -84,9 +84,9 @@ func (s *scope) endScout(st *scopeState, key string, answered bool) {
 }
 
 // admitAdaptive waits for the request's turn in an adaptive scope: its
-// place in the key's line, then, at the head, room in the slow start or
-// its place in the pace. It returns the number the request is sent
-// under.
+// place in the key's line, then, at the head, its place in the pace, or
+// room in the count or the window the key learned. It returns the number
+// the request is sent under.
 func (s *scope) admitAdaptive(c *call, key string, a *learn.Pacer, st *scopeState, deadline time.Time, l *Limit) (uint64, error) {
 	now := time.Now()
 	if seq, sent := a.TakeAlone(now); sent {

@@ -59,8 +59,8 @@ func (p *Pacer) Take(now time.Time) (seq uint64, delay time.Duration, ready <-ch
 	return p.takeLocked(now)
 }
 
-// TakeAlone sends a request that finds the line empty and may go now, in
-// one hold of p.mu: Join, Take and Leave at once. Nobody holds the head
+// TakeAlone sends a request that finds the line empty and may go now,
+// under one hold of the lock: Join, Take and Leave at once. Nobody holds the head
 // while the line is empty. It reports false, changing nothing, otherwise.
 func (p *Pacer) TakeAlone(now time.Time) (uint64, bool) {
 	p.mu.Lock()

@@ -136,8 +136,9 @@ type Pacer struct {
 }
 
 // New returns a Pacer that paces at start requests a second, never
-// faster than ceiling (+Inf for no ceiling). A start of 0 or +Inf sends
-// unpaced until the first refusal or count. now is when the key's first
+// faster than ceiling (+Inf for no ceiling). A start of 0 or +Inf leaves
+// the key unpaced, up to the ceiling, until its first refusal; a count of
+// the server's quota governs meanwhile. now is when the key's first
 // request went, zero when it goes later; it only dates what Trace sees.
 func New(start, ceiling float64, now time.Time) *Pacer {
 	p := &Pacer{ceiling: ceiling, changed: make(chan struct{}), head: make(chan struct{}, 1), firstSend: now}
@@ -220,10 +221,11 @@ func (p *Pacer) resume(now time.Time) {
 	p.resumeAt = time.Time{}
 }
 
-// Outcome learns from the answer to request seq. A success grows the slow
-// start's window and the climb. A count of the server's quota replaces
-// what was learned; a refusal without one measures the server and, unless
-// it is a sibling of the last decrease, decreases the pace.
+// Outcome learns from the answer to request seq, which it no longer
+// counts in flight. A success grows the climb. A count of the server's
+// quota replaces what was learned; a refusal without one measures the
+// server and, unless it is a sibling of the last decrease, decreases the
+// pace.
 func (p *Pacer) Outcome(seq uint64, an Answer, now time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()

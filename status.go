@@ -199,20 +199,20 @@ func (s *scope) localStatus(key string, now time.Time, l *Limit) ScopeStatus {
 	}
 	out.InFlight, out.Waiting = int(st.slots.Load()), st.waiting
 	if a := st.adapt.Load(); a != nil {
-		l := a.Snapshot(now)
-		out.InFlight = max(out.InFlight, l.InFlight)
-		out.Waiting = max(out.Waiting, l.Queued)
-		if !math.IsInf(l.Rate, 1) {
-			out.LearnedRate = l.Rate
+		learned := a.Snapshot(now)
+		out.InFlight = max(out.InFlight, learned.InFlight)
+		out.Waiting = max(out.Waiting, learned.Queued)
+		if !math.IsInf(learned.Rate, 1) {
+			out.LearnedRate = learned.Rate
 		}
-		if l.Counted {
-			out.Counted, out.QuotaRemaining = true, l.Remaining
-			if l.Refill > 0 && out.LearnedRate == 0 {
-				out.LearnedRate = l.Refill
+		if learned.Counted {
+			out.Counted, out.QuotaRemaining = true, learned.Remaining
+			if learned.Refill > 0 && out.LearnedRate == 0 {
+				out.LearnedRate = learned.Refill
 			}
 		}
-		if l.Windowed {
-			out.Windowed, out.WindowQuota, out.HeldFor = true, l.Quota, l.HeldFor
+		if learned.Windowed {
+			out.Windowed, out.WindowQuota, out.HeldFor = true, learned.Quota, learned.HeldFor
 		}
 	}
 	return out

@@ -6,10 +6,11 @@ import (
 	"time"
 
 	"github.com/ratewise/ratewise/internal/keyed"
+	"github.com/ratewise/ratewise/internal/learn"
 )
 
-// This file ties the adaptive pacer into the attempt loop: admission in a
-// scope, and the tickets that carry each serverAnswer back.
+// This file ties the learned pace (internal/learn) into the attempt loop:
+// admission in a scope, and the tickets that carry each answer back.
 
 // admitLearned waits for the request's turn in an adaptive scope. A key
 // that has learned something is paced by it (admitAdaptive); one that
@@ -83,36 +84,37 @@ func (s *scope) endScout(st *scopeState, key string, answered bool) {
 }
 
 // admitAdaptive waits for the request's turn in an adaptive scope: its
-// place in the key's line, then, at the head, room in the slow start or
-// its place in the pace. It returns the number the request is sent
-// under.
-func (s *scope) admitAdaptive(c *call, key string, a *adaptiveState, st *scopeState, deadline time.Time, l *Limit) (uint64, error) {
+// place in the key's line, then, at the head, its place in the pace, or
+// room in the count or the window the key learned. It returns the number
+// the request is sent under.
+func (s *scope) admitAdaptive(c *call, key string, a *learn.Pacer, st *scopeState, deadline time.Time, l *Limit) (uint64, error) {
 	now := time.Now()
-	if seq, sent := a.takeAlone(now); sent {
+	if seq, sent := a.TakeAlone(now); sent {
 		return seq, nil
 	}
-	expected, known := a.join(now)
-	defer a.leave()
+	expected, known := a.Join(now)
+	defer a.Leave()
 	if expected > 0 || !known {
 		if err := s.enqueue(st, key, expected, now, deadline, l); err != nil {
 			return 0, err
 		}
 		defer st.dequeue()
 	}
+	head := a.Head()
 	select {
-	case <-a.head: // nobody ahead: no timer needed
+	case <-head: // nobody ahead: no timer needed
 	default:
-		if err := c.waitUntil(a.head, deadline, WaitPacing, expected); err != nil {
+		if err := c.waitUntil(head, deadline, WaitPacing, expected); err != nil {
 			return 0, s.waitError(err, key, deadline, c)
 		}
 		now = time.Now()
 	}
-	defer func() { a.head <- struct{}{} }()
+	defer a.ReleaseHead()
 	for first := true; ; first = false {
 		if !first {
 			now = time.Now()
 		}
-		seq, delay, ready, sent := a.take(now)
+		seq, delay, ready, sent := a.Take(now)
 		switch {
 		case sent:
 			return seq, nil
@@ -141,13 +143,13 @@ func (s *scope) waitError(err error, key string, deadline time.Time, c *call) er
 	return err
 }
 
-// adaptiveTicket is a request admitted by an adaptive scope, whose serverAnswer
+// adaptiveTicket is a request admitted by an adaptive scope, whose answer
 // the scope awaits.
 type adaptiveTicket struct {
 	scope *scope
 	entry *keyed.Entry[scopeState]
-	a     *adaptiveState // what the scope learned of the request's key; nil for a scout
-	seq   uint64         // the request's number in its key
+	a     *learn.Pacer // what the scope learned of the request's key; nil for a scout
+	seq   uint64       // the request's number in its key
 	// scoutKey is the key of a scout: the first request of a key never
 	// answered.
 	scoutKey string
@@ -161,8 +163,8 @@ func (t adaptiveTicket) finish(resp *http.Response, err error, class Class, hint
 		t.scope.endScout(&t.entry.State, t.scoutKey, true)
 	} else {
 		an := readAnswer(resp, err, class, now)
-		an.hint = hint
-		t.a.outcome(t.seq, an, now)
+		an.Hint = hint
+		t.a.Outcome(t.seq, an, now)
 	}
 	t.scope.states.Release(t.entry)
 }
@@ -172,7 +174,7 @@ func (t adaptiveTicket) cancel() {
 	if t.a == nil {
 		t.scope.endScout(&t.entry.State, t.scoutKey, false)
 	} else {
-		t.a.cancel()
+		t.a.Cancel()
 	}
 	t.scope.states.Release(t.entry)
 }
@@ -180,18 +182,28 @@ func (t adaptiveTicket) cancel() {
 // arm returns what the scope learned of key, whose state st is, making
 // it on the key's first rate-limit signal. created reports whether it was
 // made now.
-func (s *scope) arm(key string, st *scopeState, now time.Time) (a *adaptiveState, created bool) {
+func (s *scope) arm(key string, st *scopeState, now time.Time) (a *learn.Pacer, created bool) {
 	if a := st.adapt.Load(); a != nil {
 		return a, false
 	}
 	l := s.limit()
-	a = newAdaptiveState(float64(l.StartRate), adaptiveCeiling(l))
-	a.firstSend = now
+	a = learn.New(float64(l.StartRate), adaptiveCeiling(l), now)
 	if !st.adapt.CompareAndSwap(nil, a) {
 		return st.adapt.Load(), false
 	}
 	s.learning(key)
 	return a, true
+}
+
+// readAnswer reads a response for the learned pace: its outcome, by the
+// class it was given, and the count of the server's quota its headers
+// carry (see [learn.ReadAnswer]). A request that got no response tells
+// neither.
+func readAnswer(resp *http.Response, err error, class Class, now time.Time) learn.Answer {
+	if err != nil {
+		return learn.Answer{Remaining: -1}
+	}
+	return learn.ReadAnswer(resp, class.refusal(), now)
 }
 
 // learnUntracked tells every adaptive scope the request passed unpaced
@@ -201,8 +213,8 @@ func (s *scope) arm(key string, st *scopeState, now time.Time) (a *adaptiveState
 func (c *call) learnUntracked(resp *http.Response, class Class, hint time.Duration) {
 	now := time.Now()
 	an := readAnswer(resp, nil, class, now)
-	an.hint = hint
-	if !an.refused && an.remaining < 0 {
+	an.Hint = hint
+	if !an.Refused && an.Remaining < 0 {
 		return // no signal after all
 	}
 	for _, s := range c.t.scopes() {
@@ -215,7 +227,7 @@ func (c *call) learnUntracked(resp *http.Response, class Class, hint time.Durati
 		key := s.key(c.req)
 		e := s.states.Acquire(key, true)
 		a, created := s.arm(key, &e.State, now)
-		a.untracked(an, created, c.sent-1, now)
+		a.Untracked(an, created, c.sent-1, now)
 		s.states.Release(e)
 	}
 }

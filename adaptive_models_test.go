@@ -11,6 +11,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/ratewise/ratewise/internal/learn"
 	"github.com/ratewise/ratewise/ratewisetest"
 )
 
@@ -97,8 +98,8 @@ func testLearnedPace(t *testing.T, m learnedModel, opts []Option) {
 		srv := ratewisetest.NewBucket(m.cfg)
 		// The pacer's decisions, logged when the run misses its target.
 		var logs []string
-		adaptiveTrace = func(f string, a ...any) { logs = append(logs, fmt.Sprintf(f, a...)) }
-		defer func() { adaptiveTrace = nil }()
+		learn.Trace = func(f string, a ...any) { logs = append(logs, fmt.Sprintf(f, a...)) }
+		defer func() { learn.Trace = nil }()
 		defer func() {
 			if t.Failed() {
 				t.Log(strings.Join(logs, "\n"))

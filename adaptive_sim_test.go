@@ -9,6 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/ratewise/ratewise/internal/learn"
 	"github.com/ratewise/ratewise/ratewisetest"
 )
 
@@ -82,8 +83,8 @@ func TestAdaptiveGoodputInFakeTime(t *testing.T) {
 		{50, 10, 20, 500, 0, true}, {20, 10, 50, 300, 0, true}} {
 		synctest.Test(t, func(t *testing.T) {
 			if testing.Verbose() {
-				adaptiveTrace = t.Logf
-				defer func() { adaptiveTrace = nil }()
+				learn.Trace = t.Logf
+				defer func() { learn.Trace = nil }()
 			}
 			srv := bucketAPI(sc.r, sc.burst, sc.latency, sc.headers)
 			tr := New(srv, WithRetry(RetryPolicy{MaxAttempts: 10}))

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/ratewise/ratewise/internal/keyed"
+	"github.com/ratewise/ratewise/internal/learn"
 )
 
 // DefaultBurst is a token bucket's size when [Limit.Burst] is zero.
@@ -305,7 +306,7 @@ type scopeState struct {
 	// adapt is what an Adaptive scope learned of the key: nil until the
 	// key's first rate-limit signal arms it (or its first request, with a
 	// StartRate), then set for the state's life.
-	adapt     atomic.Pointer[adaptiveState]
+	adapt     atomic.Pointer[learn.Pacer]
 	nextStart time.Time // with MinSpacing: the earliest next start; guarded by mu
 	window    windowLog // with a Window: the starts in it; guarded by mu
 	// slots counts the concurrency slots taken, and queued the requests
@@ -412,9 +413,7 @@ func (s *scope) catchUp(st *scopeState, now time.Time) {
 	switch {
 	case s.adaptive:
 		if a := st.adapt.Load(); a != nil {
-			a.mu.Lock()
-			a.ceiling = adaptiveCeiling(l)
-			a.mu.Unlock()
+			a.SetCeiling(adaptiveCeiling(l))
 		}
 	case l.Window > 0:
 		st.bucket = nil
@@ -450,13 +449,8 @@ func (s *scope) catchUpLocking(st *scopeState) {
 // forgettable reports whether st holds nothing worth keeping: a full
 // bucket, a spacing that has passed, no request in flight.
 func (s *scope) forgettable(st *scopeState, now time.Time) bool {
-	if a := st.adapt.Load(); a != nil {
-		a.mu.Lock()
-		busy := a.inFlight > 0
-		a.mu.Unlock()
-		if busy {
-			return false // an idle key's learning may go: it is forgotten by design
-		}
+	if a := st.adapt.Load(); a != nil && a.Busy() {
+		return false // an idle key's learning may go: it is forgotten by design
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()

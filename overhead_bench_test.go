@@ -39,3 +39,29 @@ func BenchmarkOverheadPaced(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkOverheadLearned measures one GET that is not retried through
+// the learned pace of a key whose server counts its quota, never spent:
+// what taking a turn of the pace and learning from the answer's count
+// cost a request, on the path of every request of a key that learned.
+func BenchmarkOverheadLearned(b *testing.B) {
+	base := fixedResponse{&http.Response{StatusCode: 200, Body: http.NoBody,
+		Header: http.Header{"X-Ratelimit-Limit": {"1000000"}, "X-Ratelimit-Remaining": {"999999"}}}}
+	tr := New(base)
+	req, err := http.NewRequest(http.MethodGet, "https://api.example.com/items", nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := tr.RoundTrip(req); err != nil { // the first answer's count arms the key
+		b.Fatal(err)
+	}
+	if st := tr.LimitStatus("api.example.com").Scopes[0]; !st.Counted {
+		b.Fatalf("status %+v, want the key paced by the server's count", st)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := tr.RoundTrip(req); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -199,22 +199,20 @@ func (s *scope) localStatus(key string, now time.Time, l *Limit) ScopeStatus {
 	}
 	out.InFlight, out.Waiting = int(st.slots.Load()), st.waiting
 	if a := st.adapt.Load(); a != nil {
-		a.mu.Lock()
-		defer a.mu.Unlock()
-		out.InFlight = max(out.InFlight, a.inFlight)
-		out.Waiting = max(out.Waiting, a.queued)
-		if r := a.rate(now); !math.IsInf(r, 1) {
-			out.LearnedRate = r
+		learned := a.Snapshot(now)
+		out.InFlight = max(out.InFlight, learned.InFlight)
+		out.Waiting = max(out.Waiting, learned.Queued)
+		if !math.IsInf(learned.Rate, 1) {
+			out.LearnedRate = learned.Rate
 		}
-		if c := a.count; c != nil {
-			out.Counted, out.QuotaRemaining = true, c.remaining
-			if r := math.Min(c.refill(), a.ceiling); r > 0 && out.LearnedRate == 0 {
-				out.LearnedRate = r
+		if learned.Counted {
+			out.Counted, out.QuotaRemaining = true, learned.Remaining
+			if learned.Refill > 0 && out.LearnedRate == 0 {
+				out.LearnedRate = learned.Refill
 			}
 		}
-		if w := a.win; w != nil {
-			out.Windowed, out.WindowQuota = true, w.quota
-			out.HeldFor = max(w.opens.Sub(now), 0)
+		if learned.Windowed {
+			out.Windowed, out.WindowQuota, out.HeldFor = true, learned.Quota, learned.HeldFor
 		}
 	}
 	return out

@@ -557,13 +557,13 @@ func (c *call) feedBack(resp *http.Response, err error, class Class) {
 	c.adaptive.drain(func(t adaptiveTicket) {
 		t.finish(resp, err, class, hint, now)
 		if t.a != nil {
-			pausesKey = pausesKey && t.a.hintPausesKey()
+			pausesKey = pausesKey && t.a.HintPausesKey()
 			if closed {
-				t.a.pause(now) // the breaker closes: resume gently
+				t.a.Pause(now) // the breaker closes: resume gently
 			}
 			// A window the key learned is held for every transport
 			// sharing the gate's store, as a hint's pause is.
-			if held := t.a.windowHeldUntil(); c.t.gate != nil && c.t.gate.Store != nil && held.After(now) {
+			if held := t.a.WindowHeldUntil(); c.t.gate != nil && c.t.gate.Store != nil && held.After(now) {
 				pausesKey, pauseUntil = true, maxTime(pauseUntil, held)
 			}
 		}

@@ -1,11 +1,11 @@
-package ratewise
+package learn
 
 import (
 	"math"
 	"time"
 )
 
-// This file is the adaptive pacer's reading of a server that gives its
+// This file is a Pacer's reading of a server that gives its
 // quota back all at once (a fixed window) rather than bit by bit (a
 // bucket), learned from refusals alone, when no count says so.
 //
@@ -54,12 +54,12 @@ type learnedWindow struct {
 	period   time.Duration
 }
 
-// windowRefused takes in a refusal of a windowed key, with a.mu held;
+// windowRefused takes in a refusal of a windowed key, with p.mu held;
 // target is when its hint says to come back, zero without one. It
 // reports false when the window gave less than two requests since it
 // reopened: then the key is no longer windowed.
-func (a *adaptiveState) windowRefused(target, now time.Time) bool {
-	w := a.win
+func (p *Pacer) windowRefused(target, now time.Time) bool {
+	w := p.win
 	if !w.opens.IsZero() {
 		// Refused again before the window reopens: a sibling, or a request
 		// sent to ask whether it turned.
@@ -72,19 +72,19 @@ func (a *adaptiveState) windowRefused(target, now time.Time) bool {
 		}
 		return true
 	}
-	if adaptiveTrace != nil {
-		adaptiveTrace("%v window refused: used %d, quota %d, opens in %v", now.Sub(a.firstSend).Round(time.Millisecond),
+	if Trace != nil {
+		Trace("%v window refused: used %d, quota %d, opens in %v", now.Sub(p.firstSend).Round(time.Millisecond),
 			w.used, w.quota, target.Sub(now))
 	}
 	// A window that gave less than two, or a quarter of the last one's
 	// quota, is no window: a slow bucket, or a sliding window, whose
 	// turns give what the last one left.
 	if w.used < 2 || w.used*4 < w.quota {
-		a.win = nil
+		p.win = nil
 		return false
 	}
 	w.quota, w.confirmed = w.used, true
-	a.cutAt = a.sent // requests on their way are refused with it
+	p.cutAt = p.sent // requests on their way are refused with it
 	switch {
 	case !target.IsZero():
 		w.opens = target
@@ -98,38 +98,38 @@ func (a *adaptiveState) windowRefused(target, now time.Time) bool {
 }
 
 // becomeWindowed starts holding the key until opens, as a window's, with
-// a.mu held.
-func (a *adaptiveState) becomeWindowed(opens, now time.Time) {
+// p.mu held.
+func (p *Pacer) becomeWindowed(opens, now time.Time) {
 	if opens.IsZero() || !opens.After(now) {
 		opens = now.Add(windowProbeStart)
 	}
-	if adaptiveTrace != nil {
-		adaptiveTrace("%v windowed: opens in %v", now.Sub(a.firstSend).Round(time.Millisecond), opens.Sub(now))
+	if Trace != nil {
+		Trace("%v windowed: opens in %v", now.Sub(p.firstSend).Round(time.Millisecond), opens.Sub(now))
 	}
-	a.win = &learnedWindow{opens: opens, probe: windowProbeStart}
-	if a.successes == 0 && a.sentBeforeRefusal > 0 {
+	p.win = &learnedWindow{opens: opens, probe: windowProbeStart}
+	if p.successes == 0 && p.sentBeforeRefusal > 0 {
 		// Nothing paced has passed yet: the window that ran out is the
 		// first, and what the transport sent before its first refusal is
 		// its quota, or more, when the transport calls other servers too.
-		a.win.quota = int(min(a.sentBeforeRefusal, math.MaxInt32))
+		p.win.quota = int(min(p.sentBeforeRefusal, math.MaxInt32))
 	}
-	a.cutAt = a.sent
+	p.cutAt = p.sent
 	// The window, not a pace, says when requests go.
-	a.unpaced, a.probing, a.next = true, false, time.Time{}
+	p.unpaced, p.probing, p.next = true, false, time.Time{}
 }
 
-// windowHeldUntil returns when the key's window reopens, when it is
+// WindowHeldUntil returns when the key's window reopens, when it is
 // windowed and held; the zero time otherwise.
-func (a *adaptiveState) windowHeldUntil() time.Time {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.win == nil {
+func (p *Pacer) WindowHeldUntil() time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.win == nil {
 		return time.Time{}
 	}
-	return a.win.opens
+	return p.win.opens
 }
 
-// windowSucceeded counts a success of a windowed key, with a.mu held.
+// windowSucceeded counts a success of a windowed key, with p.mu held.
 func (w *learnedWindow) succeeded(now time.Time) {
 	if w.opens.IsZero() {
 		w.used++
@@ -137,9 +137,9 @@ func (w *learnedWindow) succeeded(now time.Time) {
 }
 
 // wait is how long the head of the line waits at now for the window, with
-// a.mu held, and a channel closed at the next answer when the window's
+// p.mu held, and a channel closed at the next answer when the window's
 // quota is on its way: the answers say whether one more fits.
-func (w *learnedWindow) wait(a *adaptiveState, now time.Time) (time.Duration, <-chan struct{}) {
+func (w *learnedWindow) wait(p *Pacer, now time.Time) (time.Duration, <-chan struct{}) {
 	if !w.opens.IsZero() {
 		if now.Before(w.opens) {
 			return w.opens.Sub(now), nil
@@ -153,13 +153,13 @@ func (w *learnedWindow) wait(a *adaptiveState, now time.Time) (time.Duration, <-
 		w.opens, w.used, w.openedAt = time.Time{}, 0, now
 	}
 	switch {
-	case w.quota > 0 && w.used+a.inFlight >= w.quota && a.inFlight > 0:
-		return 0, a.answered() // the last window's quota is on its way
-	case !w.confirmed && w.used == 0 && a.inFlight > 0:
+	case w.quota > 0 && w.used+p.inFlight >= w.quota && p.inFlight > 0:
+		return 0, p.answered() // the last window's quota is on its way
+	case !w.confirmed && w.used == 0 && p.inFlight > 0:
 		// No reopening has been seen yet: one request asks first, and the
 		// rest go once it is let through, or learn with it that the
 		// window did not reopen (the hint overstated the wait).
-		return 0, a.answered()
+		return 0, p.answered()
 	}
 	return 0, nil
 }

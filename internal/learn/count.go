@@ -1,4 +1,4 @@
-package ratewise
+package learn
 
 import (
 	"math"
@@ -8,7 +8,7 @@ import (
 	"github.com/ratewise/ratewise/internal/headers"
 )
 
-// This file is the adaptive pacer's reading of a server that counts its
+// This file is a Pacer's reading of a server that counts its
 // quota in rate-limit headers: X-RateLimit-Limit/Remaining/Reset,
 // RateLimit-Limit/Remaining/Reset, the IETF draft RateLimit and
 // RateLimit-Policy, and the vendors' own forms.
@@ -50,37 +50,45 @@ const (
 	// count a key takes when others take from it too.
 	countMinShare    = 1.0 / 16
 	countShareRegain = 1.02
+	// windowMargin is how long past the whole seconds a reset cut to its
+	// second rounds up to the window is taken to end, for a server that
+	// counts its last instant in: the margin a told window keeps too.
+	windowMargin = 5 * time.Millisecond
 )
 
-// serverAnswer is what the answer to a request tells the pacer.
-type serverAnswer struct {
-	ok, refused bool
-	remaining   int           // quota left, -1 when the answer does not say
-	limit       int           // the full quota, 0 when it does not say
-	reset       time.Duration // until the quota resets, when it says
-	// resetDue is set when the answer says a reset that is already past:
+// Answer is what the answer to a request tells a Pacer: whether it was
+// let through or refused for rate, and the count of the server's quota
+// its headers carry. An answer without a count has Remaining -1: the
+// zero Answer says that none is left.
+type Answer struct {
+	// OK is set for a success (2xx), Refused for a refusal for rate; an
+	// answer that is neither (an error of another kind, or no response
+	// at all) teaches only its count.
+	OK, Refused bool
+	Remaining   int           // quota left, -1 when the answer does not say
+	Limit       int           // the full quota, 0 when it does not say
+	Reset       time.Duration // until the quota resets, when it says
+	// ResetDue is set when the answer says a reset that is already past:
 	// a time cut to its second, whose quota is about to come back.
-	resetDue bool
-	// hint is a refusal's wait hint (Retry-After and the like), when it
+	ResetDue bool
+	// Hint is a refusal's wait hint (Retry-After and the like), when it
 	// has one the call honours.
-	hint time.Duration
+	Hint time.Duration
 }
 
-// readAnswer reads a response for the pacer: its outcome, by the class it
-// was given, and the count of the server's quota its headers carry (see
-// [headers.ReadCount]). A request that got no response tells neither.
-func readAnswer(resp *http.Response, err error, class Class, now time.Time) serverAnswer {
-	if err != nil {
-		return serverAnswer{remaining: -1}
-	}
+// ReadAnswer reads a response for a Pacer: its outcome, a refusal when
+// refused says so, else a success when its status is 2xx, and the count
+// of the server's quota its headers carry (see [headers.ReadCount]). It
+// leaves Hint to the caller.
+func ReadAnswer(resp *http.Response, refused bool, now time.Time) Answer {
 	c := headers.ReadCount(resp.Header, now)
-	return serverAnswer{
-		ok:        is2xx(resp.StatusCode) && !class.refusal(),
-		refused:   class.refusal(),
-		remaining: c.Remaining,
-		limit:     c.Limit,
-		reset:     c.Reset,
-		resetDue:  c.ResetDue,
+	return Answer{
+		OK:        resp.StatusCode >= 200 && resp.StatusCode <= 299 && !refused,
+		Refused:   refused,
+		Remaining: c.Remaining,
+		Limit:     c.Limit,
+		Reset:     c.Reset,
+		ResetDue:  c.ResetDue,
 	}
 }
 
@@ -133,7 +141,7 @@ type serverCount struct {
 	period time.Duration
 }
 
-// markSent notes how request seq was let go, with a.mu held.
+// markSent notes how request seq was let go, with p.mu held.
 func (c *serverCount) markSent(seq uint64) {
 	bit := uint64(1) << (seq % 64)
 	if c.onRefillNow {
@@ -155,33 +163,33 @@ type countSample struct {
 	remaining int
 }
 
-// counted takes in a count an answer carries, with a.mu held, and reports
+// counted takes in a count an answer carries, with p.mu held, and reports
 // whether the count explains the answer's refusal: it says nothing was
 // left. A refusal while the count says there was quota comes from some
 // other limit, which the learned pace answers.
-func (a *adaptiveState) counted(seq uint64, an serverAnswer, now time.Time) (explained bool) {
-	c := a.count
+func (p *Pacer) counted(seq uint64, an Answer, now time.Time) (explained bool) {
+	c := p.count
 	switch {
-	case an.remaining < 0:
-		if c != nil && an.ok {
-			a.count = nil // successes no longer carry a count
+	case an.Remaining < 0:
+		if c != nil && an.OK {
+			p.count = nil // successes no longer carry a count
 		}
 		return false
 	case c == nil:
 		c = &serverCount{share: 1}
-		a.count = c
+		p.count = c
 	}
-	if an.ok {
+	if an.OK {
 		c.consumed++
 	}
-	explained = an.refused && an.remaining == 0
+	explained = an.Refused && an.Remaining == 0
 	// resetPassed: the reset the counts said has come, and the quota
 	// was to be back whole.
 	resetPassed := !c.refills && !c.resetAt.IsZero() && !now.Before(c.resetAt)
 	pastReset := explained && resetPassed
 	// A refusal whose own reset is already past says the window is about
 	// to turn, whatever its hint: the reset was cut to its second.
-	earlyAsk := explained && an.resetDue || pastReset && an.hint <= 0
+	earlyAsk := explained && an.ResetDue || pastReset && an.Hint <= 0
 	switch {
 	case earlyAsk:
 		// Refused after the reset, with no word of when to come back or
@@ -197,7 +205,7 @@ func (a *adaptiveState) counted(seq uint64, an serverAnswer, now time.Time) (exp
 		c.refills, c.noBound = true, false
 	}
 	switch {
-	case an.refused && c.sentOnRefill(seq):
+	case an.Refused && c.sentOnRefill(seq):
 		// A request sent on the refill limit/reset promised was refused:
 		// it is no refill to count on (a window, or other clients).
 		c.noBound = true
@@ -208,7 +216,7 @@ func (a *adaptiveState) counted(seq uint64, an serverAnswer, now time.Time) (exp
 		// the reset only found the window had not turned yet, its reset
 		// cut short.)
 		c.share = max(c.share/2, countMinShare)
-	case an.ok && seq > 0:
+	case an.OK && seq > 0:
 		c.share = min(c.share*countShareRegain, 1)
 	}
 	// The server may take requests sent together in any order, and their
@@ -216,20 +224,20 @@ func (a *adaptiveState) counted(seq uint64, an serverAnswer, now time.Time) (exp
 	// or come for a request sent before the one counted, the lowest is the
 	// latest.
 	settled := now.Sub(c.at) >= countSettle
-	if an.remaining > c.remaining && (!settled || seq < c.seq) {
+	if an.Remaining > c.remaining && (!settled || seq < c.seq) {
 		return explained
 	}
-	if an.ok && resetPassed && an.reset > 0 && now.Add(an.reset).Sub(c.resetAt) >= time.Second &&
-		an.remaining*2 < an.limit {
+	if an.OK && resetPassed && an.Reset > 0 && now.Add(an.Reset).Sub(c.resetAt) >= time.Second &&
+		an.Remaining*2 < an.Limit {
 		// The window turned (its reset moved on a window's length) and
 		// gave back less than half its quota: a sliding window, whose
 		// quota comes back bit by bit as the last window's requests age
 		// out, its limit a window.
 		c.refills, c.noBound, c.early = true, false, 0
-		c.period = now.Add(an.reset).Sub(c.resetAt).Round(time.Second)
+		c.period = now.Add(an.Reset).Sub(c.resetAt).Round(time.Second)
 		c.samples = c.samples[:0]
 	}
-	if grew := !c.at.IsZero() && an.remaining > c.remaining; grew && !c.refills {
+	if grew := !c.at.IsZero() && an.Remaining > c.remaining; grew && !c.refills {
 		if c.resetAt.IsZero() || now.Before(c.resetAt) {
 			c.refills = true // grown before the reset: a bucket
 		} else {
@@ -242,34 +250,34 @@ func (a *adaptiveState) counted(seq uint64, an serverAnswer, now time.Time) (exp
 		}
 	}
 	c.seq = max(c.seq, seq)
-	c.at, c.remaining, c.limit, c.reset = now, an.remaining, an.limit, an.reset
-	c.noteReset(an.reset, now)
-	if an.resetDue {
+	c.at, c.remaining, c.limit, c.reset = now, an.Remaining, an.Limit, an.Reset
+	c.noteReset(an.Reset, now)
+	if an.ResetDue {
 		// Due now: a window, whose turn the next counts show. (c.reset
 		// stays 0: limit/reset says no refill.)
 		c.noteReset(time.Nanosecond, now)
 	}
 	switch {
-	case an.remaining > 0:
+	case an.Remaining > 0:
 		c.reask = 0
-	case an.reset <= 0 && an.hint <= 0:
+	case an.Reset <= 0 && an.Hint <= 0:
 		// Nothing left and no reset said: ask again after a while, twice
 		// as long each time the answer is the same.
 		c.reask = min(max(2*c.reask, time.Second), countMaxReask)
 	}
-	if explained && an.hint > 0 && !earlyAsk {
-		c.retryAt = now.Add(an.hint)
+	if explained && an.Hint > 0 && !earlyAsk {
+		c.retryAt = now.Add(an.Hint)
 	}
 	if n := len(c.samples); n == 0 || now.Sub(c.samples[n-1].at) >= countSampleEvery {
 		if n == countSamples {
 			c.samples = append(c.samples[:0], c.samples[1:]...)
 		}
-		c.samples = append(c.samples, countSample{at: now, consumed: c.consumed, remaining: an.remaining})
+		c.samples = append(c.samples, countSample{at: now, consumed: c.consumed, remaining: an.Remaining})
 	}
 	return explained
 }
 
-// noteReset takes in a count's reset, with a.mu held. Of the instants
+// noteReset takes in a count's reset, with p.mu held. Of the instants
 // the counts of one window say, the earliest is kept: rounding only
 // delays them. A reset that says an instant a second or more past the
 // one kept is another window's, and a bucket's time to fill moves on with
@@ -285,11 +293,11 @@ func (c *serverCount) noteReset(reset time.Duration, now time.Time) {
 }
 
 // wait is how long the head of the line waits at now for the count to
-// allow a request, with a.mu held, and a channel closed at the next
+// allow a request, with p.mu held, and a channel closed at the next
 // answer, which may allow it sooner: nil when none is on its way.
-func (c *serverCount) wait(a *adaptiveState, now time.Time) (time.Duration, <-chan struct{}) {
-	left := math.Floor(float64(c.remaining)*c.share) - float64(a.inFlight)
-	if a.inFlight > 0 {
+func (c *serverCount) wait(p *Pacer, now time.Time) (time.Duration, <-chan struct{}) {
+	left := math.Floor(float64(c.remaining)*c.share) - float64(p.inFlight)
+	if p.inFlight > 0 {
 		// Requests on their way may reach the server in another order
 		// than sent, and a count may miss one: keep a token for that.
 		left--
@@ -305,7 +313,7 @@ func (c *serverCount) wait(a *adaptiveState, now time.Time) (time.Duration, <-ch
 		// A bucket, or a sliding window: what is left comes back bit by
 		// bit, and its reset says nothing of when the next one does.
 		d := time.Duration((1 - credit) / refill * float64(time.Second))
-		return max(d, 1), c.nextAnswer(a)
+		return max(d, 1), c.nextAnswer(p)
 	}
 	// Nothing left now. The quota comes back at the reset, or, without
 	// one, is asked for again after a while; a refusal's hint that ends
@@ -326,8 +334,8 @@ func (c *serverCount) wait(a *adaptiveState, now time.Time) (time.Duration, <-ch
 	}
 	if !now.Before(backAt) {
 		// The count is out of date: one request learns the new one.
-		if a.inFlight > 0 {
-			return 0, a.answered()
+		if p.inFlight > 0 {
+			return 0, p.answered()
 		}
 		return 0, nil
 	}
@@ -336,16 +344,16 @@ func (c *serverCount) wait(a *adaptiveState, now time.Time) (time.Duration, <-ch
 		// A bucket refills before its reset.
 		d = time.Duration(math.Min((1-credit)/refill*float64(time.Second), float64(d)))
 	}
-	return max(d, 1), c.nextAnswer(a)
+	return max(d, 1), c.nextAnswer(p)
 }
 
 // nextAnswer is a channel closed at the next answer, or nil when no
-// request is on its way, with a.mu held.
-func (c *serverCount) nextAnswer(a *adaptiveState) <-chan struct{} {
-	if a.inFlight == 0 {
+// request is on its way, with p.mu held.
+func (c *serverCount) nextAnswer(p *Pacer) <-chan struct{} {
+	if p.inFlight == 0 {
 		return nil
 	}
-	return a.answered()
+	return p.answered()
 }
 
 // refill is the least the server surely refills a second: the larger of

@@ -1,7 +1,6 @@
-package ratewise
+package learn
 
 import (
-	"errors"
 	"math"
 	"net/http"
 	"strconv"
@@ -12,8 +11,8 @@ import (
 	"github.com/ratewise/ratewise/internal/headers"
 )
 
-// FuzzReadAnswer feeds rate-limit headers to readAnswer, then the answer
-// to an adaptive pacer: the counts it reads are within range, and the
+// FuzzReadAnswer feeds rate-limit headers to ReadAnswer, then the answer
+// to a Pacer: the counts it reads are within range, and the
 // pace and waits it derives from them are finite and not negative.
 func FuzzReadAnswer(f *testing.F) {
 	type seed struct {
@@ -52,43 +51,38 @@ func FuzzReadAnswer(f *testing.F) {
 				h.Set(kv[0], kv[1])
 			}
 		}
-		class := Final
-		if refused {
-			class = RateLimited
-		}
 		resp := &http.Response{StatusCode: status, Header: h}
-		an := readAnswer(resp, nil, class, now)
+		an := ReadAnswer(resp, refused, now)
 
-		if an.ok != (status >= 200 && status <= 299) || an.refused != refused {
-			t.Fatalf("status %d, refused %v: ok %v, refused %v", status, refused, an.ok, an.refused)
+		// A refusal is no success, whatever its status (a 200 that a body
+		// phrase reads as refused).
+		if an.OK != (status >= 200 && status <= 299 && !refused) || an.Refused != refused {
+			t.Fatalf("status %d, refused %v: ok %v, refused %v", status, refused, an.OK, an.Refused)
 		}
-		if an.remaining < -1 || an.remaining > math.MaxInt32 || an.limit < 0 || an.limit > math.MaxInt32 || an.reset < 0 {
-			t.Fatalf("readAnswer(%v) = %+v, out of range", h, an)
+		if an.Remaining < -1 || an.Remaining > math.MaxInt32 || an.Limit < 0 || an.Limit > math.MaxInt32 || an.Reset < 0 {
+			t.Fatalf("ReadAnswer(%v) = %+v, out of range", h, an)
 		}
-		if an.remaining < 0 && (an.limit != 0 || an.reset != 0) {
-			t.Fatalf("readAnswer(%v) = %+v: a limit or reset without a count", h, an)
+		if an.Remaining < 0 && (an.Limit != 0 || an.Reset != 0) {
+			t.Fatalf("ReadAnswer(%v) = %+v: a limit or reset without a count", h, an)
 		}
 		// The least count of every family is the one read.
 		checkLeast(t, an, map[string]string{"X-RateLimit-Remaining": xRemaining, "RateLimit-Remaining": remaining})
-		if failed := readAnswer(resp, errors.New("reset"), class, now); failed != (serverAnswer{remaining: -1}) {
-			t.Fatalf("readAnswer of a network failure = %+v, want no count", failed)
-		}
 
 		// The pacer takes the answer, then the same again a little later,
 		// which measures a refill; whatever it made of them, the pace and
 		// the waits are finite and not negative.
 		for _, ceiling := range []float64{math.Inf(1), 10} {
-			a := newAdaptiveState(0, ceiling)
+			a := New(0, ceiling, time.Time{})
 			at := now
 			for i := range 3 {
 				if i > 0 {
 					at = at.Add(300 * time.Millisecond)
 				}
-				if _, _, _, sent := a.take(at); sent {
-					a.outcome(a.sent, an, at)
+				if _, _, _, sent := a.Take(at); sent {
+					a.Outcome(a.sent, an, at)
 				}
 				checkPace(t, a, an, at)
-				checkPace(t, a, an, at.Add(an.reset/2))
+				checkPace(t, a, an, at.Add(an.Reset/2))
 				checkPace(t, a, an, at.Add(time.Hour))
 			}
 		}
@@ -97,17 +91,17 @@ func FuzzReadAnswer(f *testing.F) {
 
 // checkLeast checks that an's count is at most each plain count given, by
 // the name of its header.
-func checkLeast(t *testing.T, an serverAnswer, counts map[string]string) {
+func checkLeast(t *testing.T, an Answer, counts map[string]string) {
 	t.Helper()
 	for name, v := range counts {
-		if n, ok := smallCount(v); ok && (an.remaining < 0 || an.remaining > n) {
-			t.Fatalf("%s %q, but readAnswer read a count of %d", name, v, an.remaining)
+		if n, ok := smallCount(v); ok && (an.Remaining < 0 || an.Remaining > n) {
+			t.Fatalf("%s %q, but ReadAnswer read a count of %d", name, v, an.Remaining)
 		}
 	}
 }
 
 // FuzzReadAnswerFamilies feeds the counts of OpenAI, Anthropic, Discord,
-// Shopify and Atlassian to readAnswer, then the answer to a pacer: the
+// Shopify and Atlassian to ReadAnswer, then the answer to a Pacer: the
 // least count is read, every count is in range, and the pace derived from
 // it is finite and not negative.
 func FuzzReadAnswerFamilies(f *testing.F) {
@@ -147,35 +141,31 @@ func FuzzReadAnswerFamilies(f *testing.F) {
 				h.Set(kv[0], kv[1])
 			}
 		}
-		class := Final
-		if refused {
-			class = RateLimited
+		an := ReadAnswer(&http.Response{StatusCode: status, Header: h}, refused, now)
+		if an.Remaining < -1 || an.Remaining > math.MaxInt32 || an.Limit < 0 || an.Limit > math.MaxInt32 || an.Reset < 0 {
+			t.Fatalf("ReadAnswer(%v) = %+v, out of range", h, an)
 		}
-		an := readAnswer(&http.Response{StatusCode: status, Header: h}, nil, class, now)
-		if an.remaining < -1 || an.remaining > math.MaxInt32 || an.limit < 0 || an.limit > math.MaxInt32 || an.reset < 0 {
-			t.Fatalf("readAnswer(%v) = %+v, out of range", h, an)
-		}
-		if an.remaining < 0 || an.remaining > 5 {
-			t.Fatalf("readAnswer(%v) = %+v; X-RateLimit-Remaining: 5 caps the count", h, an)
+		if an.Remaining < 0 || an.Remaining > 5 {
+			t.Fatalf("ReadAnswer(%v) = %+v; X-RateLimit-Remaining: 5 caps the count", h, an)
 		}
 		checkLeast(t, an, map[string]string{"OpenAI": openAIRemaining, "Anthropic": anthropicRemaining})
 		// What Shopify's count leaves, when it is readable, caps the count.
 		alone := headers.ReadCount(http.Header{"X-Shopify-Shop-Api-Call-Limit": {shopify}}, now)
-		if alone.Remaining >= 0 && an.remaining > alone.Remaining {
-			t.Fatalf("Shopify %q leaves %d, but readAnswer read %d", shopify, alone.Remaining, an.remaining)
+		if alone.Remaining >= 0 && an.Remaining > alone.Remaining {
+			t.Fatalf("Shopify %q leaves %d, but ReadAnswer read %d", shopify, alone.Remaining, an.Remaining)
 		}
 		for _, ceiling := range []float64{math.Inf(1), 10} {
-			a := newAdaptiveState(0, ceiling)
+			a := New(0, ceiling, time.Time{})
 			at := now
 			for i := range 3 {
 				if i > 0 {
 					at = at.Add(300 * time.Millisecond)
 				}
-				if _, _, _, sent := a.take(at); sent {
-					a.outcome(a.sent, an, at)
+				if _, _, _, sent := a.Take(at); sent {
+					a.Outcome(a.sent, an, at)
 				}
 				checkPace(t, a, an, at)
-				checkPace(t, a, an, at.Add(an.reset/2))
+				checkPace(t, a, an, at.Add(an.Reset/2))
 			}
 		}
 	})
@@ -192,10 +182,10 @@ func smallCount(s string) (int, bool) {
 }
 
 // checkPace checks what a pacer derives at now from the answers it had.
-func checkPace(t *testing.T, a *adaptiveState, an serverAnswer, now time.Time) {
+func checkPace(t *testing.T, a *Pacer, an Answer, now time.Time) {
 	t.Helper()
-	expected, _ := a.join(now)
-	a.leave()
+	expected, _ := a.Join(now)
+	a.Leave()
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	r := a.rate(now)

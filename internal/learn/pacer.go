@@ -1,0 +1,390 @@
+package learn
+
+import (
+	"math"
+	"sync"
+	"time"
+)
+
+// This file is the pace a Pacer learns of a key's server from refusals.
+//
+// Where the server counts its quota in rate-limit headers, the count
+// governs (count.go). Where only refusals tell the story, the
+// server is taken for a token bucket: a refill rate R and a burst. A
+// refusal says the bucket was empty at that moment. Between two refusals
+// at t1 and t2, the successes S the server let through are what it
+// refilled, R·(t2−t1), give or take the one token it may have held. So
+// S/(t2−t1) measures R within 1/(t2−t1), without being told anything. The
+// pacer sends at the low end of that measure, which the server can always
+// serve, climbs to the high end as requests succeed, then probes beyond
+// by a band that doubles with each second of successes, and measures
+// again the next time the bucket runs dry: each measure spans longer, so
+// each is closer.
+//
+// Before that, a key sends unpaced: it has learned nothing until its
+// first rate-limit signal. Its first refusal starts the search: the pace
+// starts high, halves at each refusal that comes too soon to measure, and
+// doubles with each span of successes, until two refusals far enough
+// apart measure the server. A refusal of a request
+// sent before the last decrease is a sibling of the event that caused it,
+// and does not decrease the pace again. After a long pause (a cooldown of
+// more than a second, or a breaker that closes again) the pace resumes at
+// half and climbs back.
+
+// Tuning of the learned pace.
+const (
+	// adaptiveProbeStart is where the search for a pace starts, from the
+	// first refusal of a key that learned nothing before it. Each halving
+	// costs a refusal (several, when other clients share the server), and
+	// each doubling one success, a few milliseconds at a fast server's
+	// rate: a start a little below most APIs' rates finds them soonest.
+	adaptiveProbeStart = 25
+	// adaptiveMinSample is the shortest span between two empty buckets
+	// worth a measure; shorter ones hold more error than signal.
+	adaptiveMinSample = 100 * time.Millisecond
+	// adaptiveProbeGrowth doubles the rate with each such span of
+	// succeeding, while no measure has been made yet, so that the next
+	// refusal comes soon.
+	adaptiveProbeGrowth = 100 * time.Millisecond
+	// adaptiveRamp is how long, succeeding, the rate takes to climb from
+	// the low end of a measure to its high end.
+	adaptiveRamp = time.Second
+	// adaptiveMaxCredit bounds the time one success counts as succeeding:
+	// the gap since the previous one, but no more than two intervals of
+	// the pace, and never more than this. An idle key does not climb.
+	adaptiveMaxCredit = time.Second
+	// adaptiveMinBand is the least uncertainty a measure is given, as a
+	// share of its rate: beyond the measure the pace grows by the band,
+	// doubling each adaptiveRamp of successes, which finds a server that
+	// has raised its limit, or a measure that was short and low.
+	adaptiveMinBand = 0.02
+	// adaptiveCut is the multiplicative decrease when a refusal comes too
+	// soon after the last to measure anything.
+	adaptiveCut = 0.7
+	// adaptiveResume is where a pace resumes after a long pause, as a
+	// share of what it was.
+	adaptiveResume = 0.5
+	// adaptiveMaxHold bounds how long the pace holds at the top of a
+	// measure before probing beyond it.
+	adaptiveMaxHold = 30 * time.Second
+	// adaptiveMaxRate bounds every pace, so that a long run of successes
+	// cannot probe it to infinity; adaptiveMinRate is the slowest a pace
+	// goes, one request a minute.
+	adaptiveMaxRate = 1e6
+	adaptiveMinRate = 1.0 / 60
+)
+
+// Pacer is what an adaptive scope has learned of one key's server, and
+// the line the key's requests wait in for their turn. Make one with New;
+// the zero value is not usable. A Pacer is safe for concurrent use: its
+// methods take its lock, and those that wait hand back a delay or a
+// channel for the caller to wait on, with the lock released.
+type Pacer struct {
+	mu      sync.Mutex
+	ceiling float64 // the Limit's Rate, or +Inf
+
+	head     chan struct{} // holds a token while no request is at the head of the line
+	queued   int           // requests in the line, the head included
+	inFlight int           // requests sent and not answered
+	changed  chan struct{} // closed, and replaced, when a request is answered and watched is set
+	watched  bool          // changed was handed to a waiter
+	sent     uint64        // requests sent so far: each is numbered
+	cutAt    uint64        // sent at the last decrease; refusals up to it are siblings
+	next     time.Time     // when the next request may start
+	lastSend time.Time
+	resumeAt time.Time // a long pause ends: resume at half pace
+
+	// count is what the server says of its quota, nil until it says it.
+	count *serverCount
+	// win is what refusals taught of a server that gives its quota back
+	// all at once, nil unless the key is windowed. notWindowed is set once
+	// a window gave less than two requests: a slow bucket, or a sliding
+	// window whose hints overstate the wait. dryTarget is the earliest
+	// instant the hints of the refusals since the last success said to
+	// come back.
+	win         *learnedWindow
+	notWindowed bool
+	dryTarget   time.Time
+	// sentBeforeRefusal is how many requests the transport sent before
+	// the first it saw refused, of those sent before the key learned
+	// anything: the quota of a window that ran out then, when the
+	// transport calls this one server.
+	sentBeforeRefusal int64
+	// dry counts the refusals since the last success, the first of them
+	// at dryFrom: a streak long enough says the server refills nothing.
+	dry     int
+	dryFrom time.Time
+
+	// unpaced is set until the first refusal: nothing learned yet.
+	unpaced bool
+
+	// The pace climbs from rampFrom to rampTo over adaptiveRamp of
+	// succeeding, then probes beyond; before the first measure, probing
+	// doubles it instead. succeeding is the time spent succeeding since
+	// the climb began: the gaps between successes, each bounded.
+	probing          bool
+	rampFrom, rampTo float64
+	hold             time.Duration // at rampTo before probing beyond: the span of the measure
+	band             float64       // the first step beyond rampTo; each next one doubles
+	succeeding       time.Duration
+	lastSuccess      time.Time
+	successes        int64
+	lastEmpty        time.Time // the last refusal that decreased or measured
+	slack            bool      // since then, the pace has not been binding at some point
+	successesAtEmpty int64
+	firstSend        time.Time
+}
+
+// New returns a Pacer that paces at start requests a second, never
+// faster than ceiling (+Inf for no ceiling). A start of 0 or +Inf leaves
+// the key unpaced, up to the ceiling, until its first refusal; a count of
+// the server's quota governs meanwhile. now is when the key's first
+// request went, zero when it goes later; it only dates what Trace sees.
+func New(start, ceiling float64, now time.Time) *Pacer {
+	p := &Pacer{ceiling: ceiling, changed: make(chan struct{}), head: make(chan struct{}, 1), firstSend: now}
+	p.head <- struct{}{}
+	if start > 0 && !math.IsInf(start, 1) {
+		p.setPace(start, start, 0, 0)
+	} else {
+		p.unpaced = true
+	}
+	return p
+}
+
+// rate is the learned pace at now, in requests a second; +Inf while
+// unpaced.
+func (p *Pacer) rate(now time.Time) float64 {
+	if p.unpaced {
+		return p.ceiling
+	}
+	var r float64
+	if p.probing {
+		r = p.rampFrom * math.Exp2(p.succeeding.Seconds()/adaptiveProbeGrowth.Seconds())
+	} else {
+		// adaptiveRamp of succeeding takes the climb to its top; as much
+		// again doubles the band beyond it.
+		done := p.succeeding.Seconds() / adaptiveRamp.Seconds()
+		beyond := (p.succeeding - adaptiveRamp - p.hold).Seconds() / adaptiveRamp.Seconds()
+		switch {
+		case done < 1:
+			r = p.rampFrom + (p.rampTo-p.rampFrom)*done
+		case beyond <= 0:
+			r = p.rampTo
+		default:
+			r = p.rampTo + p.band*(math.Exp2(beyond)-1)
+		}
+	}
+	return math.Min(r, math.Min(p.ceiling, adaptiveMaxRate))
+}
+
+// setPace starts a climb from 'from' to 'to', held there for hold, then
+// probing beyond by band; zero band means the climb's, at least
+// adaptiveMinBand of 'to'.
+func (p *Pacer) setPace(from, to, band float64, hold time.Duration) {
+	p.probing, p.hold, p.band = false, hold, band
+	if band <= 0 {
+		p.band = math.Max(to-from, to*adaptiveMinBand)
+	}
+	p.rampFrom, p.rampTo = math.Min(from, p.ceiling), math.Max(math.Min(to, p.ceiling), 1e-9)
+	p.succeeding = 0
+}
+
+// floorRate is the slowest a refusal cuts a pace to: one request a
+// minute, or one per the refusal's hint, which says a request may pass
+// after it. The hint is honoured for its request anyway: a pace slower
+// than it would hold the key's requests longer than the server asked.
+func floorRate(hint time.Duration) float64 {
+	if hint <= 0 {
+		return adaptiveMinRate
+	}
+	return math.Max(1/hint.Seconds(), adaptiveMinRate)
+}
+
+// interval is the time between two requests at r a second.
+func interval(r float64) time.Duration {
+	if r <= 0 {
+		return time.Hour
+	}
+	return time.Duration(math.Min(float64(time.Second)/r, float64(time.Hour)))
+}
+
+// resume ends a long pause that is over, with p.mu held: a server that
+// just recovered gets half the pace, climbing back, not a burst.
+func (p *Pacer) resume(now time.Time) {
+	if p.resumeAt.IsZero() || now.Before(p.resumeAt) {
+		return
+	}
+	if r := p.rate(now); !math.IsInf(r, 1) {
+		p.setPace(r*adaptiveResume, r, p.band, p.hold)
+		p.next = now
+	}
+	p.resumeAt = time.Time{}
+}
+
+// Outcome learns from the answer to request seq, which it no longer
+// counts in flight. A success grows the climb. A count of the server's
+// quota replaces what was learned; a refusal without one measures the
+// server and, unless it is a sibling of the last decrease, decreases the
+// pace.
+func (p *Pacer) Outcome(seq uint64, an Answer, now time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.settle()
+	p.learn(seq, seq > p.cutAt, an, now)
+}
+
+// Untracked learns from the answer to a request the key did not pace,
+// sent before it had learned anything: the signal that armed it when
+// first, else a sibling of that signal. The request is not in flight;
+// sentBefore is how many requests its transport sent before it.
+func (p *Pacer) Untracked(an Answer, first bool, sentBefore int64, now time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if an.Refused && sentBefore > 0 && (p.sentBeforeRefusal == 0 || sentBefore < p.sentBeforeRefusal) {
+		p.sentBeforeRefusal = sentBefore
+	}
+	p.learn(0, first, an, now)
+}
+
+// learn takes in the answer to request seq, with p.mu held; newEvent
+// says a refusal in it is not the sibling of one already answered.
+func (p *Pacer) learn(seq uint64, newEvent bool, an Answer, now time.Time) {
+	if an.OK {
+		p.successes++
+		if !p.lastSuccess.IsZero() {
+			credit := min(now.Sub(p.lastSuccess), adaptiveMaxCredit)
+			if r := p.rate(now); !math.IsInf(r, 1) {
+				credit = min(credit, 2*interval(r))
+			}
+			if p.probing {
+				credit = min(credit, adaptiveProbeGrowth) // at most a doubling a success
+			}
+			p.succeeding += credit
+		}
+		p.lastSuccess = now
+		p.dryTarget, p.dry, p.dryFrom = time.Time{}, 0, time.Time{}
+		if p.win != nil {
+			p.win.succeeded(now)
+		}
+	}
+	explained := p.counted(seq, an, now)
+	if an.Refused && !explained {
+		p.refused(newEvent, an.Hint, now)
+	}
+}
+
+// refused learns from a refusal no count explains, with p.mu held.
+func (p *Pacer) refused(newEvent bool, hint time.Duration, now time.Time) {
+	defer func() { p.lastEmpty, p.successesAtEmpty = now, p.successes }()
+	var target time.Time
+	if hint > 0 {
+		target = now.Add(hint)
+		if p.dryTarget.IsZero() || target.Before(p.dryTarget) {
+			p.dryTarget = target
+		}
+	}
+	if p.win != nil {
+		if p.windowRefused(target, now) {
+			return
+		}
+		p.notWindowed = true
+	}
+	// Refused again and again, nothing let through for a while: the
+	// server refills nothing, a window's way. (A refusal or two could be
+	// other clients taking what it refilled, or a search that went too
+	// fast.) A pause of more than a second the server asks for is one
+	// too, until it shows otherwise.
+	if p.dryFrom.IsZero() {
+		p.dryFrom = now
+	}
+	if newEvent {
+		p.dry++
+	}
+	dry := p.dry >= windowDryRefusals && now.Sub(p.dryFrom) >= windowDrySpan
+	switch {
+	case !p.notWindowed && (dry || hint > time.Second):
+		p.becomeWindowed(p.dryTarget, now)
+	case newEvent:
+		p.decrease(hint, now)
+	}
+}
+
+// HintPausesKey reports whether a refusal's long hint should pause the
+// key's other requests too: not once the key showed
+// its hints overstate when the quota comes back, nor while the server
+// counts its quota, whose count says when requests may go.
+func (p *Pacer) HintPausesKey() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return !p.notWindowed && p.count == nil
+}
+
+// SetCeiling sets the rate the pace never passes, in requests a second:
+// +Inf for none.
+func (p *Pacer) SetCeiling(ceiling float64) {
+	p.mu.Lock()
+	p.ceiling = ceiling
+	p.mu.Unlock()
+}
+
+// Pause holds the pace until until, a long pause of the server's: then it
+// resumes at half.
+func (p *Pacer) Pause(until time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if until.After(p.resumeAt) {
+		p.resumeAt = until
+	}
+}
+
+// Trace, set by tests before any Pacer is in use, sees every decision a
+// Pacer takes, for tuning; nil, the default, traces nothing.
+var Trace func(format string, args ...any)
+
+// decrease answers a new refusal, with p.mu held.
+func (p *Pacer) decrease(hint time.Duration, now time.Time) {
+	if Trace != nil {
+		defer func(before float64) {
+			Trace("%v decrease: rate %.1f -> %.1f (probing %v, climb %.1f->%.1f) successes %d in %v",
+				now.Sub(p.firstSend).Round(time.Millisecond), before, p.rate(now), p.probing, p.rampFrom, p.rampTo,
+				p.successes-p.successesAtEmpty, now.Sub(p.lastEmpty).Round(time.Millisecond))
+		}(p.rate(now))
+	}
+	p.cutAt = p.sent
+	defer func() { p.slack = false }() // a new span begins
+	wasUnpaced := p.unpaced
+	p.unpaced = false
+	s := float64(p.successes - p.successesAtEmpty)
+	switch span := now.Sub(p.lastEmpty); {
+	case !wasUnpaced && !p.lastEmpty.IsZero() && span >= adaptiveMinSample && !p.slack && s >= 2:
+		// A measure: between the two refusals the key kept the server
+		// busy, and the server refilled what it let through, give or take
+		// a token. Send at the low end, which it can always serve, and
+		// climb to the high end. A span that began below the server's
+		// rate measures it low: the pace that ran the server dry is above
+		// it, and a cut of it is not far below.
+		low := math.Max((s-1)/span.Seconds(), p.rate(now)*adaptiveCut)
+		p.setPace(low, math.Max((s+1)/span.Seconds(), low), 0, min(span, adaptiveMaxHold))
+	case wasUnpaced:
+		// Nothing to measure yet: search, from high, halving at each
+		// refusal and doubling while requests succeed, until a refusal
+		// measures. A server that asks for long waits is searched from
+		// lower: each refusal holds its request that long.
+		start := float64(adaptiveProbeStart)
+		if hint > time.Second {
+			start = math.Max(adaptiveProbeStart/hint.Seconds(), adaptiveMinRate)
+		}
+		p.probing = true
+		p.rampFrom = math.Min(start, p.ceiling)
+		p.succeeding = 0
+	case p.probing:
+		// Refused again too soon to measure: back off half, probe on.
+		p.rampFrom, p.succeeding = math.Max(p.rate(now)/2, floorRate(hint)), 0
+	default:
+		r := math.Max(p.rate(now)*adaptiveCut, floorRate(hint))
+		p.setPace(r, r, 0, 0)
+	}
+	// The bucket is empty now: the first request at the new pace waits
+	// its interval.
+	p.next = now.Add(interval(p.rate(now)))
+}

@@ -1,6 +1,13 @@
 package ratewise
 
-import "context"
+import (
+	"context"
+	"time"
+)
+
+// This file holds every function that gives a request's context
+// something for the transport: its stats, a wait budget shared by calls,
+// a priority, a retry policy, a trace and an endpoint label.
 
 // callOptions is what a request's context carries for the transport: its
 // stats, wait budget, priority, retry policy, trace and endpoint label. They travel in one context
@@ -79,4 +86,69 @@ func WithPriority(ctx context.Context, p Priority) context.Context {
 func WithRetryPolicy(ctx context.Context, p RetryPolicy) context.Context {
 	prepared, err := p.prepared()
 	return withOptions(ctx, func(o *callOptions) { o.retry, o.retryErr = prepared, err })
+}
+
+// WithCallStats returns a context that makes the transport count, in the
+// returned *CallStats, what it does for every call made with that context.
+func WithCallStats(ctx context.Context) (context.Context, *CallStats) {
+	// The stats and the options that carry them, in one allocation.
+	both := new(struct {
+		o callOptions
+		s CallStats
+	})
+	return withOptionsIn(ctx, &both.o, func(o *callOptions) { o.stats = &both.s }), &both.s
+}
+
+// callStatsFrom returns the context's CallStats, or nil.
+func callStatsFrom(ctx context.Context) *CallStats {
+	if o := optionsFrom(ctx); o != nil {
+		return o.stats
+	}
+	return nil
+}
+
+// WithBudget returns a context whose calls share one wait budget of d: the
+// time during which at least one call made with it waits is at most d.
+// Waits that overlap are paid for once: two calls waiting out the same 30
+// seconds spend 30 seconds. A wait that does not fit in what is left is not
+// started; the call ends at once with its last response, as it does when a
+// call's own [RetryPolicy.TotalWaitCap] runs out, which the shared budget
+// replaces. A wait cut short by cancellation gives back what it alone
+// covered. A wait for a concurrency slot, whose length is unknown when it
+// starts, is bounded by what is left then and paid for when it ends, so
+// that calls queued for slots together may overspend a little. A negative
+// d is read as 0: no waiting at all. An inner WithBudget replaces an outer
+// one for the calls made with it.
+func WithBudget(ctx context.Context, d time.Duration) context.Context {
+	b := newBudget(d)
+	return withOptions(ctx, func(o *callOptions) { o.budget = b })
+}
+
+// BudgetLeft returns the wait budget left in ctx's shared budget, and false
+// when ctx carries none.
+func BudgetLeft(ctx context.Context) (time.Duration, bool) {
+	b := budgetFrom(ctx)
+	if b == nil {
+		return 0, false
+	}
+	return b.remaining(), true
+}
+
+func budgetFrom(ctx context.Context) *budget {
+	if o := optionsFrom(ctx); o != nil {
+		return o.budget
+	}
+	return nil
+}
+
+// WithCallTrace returns a context whose calls report to t. A trace already
+// in ctx keeps being called, before t; neither is modified.
+func WithCallTrace(ctx context.Context, t *Trace) context.Context {
+	return withOptions(ctx, func(o *callOptions) { o.trace = composeTraces(o.trace, t) })
+}
+
+// WithEndpoint returns a context whose calls carry the label name, such as
+// "card" or "comments", in their trace events.
+func WithEndpoint(ctx context.Context, name string) context.Context {
+	return withOptions(ctx, func(o *callOptions) { o.endpoint = name })
 }

@@ -1,7 +1,6 @@
 package ratewise
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"time"
@@ -219,18 +218,6 @@ type CallEndInfo struct {
 // before is called first. See [Trace].
 func WithTrace(t *Trace) Option {
 	return func(tr *Transport) { tr.trace = composeTraces(tr.trace, t) }
-}
-
-// WithCallTrace returns a context whose calls report to t. A trace already
-// in ctx keeps being called, before t; neither is modified.
-func WithCallTrace(ctx context.Context, t *Trace) context.Context {
-	return withOptions(ctx, func(o *callOptions) { o.trace = composeTraces(o.trace, t) })
-}
-
-// WithEndpoint returns a context whose calls carry the label name, such as
-// "card" or "comments", in their trace events.
-func WithEndpoint(ctx context.Context, name string) context.Context {
-	return withOptions(ctx, func(o *callOptions) { o.endpoint = name })
 }
 
 // composeTraces returns a trace calling first's hooks, then second's.

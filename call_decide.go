@@ -13,6 +13,10 @@ import (
 	"github.com/ratewise/ratewise/internal/headers"
 )
 
+// This file decides whether a failed attempt is tried again, and after
+// how long: the delay, the network errors worth a retry, and the
+// commitment that takes a retry and its wait from their budgets.
+
 // responseDelay is the wait before retrying after resp: the policy's
 // jittered backoff, raised to the server's hint unless IgnoreRetryAfter.
 func (c *call) responseDelay(resp *http.Response) time.Duration {

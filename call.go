@@ -1,0 +1,290 @@
+package ratewise
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+)
+
+// This file is one call of RoundTrip: its state and its attempt loop,
+// whose steps are named here (send, classify, and the decision that a
+// response is final, or a call gives up) or in the files beside it:
+// call_body.go prepares the body, call_admit.go admits an attempt,
+// call_feedback.go tells the layers how it went, call_decide.go decides
+// on a retry, and call_wait.go times every wait.
+
+// call is the state of one RoundTrip. It lives on RoundTrip's stack, so a
+// request that is not retried allocates nothing for it.
+type call struct {
+	t      *Transport
+	policy *RetryPolicy
+	// ownPolicy is set when the context gave the policy; otherwise each
+	// attempt takes the transport's, which SetRetryPolicy may replace.
+	ownPolicy bool
+	req       *http.Request // the caller's request, never modified
+	out       *http.Request // what the next attempt sends
+	ctx       context.Context
+	stats     *CallStats
+	priority  Priority
+	trace     *Trace
+	endpoint  string
+	// acquireKey is, for a call of Acquire, which sends no request, the
+	// key its waits are traced under.
+	acquireKey string
+
+	// How the body is sent again: req.GetBody, or bodyData when buffered;
+	// replayable is false for a body that can be sent once only.
+	replayable bool
+	buffered   bool
+	bodyData   []byte
+
+	attempts       int
+	sent           int64 // the transport's attempts, this one included
+	networkRetries int
+	retryTaken     bool          // a retry taken from the retry budget and not yet sent
+	waited         time.Duration // waits so far, summed
+	gaveUp         GiveUpReason  // why the call gave up, once it has
+	// The wait budget: shared through the context, or else the policy's
+	// TotalWaitCap, of which waitLeft remains. paidUntil and paidCharge
+	// are the last wait reserved from a shared budget, for giving it back.
+	shared     *budget
+	waitLeft   time.Duration
+	paidUntil  time.Time
+	paidCharge time.Duration
+
+	// What the current attempt holds: its breaker ticket, and concurrency
+	// slots until its response body is closed.
+	ticket   breakerTicket
+	held     heldSlots
+	adaptive adaptiveTickets
+	// gateKeyed is set once gateKeyV holds the request's cooldown key.
+	gateKeyed bool
+	gateKeyV  string
+	// last is the previous attempt's response, its body kept in memory,
+	// handed back if a wait before the next attempt is refused.
+	last *http.Response
+}
+
+// host is the request's host, the key of its traces; "" without a URL.
+// A call of Acquire, which has no request, is traced under its key.
+func (c *call) host() string {
+	switch {
+	case c.req == nil:
+		return c.acquireKey
+	case c.req.URL == nil:
+		return ""
+	}
+	return c.req.URL.Host
+}
+
+// run is the attempt loop of the pipeline: prepare the body, then for each
+// attempt admit, send, classify, feed back and decide, until a response is
+// final or nothing is left to try with. Both kinds of failed attempt, a
+// response to retry and a network error, meet in one decision (planRetry),
+// so that what must hold before a wait starts is checked in one place.
+func (c *call) run() (*http.Response, error) {
+	if err := c.prepareBody(); err != nil {
+		c.gaveUp = GiveUpBody
+		return nil, err
+	}
+	c.depositRetryShare()
+	defer c.returnUnsentRetry()
+	for {
+		if !c.ownPolicy {
+			c.policy = c.t.retry.Load()
+		}
+		if err := c.admit(); err != nil {
+			closeRequestBody(c.out)
+			c.giveUp(err)
+			return c.lastOr(err)
+		}
+		resp, err := c.send()
+		class := c.classify(resp, err)
+		c.feedBack(resp, err, class)
+
+		var delay time.Duration
+		if err != nil {
+			if final := c.refuseNetworkRetry(err); final != nil {
+				c.giveUp(final)
+				return c.lastOr(final)
+			}
+			delay = c.policy.jittered(c.attempts - 1)
+		} else {
+			if c.final(class) {
+				markClass(resp, class)
+				return c.deliver(resp), nil
+			}
+			delay = c.responseDelay(resp)
+		}
+
+		next, refused := c.planRetry(delay)
+		if refused != nil {
+			c.giveUp(refused)
+			if resp != nil && c.ctx.Err() != nil {
+				drainAndClose(resp.Body) // a cancelled call ends with its error
+				c.held.release()
+				return nil, c.ctx.Err()
+			}
+			if resp != nil {
+				markClass(resp, class)
+				return c.deliver(resp), nil // the last response is the answer
+			}
+			return c.lastOr(fmt.Errorf("ratewise: giving up after %d attempts, %w: %w", c.attempts, refused, err))
+		}
+		c.t.counters.recordRetry(resp)
+		c.traceRetry(delay, resp)
+		if resp != nil {
+			c.keepLast(resp, class)
+		}
+		if err := c.wait(delay, WaitBackoff); err != nil {
+			closeRequestBody(next)
+			c.giveUp(err)
+			return nil, err
+		}
+		c.out = next
+	}
+}
+
+// classify reads the attempt's outcome: the retry policy's class of its
+// response, Final after a network error. It counts and traces it.
+func (c *call) classify(resp *http.Response, err error) Class {
+	class := Final
+	if err == nil {
+		class = c.policy.classify(resp)
+		c.stats.recordResponse(resp.StatusCode, class)
+		if class.refusal() {
+			c.t.counters.recordRateLimited(c.req.URL.Host)
+		}
+	}
+	c.traceResponse(resp, err, class)
+	return class
+}
+
+// final reports whether a response of class ends the call: one the policy
+// does not retry (Final, Blocked), or a retry that cannot be, the
+// attempts spent or the body not to be had again. It notes why the call
+// gives up, when it does.
+func (c *call) final(class Class) bool {
+	switch {
+	case class == Final:
+	case class == Blocked:
+		c.gaveUp = GiveUpBlocked
+	case c.attempts >= c.policy.MaxAttempts:
+		c.gaveUp = GiveUpAttempts
+	case !c.replayable:
+		c.gaveUp = GiveUpBody
+	default:
+		return false
+	}
+	return true
+}
+
+// giveUp notes why the call gives up: err, read as a GiveUpReason.
+func (c *call) giveUp(err error) {
+	var open *CircuitOpenError
+	var limited *LimitError
+	var pastDeadline pastDeadlineError
+	switch {
+	case c.ctx.Err() != nil:
+		c.gaveUp = GiveUpCanceled
+	case errors.As(err, &open):
+		c.gaveUp = GiveUpBreakerOpen
+	case errors.As(err, &limited):
+		c.gaveUp = GiveUpLimit
+	case errors.Is(err, ErrRetryBudgetExhausted):
+		c.gaveUp = GiveUpRetryBudget
+	case errors.Is(err, ErrBudgetExhausted), errors.As(err, &pastDeadline):
+		c.gaveUp = GiveUpWaitBudget
+	case errors.Is(err, errBodyAgain):
+		c.gaveUp = GiveUpBody
+	default:
+		c.gaveUp = GiveUpNetwork
+	}
+}
+
+// end counts and reports the call's end.
+func (c *call) end(resp *http.Response, err error) {
+	if err != nil {
+		if c.gaveUp == "" {
+			c.giveUp(err)
+		}
+		c.t.counters.recordError(err, c.req)
+	}
+	c.t.counters.recordEnd(c.gaveUp)
+	c.traceEnd(resp, err)
+}
+
+// send makes one attempt through the base RoundTripper.
+func (c *call) send() (*http.Response, error) {
+	c.retryTaken = false // spent
+	c.attempts++
+	c.sent = c.t.counters.attempts.Add(1)
+	c.traceAttempt()
+	c.stats.recordAttempt()
+	c.ticket.sent()
+	resp, err := c.t.base.RoundTrip(c.out)
+	if err == nil && resp == nil {
+		err = errNoResponse
+	}
+	if err != nil {
+		if resp != nil && resp.Body != nil {
+			_ = resp.Body.Close() // a broken base returned both; keep the contract
+		}
+		return nil, err
+	}
+	return resp, nil
+}
+
+var errNoResponse = errors.New("ratewise: base RoundTripper returned neither a response nor an error")
+
+// deliver hands resp to the caller, its body freeing the slots it holds.
+func (c *call) deliver(resp *http.Response) *http.Response {
+	c.last = nil
+	if c.held.n == 0 {
+		return resp
+	}
+	if resp.Body == nil || resp.Body == http.NoBody {
+		c.held.release()
+		return resp
+	}
+	resp.Body = &slotBody{ReadCloser: resp.Body, slots: c.held}
+	c.held = heldSlots{}
+	return resp
+}
+
+// keepLast discards resp, of class, before a retry: its body is drained
+// (bounded) and closed, freeing its connection and slots, and kept in
+// memory when small, so that resp can still be handed back should the
+// retry be refused.
+func (c *call) keepLast(resp *http.Response, class Class) {
+	c.last = nil
+	if resp.Body != nil {
+		kept, _ := io.ReadAll(io.LimitReader(resp.Body, peekLimit+1))
+		drainAndClose(resp.Body)
+		if len(kept) <= peekLimit {
+			resp.Body = io.NopCloser(bytes.NewReader(kept))
+			markClass(resp, class)
+			c.last = resp
+		}
+	}
+	c.held.release()
+}
+
+// lastOr returns the previous attempt's response when there is one, the
+// answer the call obtained, and err otherwise. A cancelled context ends
+// the call with err whatever it obtained.
+func (c *call) lastOr(err error) (*http.Response, error) {
+	resp := c.last
+	c.last = nil
+	if resp != nil && c.ctx.Err() == nil {
+		return resp, nil
+	}
+	if resp != nil {
+		_ = resp.Body.Close()
+	}
+	return nil, err
+}

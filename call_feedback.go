@@ -1,0 +1,73 @@
+package ratewise
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/ratewise/ratewise/internal/headers"
+)
+
+// This file feeds an attempt's outcome back to the layers: the breaker,
+// the cooldown gate and the learned pace.
+
+// feedBack tells the layers how the attempt went: the breaker its outcome,
+// the cooldown gate the server's wait hint. A failed attempt frees its
+// concurrency slots at once; a response keeps them until its body closes.
+func (c *call) feedBack(resp *http.Response, err error, class Class) {
+	probed := c.ticket.probe != nil
+	c.ticket.outcome(c, resp, err, class)
+	c.ticket = breakerTicket{}
+	// hint is the server's wait hint on a refusal it is honoured for. The
+	// clock is read only when something needs the time: on a virtual
+	// machine a reading can cost as much as the rest of a request that
+	// needs no help.
+	var hint time.Duration
+	var now time.Time
+	if err == nil && class != Final && !c.policy.IgnoreRetryAfter {
+		now = time.Now()
+		if h, ok := headers.WaitHint(resp, now); ok && h > 0 {
+			// No hint holds a key longer than the gate's longest pause.
+			hint = min(h, c.t.maxPause())
+		}
+	}
+	if c.t.learns.Load() && err == nil && (class.refusal() || c.sampleQuota(resp)) {
+		c.learnUntracked(resp, class, hint)
+	}
+	// A hint pauses the key's other requests too: all of them when
+	// nothing paces the key, else only a hint of more than a second, and
+	// not once the key's learned pace has seen its server's hints
+	// overstate when its quota comes back.
+	pausesKey := hint > 0 && c.t.gate != nil && (hint > time.Second || !c.t.paced.Load())
+	pauseUntil := now.Add(hint)
+	closed := probed && err == nil && class == Final
+	if c.adaptive.n > 0 && now.IsZero() {
+		now = time.Now()
+	}
+	c.adaptive.drain(func(t adaptiveTicket) {
+		t.finish(resp, err, class, hint, now)
+		if t.a != nil {
+			pausesKey = pausesKey && t.a.HintPausesKey()
+			if closed {
+				t.a.Pause(now) // the breaker closes: resume gently
+			}
+			// A window the key learned is held for every transport
+			// sharing the gate's store, as a hint's pause is.
+			if held := t.a.WindowHeldUntil(); c.t.gate != nil && c.t.gate.Store != nil && held.After(now) {
+				pausesKey, pauseUntil = true, maxTime(pauseUntil, held)
+			}
+		}
+	})
+	if pausesKey {
+		c.t.gate.pause(c.ctx, c.gateKey(), pauseUntil)
+	}
+	if err != nil {
+		c.held.release()
+	}
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}

@@ -97,3 +97,14 @@ func isPermanent(err error) bool {
 	}
 	return false
 }
+
+// isIdempotent reports whether req may be sent again after a network error
+// left its fate unknown: RFC 9110's idempotent methods, or any method with
+// an Idempotency-Key header.
+func isIdempotent(req *http.Request) bool {
+	switch req.Method {
+	case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace, http.MethodPut, http.MethodDelete:
+		return true
+	}
+	return len(req.Header["Idempotency-Key"]) > 0 || len(req.Header["X-Idempotency-Key"]) > 0
+}

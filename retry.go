@@ -9,8 +9,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/ratewise/ratewise/internal/headers"
 )
 
 // Defaults of [RetryPolicy]: a zero field means the matching constant.
@@ -64,55 +62,6 @@ func (j Jitter) String() string {
 	}
 	return fmt.Sprintf("Jitter(%d)", uint8(j))
 }
-
-// Class is the retry layer's reading of one response.
-type Class uint8
-
-const (
-	// Final hands the response back to the caller as it is: successes,
-	// client errors and, by default, server errors.
-	Final Class = iota
-	// RateLimited means the server refused the request for rate. It is
-	// retried after the server's wait hint (Retry-After and the reset
-	// headers) or the policy's backoff, whichever is longer.
-	RateLimited
-	// Retryable is a transient failure worth another attempt after backoff
-	// (a server's hint still raises the delay). The default classification
-	// never returns it; a [RetryPolicy.Classify] hook may, e.g. for 502.
-	Retryable
-	// Blocked means the server refused the client in a way that retrying
-	// soon will not fix, such as an anti-bot page served with 200 ("Sign
-	// in to confirm you're not a bot"). It counts as a rate-limit event
-	// for the breaker, the cooldown gate and the learned pace, as
-	// RateLimited does, but is not retried: the response is final, its
-	// call gives up (GiveUpBlocked), and [CheckResponse] reports it as a
-	// *RateLimitError. [RetryPolicy.BlockPhrases] return it; so may a
-	// Classify or ClassifyBody hook.
-	Blocked
-)
-
-// String returns the class's name: "final", "rate-limited",
-// "retryable" or "blocked".
-func (c Class) String() string {
-	switch c {
-	case Final:
-		return "final"
-	case RateLimited:
-		return "rate-limited"
-	case Retryable:
-		return "retryable"
-	case Blocked:
-		return "blocked"
-	}
-	return fmt.Sprintf("Class(%d)", uint8(c))
-}
-
-// refusal reports whether the class is a refusal of the client for rate:
-// RateLimited, or Blocked.
-func (c Class) refusal() bool { return c == RateLimited || c == Blocked }
-
-// MarshalText writes the class's name, for JSON.
-func (c Class) MarshalText() ([]byte, error) { return []byte(c.String()), nil }
 
 // RetryPolicy says when and how long the transport waits before trying a
 // request again. The zero value is ready to use: every zero field means the
@@ -361,122 +310,4 @@ func (p *RetryPolicy) backoff(retry int, draw float64) time.Duration {
 		return p.MaxDelay
 	}
 	return time.Duration(max(d, 0))
-}
-
-// DefaultClassify is the classification used when [RetryPolicy.Classify] is
-// nil. These are RateLimited:
-//
-//   - 429 Too Many Requests;
-//   - 503 Service Unavailable carrying Retry-After;
-//   - 403 Forbidden carrying Retry-After, or X-RateLimit-Remaining: 0.
-//     This is how GitHub refuses a request over its primary rate limit
-//     (the count is spent; X-RateLimit-Reset says until when) or over a
-//     secondary one that says when to come back.
-//
-// Everything else is Final, other 403s included: without those headers a
-// 403 cannot be told from a refused permission but by its body, which a
-// Classify must not read. GitHub's secondary limits that name no wait say
-// so only in the body; RateLimitPhrases such as "secondary rate limit"
-// catch them, and [WaitHint] then gives them the minute GitHub asks for. A
-// Classify hook may call DefaultClassify for the cases it does not handle
-// itself.
-func DefaultClassify(resp *http.Response) Class {
-	if headers.RateLimited(resp) {
-		return RateLimited
-	}
-	return Final
-}
-
-// classify reads resp with p's hooks and body rules. A rule peeks at the
-// body and puts it back, so that the caller still reads it in full; a
-// policy with none reads nothing of it.
-func (p *RetryPolicy) classify(resp *http.Response) Class {
-	var class Class
-	if p.Classify != nil {
-		class = p.Classify(resp)
-	} else {
-		class = DefaultClassify(resp)
-	}
-	if class != Final || !p.readsBody(resp.StatusCode) {
-		return class
-	}
-	return p.classifyBody(resp, peekBody(resp, peekLimit))
-}
-
-// readsBody reports whether a body rule may read the body of a response
-// of status.
-func (p *RetryPolicy) readsBody(status int) bool {
-	return len(p.BlockPhrases) > 0 || p.ClassifyBody != nil || len(p.RateLimitPhrases) > 0 && !is2xx(status)
-}
-
-// classifyBody applies the body rules to head, the start of resp's body.
-func (p *RetryPolicy) classifyBody(resp *http.Response, head []byte) Class {
-	var folded string // head folded for the phrases, once
-	matches := func(phrases []string) bool {
-		if len(phrases) == 0 || len(head) == 0 {
-			return false
-		}
-		if folded == "" {
-			folded = foldPhrase(string(head))
-		}
-		return containsAnyFolded(folded, phrases)
-	}
-	switch {
-	case matches(p.BlockPhrases):
-		return Blocked
-	case !is2xx(resp.StatusCode) && matches(p.RateLimitPhrases):
-		return RateLimited
-	case p.ClassifyBody != nil:
-		return p.ClassifyBody(resp, head)
-	}
-	return Final
-}
-
-func is2xx(status int) bool { return status >= 200 && status <= 299 }
-
-// CheckResponse is [CheckResponse] with p's classification: it returns a
-// *RateLimitError when p's Classify hook or body rules read resp as
-// RateLimited or Blocked, and nil otherwise.
-func (p RetryPolicy) CheckResponse(resp *http.Response) error {
-	if resp == nil {
-		return nil
-	}
-	if class := p.classify(resp); class.refusal() {
-		return newRateLimitError(resp, class)
-	}
-	return nil
-}
-
-// apostrophes are the spellings of an apostrophe that a phrase matches
-// as one: typographic ones, and those of HTML and JSON text.
-var apostrophes = strings.NewReplacer("’", "'", "‘", "'", "ʼ", "'", "′", "'",
-	"&#39;", "'", "&#039;", "'", "&#x27;", "'", "&#X27;", "'", "&apos;", "'", "&rsquo;", "'", "&lsquo;", "'",
-	"&#8217;", "'", "&#x2019;", "'", `\u0027`, "'", `\u2019`, "'")
-
-// foldPhrase is s as phrases are matched: lower case, every apostrophe
-// written '.
-func foldPhrase(s string) string {
-	return strings.ToLower(apostrophes.Replace(s))
-}
-
-// containsAnyFolded reports whether folded, a folded body, holds one of
-// phrases.
-func containsAnyFolded(folded string, phrases []string) bool {
-	for _, phrase := range phrases {
-		if phrase = strings.TrimSpace(phrase); phrase != "" && strings.Contains(folded, foldPhrase(phrase)) {
-			return true
-		}
-	}
-	return false
-}
-
-// isIdempotent reports whether req may be sent again after a network error
-// left its fate unknown: RFC 9110's idempotent methods, or any method with
-// an Idempotency-Key header.
-func isIdempotent(req *http.Request) bool {
-	switch req.Method {
-	case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace, http.MethodPut, http.MethodDelete:
-		return true
-	}
-	return len(req.Header["Idempotency-Key"]) > 0 || len(req.Header["X-Idempotency-Key"]) > 0
 }

@@ -26,10 +26,11 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/ratewise/ratewise"
 	"github.com/ratewise/ratewise/composite"
 	"github.com/ratewise/ratewise/ratewisetest"
-	"go.uber.org/goleak"
 )
 
 // soakFor runs TestSoak for a set time instead of its bounded count of

@@ -8,15 +8,14 @@ import (
 	"math"
 	"net/http"
 	"reflect"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"golang.org/x/time/rate"
-
-	"github.com/ratewise/ratewise/internal/keyed"
-	"github.com/ratewise/ratewise/internal/learn"
 )
+
+// This file is Limit, the client-side limit scope as a user writes it:
+// its fields, its validation, the KeyFuncs that key it and the error a
+// scope refuses with. limit_scope.go puts it to work.
 
 // DefaultBurst is a token bucket's size when [Limit.Burst] is zero.
 const DefaultBurst = 1
@@ -273,61 +272,6 @@ func (e *LimitError) Error() string {
 // Is reports whether target is ErrLimited.
 func (e *LimitError) Is(target error) bool { return target == ErrLimited }
 
-// scope is a Limit at work: its per-key state. Its name, key and kind are
-// fixed; the rest of the Limit can be replaced (SetLimit), so every
-// admission reads it once, through limit.
-type scope struct {
-	name     string
-	key      KeyFunc
-	applies  func(*http.Request) bool // nil: every request
-	adaptive bool
-	global   bool // key is Global: one state, whatever the request
-	cfg      atomic.Pointer[Limit]
-	gen      atomic.Uint64 // SetLimits so far; each state catches up on its next admission
-	states   *keyed.Map[scopeState]
-	// warm marks, for an adaptive scope, the keys that have had an answer
-	// (see scout): a key's hash in the slot its hash picks.
-	warm [warmSlots]atomic.Uint64
-}
-
-// warmSlots is how many keys an adaptive scope remembers as answered
-// without keeping a state for them. Two keys that share a slot take turns:
-// the one pushed out scouts again, which costs one round trip.
-const warmSlots = 256
-
-// limit is the Limit in force, defaults filled in.
-func (s *scope) limit() *Limit { return s.cfg.Load() }
-
-// scopeState is one key's state in a scope.
-type scopeState struct {
-	mu     sync.Mutex
-	gen    atomic.Uint64 // the scope's gen the state is set up for; written under mu
-	bucket *rate.Limiter // nil without a Rate, or when Adaptive
-	// adapt is what an Adaptive scope learned of the key: nil until the
-	// key's first rate-limit signal arms it (or its first request, with a
-	// StartRate), then set for the state's life.
-	adapt     atomic.Pointer[learn.Pacer]
-	nextStart time.Time // with MinSpacing: the earliest next start; guarded by mu
-	window    windowLog // with a Window: the starts in it; guarded by mu
-	// slots counts the concurrency slots taken, and queued the requests
-	// waiting for one, the length of queue: see acquireSlot.
-	slots   atomic.Int64
-	queued  atomic.Int32
-	waiting int           // requests waiting in the scope; guarded by mu
-	queue   []*slotWaiter // waiting for a concurrency slot, by priority; guarded by mu
-	// scout, for an adaptive scope's key never answered, is closed when
-	// the request sent first has its answer; nil when none is out.
-	// Guarded by mu.
-	scout chan struct{}
-}
-
-// slotWaiter is a request waiting for a concurrency slot.
-type slotWaiter struct {
-	ready    chan struct{} // closed when the slot is handed over
-	granted  bool          // guarded by the scopeState's mu
-	priority Priority
-}
-
 // withDefaults fills the fields whose zero value means a default.
 func (l Limit) withDefaults() Limit {
 	if l.Key == nil {
@@ -347,113 +291,4 @@ func sameKeyFunc(a, b KeyFunc) bool { return sameFunc(a, b) }
 // included); funcs cannot be compared with ==.
 func sameFunc[F any](a, b F) bool {
 	return reflect.ValueOf(a).Pointer() == reflect.ValueOf(b).Pointer()
-}
-
-func newScope(l Limit) *scope {
-	l = l.withDefaults()
-	s := &scope{name: l.Name, key: l.Key, applies: l.Applies, adaptive: l.Adaptive, global: sameKeyFunc(l.Key, Global)}
-	s.cfg.Store(&l)
-	s.states = keyed.New(idleTimeout(l.IdleTimeout), s.initState, s.forgettable)
-	return s
-}
-
-func (s *scope) initState(st *scopeState) {
-	// The generation before the limit: SetLimit stores the limit before
-	// it counts the change, so a state never misses one.
-	st.gen.Store(s.gen.Load())
-	l := s.limit()
-	if l.Adaptive {
-		return // armed by the key's first signal, or its first admission (admit)
-	}
-	if finiteRate(l.Rate) { // an unlimited bucket needs no state
-		st.bucket = rate.NewLimiter(l.Rate, l.Burst)
-	}
-}
-
-// lazy reports whether the scope keeps no state for a key that needs
-// none: an adaptive scope's key answered without a rate-limit signal, as
-// its warm slot says, unless the scope counts slots or paces from the
-// start (pacedFromStart). A bucket, a spacing or slots need a state for
-// every key.
-func (s *scope) lazy() bool {
-	if !s.adaptive {
-		return false
-	}
-	l := s.limit()
-	return l.MaxConcurrent == 0 && !pacedFromStart(l)
-}
-
-// pacedFromStart reports whether an adaptive Limit paces a key before its
-// first rate-limit signal: at its StartRate, or under its ceiling.
-func pacedFromStart(l *Limit) bool { return l.StartRate > 0 || finiteRate(l.Rate) }
-
-// finiteRate reports whether r is a rate to pace by.
-func finiteRate(r rate.Limit) bool { return r != 0 && r != rate.Inf }
-
-// adaptiveCeiling is the Rate an adaptive scope never passes, or +Inf.
-func adaptiveCeiling(l *Limit) float64 {
-	if finiteRate(l.Rate) {
-		return float64(l.Rate)
-	}
-	return math.Inf(1)
-}
-
-// catchUp sets st up for the Limit in force, when SetLimit changed it
-// since; with st.mu held. A bucket keeps the tokens it has. The
-// generation is read before the limit: SetLimit stores the limit before
-// it counts the change, so a state marked up to date never holds an older
-// limit than its mark.
-func (s *scope) catchUp(st *scopeState, now time.Time) {
-	gen := s.gen.Load()
-	if st.gen.Load() == gen {
-		return
-	}
-	l := s.limit()
-	st.gen.Store(gen)
-	switch {
-	case s.adaptive:
-		if a := st.adapt.Load(); a != nil {
-			a.SetCeiling(adaptiveCeiling(l))
-		}
-	case l.Window > 0:
-		st.bucket = nil
-		st.window.resize(l.Burst)
-	case !finiteRate(l.Rate):
-		st.bucket, st.window = nil, windowLog{}
-	case st.bucket == nil:
-		st.bucket = rate.NewLimiter(l.Rate, l.Burst)
-	default:
-		st.bucket.SetLimitAt(now, l.Rate)
-		st.bucket.SetBurstAt(now, l.Burst)
-	}
-	// Slots a raised cap frees go to the requests waiting for them.
-	s.grantFreeLocked(st, l.MaxConcurrent)
-}
-
-// caughtUp sets st up for the Limit in force (catchUp), when SetLimit
-// changed it since; st.mu must not be held. It inlines: an admission
-// pays two loads for it.
-func (s *scope) caughtUp(st *scopeState) {
-	if st.gen.Load() != s.gen.Load() {
-		s.catchUpLocking(st)
-	}
-}
-
-// catchUpLocking is catchUp, taking st.mu.
-func (s *scope) catchUpLocking(st *scopeState) {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	s.catchUp(st, time.Now())
-}
-
-// forgettable reports whether st holds nothing worth keeping: a full
-// bucket, a spacing that has passed, no request in flight.
-func (s *scope) forgettable(st *scopeState, now time.Time) bool {
-	if a := st.adapt.Load(); a != nil && a.Busy() {
-		return false // an idle key's learning may go: it is forgotten by design
-	}
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	return st.slots.Load() == 0 && len(st.queue) == 0 && !st.nextStart.After(now) &&
-		st.window.idle(now, s.limit().Window) && (st.bucket == nil || st.bucket.TokensAt(now) >= float64(st.bucket.Burst()))
 }

@@ -58,22 +58,9 @@ func (s *Store) Give(ctx context.Context, key string, n int, r rate.Limit, _ int
 // takeCountedScript is takeScript that also answers the tokens the bucket
 // holds once it has taken (or not): {wait, tokens}, both as strings, the
 // wait negated when nothing was taken.
-var takeCountedScript = goredis.NewScript(`
-redis.replicate_commands()
-local interval, burst, maxwait, n = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
-local t = redis.call('TIME')
-local now = (t[1] - 1483228800) + t[2] / 1000000
-local tat = math.max(tonumber(redis.call('GET', KEYS[1]) or '0'), now)
-local newtat = tat + n * interval
-local wait = math.max(newtat - burst * interval - now, 0)
-if wait > maxwait then
-  return {tostring(-wait), tostring(burst - (tat - now) / interval)}
-end
-local ttl = math.ceil((newtat - now) * 1000)
-if ttl > 0 then
-  redis.call('SET', KEYS[1], newtat, 'PX', ttl)
-end
-return {tostring(wait), tostring(burst - (newtat - now) / interval)}
+var takeCountedScript = goredis.NewScript(gcraTakeLua + `
+local wait, tokens = take()
+return {tostring(wait), tostring(tokens)}
 `)
 
 // giveScript gives tokens back to the bucket takeScript keeps: KEYS[1] its

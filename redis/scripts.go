@@ -17,29 +17,37 @@ end
 return 1
 `)
 
-// takeScript is a GCRA token bucket that reserves: KEYS[1] the bucket's
-// theoretical arrival time (TAT), in seconds since 2017 on Redis's clock,
-// as redis_rate keeps it; ARGV the seconds per token, the burst, the most
-// the caller may wait in seconds, the tokens to take. Tokens that come
-// within that wait are taken, the TAT moved past them, and the answer is
-// how long until they come (0: now). Tokens that do not take nothing, and
-// the answer is that wait negated. The key expires when the bucket is
-// full again.
-var takeScript = goredis.NewScript(`
+// gcraTakeLua is the take of a GCRA token bucket that reserves: KEYS[1]
+// the bucket's theoretical arrival time (TAT), in seconds since 2017 on
+// Redis's clock, as redis_rate keeps it; ARGV the seconds per token, the
+// burst, the most the caller may wait in seconds, the tokens to take.
+// Tokens that come within that wait are taken, the TAT moved past them;
+// tokens that do not take nothing. take() returns the wait (0: now;
+// negated when nothing was taken) and the tokens the bucket holds after.
+// The key expires when the bucket is full again.
+const gcraTakeLua = `
 redis.replicate_commands()
-local interval, burst, maxwait, n = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
-local t = redis.call('TIME')
-local now = (t[1] - 1483228800) + t[2] / 1000000
-local tat = math.max(tonumber(redis.call('GET', KEYS[1]) or '0'), now)
-local newtat = tat + n * interval
-local wait = math.max(newtat - burst * interval - now, 0)
-if wait > maxwait then
-  return tostring(-wait)
+local function take()
+  local interval, burst, maxwait, n = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+  local t = redis.call('TIME')
+  local now = (t[1] - 1483228800) + t[2] / 1000000
+  local tat = math.max(tonumber(redis.call('GET', KEYS[1]) or '0'), now)
+  local newtat = tat + n * interval
+  local wait = math.max(newtat - burst * interval - now, 0)
+  if wait > maxwait then
+    return -wait, burst - (tat - now) / interval
+  end
+  local ttl = math.ceil((newtat - now) * 1000)
+  if ttl > 0 then
+    redis.call('SET', KEYS[1], newtat, 'PX', ttl)
+  end
+  return wait, burst - (newtat - now) / interval
 end
-local ttl = math.ceil((newtat - now) * 1000)
-if ttl > 0 then
-  redis.call('SET', KEYS[1], newtat, 'PX', ttl)
-end
+`
+
+// takeScript takes from the bucket (gcraTakeLua) and answers the wait.
+var takeScript = goredis.NewScript(gcraTakeLua + `
+local wait = take()
 return tostring(wait)
 `)
 

@@ -54,15 +54,7 @@ func (m *MemoryStore) Take(_ context.Context, key string, n int, r rate.Limit, b
 	burst = max(burst, 1)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	lim := m.buckets[key]
-	if lim == nil {
-		lim = rate.NewLimiter(r, burst)
-		m.buckets[key] = lim
-		m.prune(now)
-	} else if lim.Limit() != r || lim.Burst() != burst {
-		lim.SetLimitAt(now, r)
-		lim.SetBurstAt(now, burst)
-	}
+	lim := m.bucketAt(key, r, burst, now)
 	res := lim.ReserveN(now, n)
 	wait := res.DelayFrom(now)
 	if wait > max(maxWait, 0) {
@@ -270,4 +262,19 @@ func (m *MemoryStore) prune(now time.Time) {
 		}
 	}
 	m.size = len(m.buckets) + len(m.pauses) + len(m.breakers)
+}
+
+// bucketAt returns key's bucket, made on first use or set to r and burst
+// when they changed, with m.mu held.
+func (m *MemoryStore) bucketAt(key string, r rate.Limit, burst int, now time.Time) *rate.Limiter {
+	lim := m.buckets[key]
+	if lim == nil {
+		lim = rate.NewLimiter(r, burst)
+		m.buckets[key] = lim
+		m.prune(now)
+	} else if lim.Limit() != r || lim.Burst() != burst {
+		lim.SetLimitAt(now, r)
+		lim.SetBurstAt(now, burst)
+	}
+	return lim
 }

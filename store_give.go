@@ -56,18 +56,3 @@ func (m *MemoryStore) Give(_ context.Context, key string, n int, _ rate.Limit, _
 	}
 	return nil
 }
-
-// bucketAt returns key's bucket, made on first use or set to r and burst
-// when they changed, with m.mu held; Take does the same inline.
-func (m *MemoryStore) bucketAt(key string, r rate.Limit, burst int, now time.Time) *rate.Limiter {
-	lim := m.buckets[key]
-	if lim == nil {
-		lim = rate.NewLimiter(r, burst)
-		m.buckets[key] = lim
-		m.prune(now)
-	} else if lim.Limit() != r || lim.Burst() != burst {
-		lim.SetLimitAt(now, r)
-		lim.SetBurstAt(now, burst)
-	}
-	return lim
-}

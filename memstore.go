@@ -50,18 +50,24 @@ func NewMemoryStore() *MemoryStore {
 // Take implements BucketStore: n tokens now, or reserved within maxWait.
 // n above burst never comes: Take returns a wait of about 292 years.
 func (m *MemoryStore) Take(_ context.Context, key string, n int, r rate.Limit, burst int, maxWait time.Duration) (time.Duration, error) {
-	now := time.Now()
-	burst = max(burst, 1)
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	wait, _, _ := m.take(time.Now(), key, n, r, burst, maxWait)
+	return wait, nil
+}
+
+// take is Take with m.mu held and the clock read: it also returns key's
+// bucket, and the burst it was given (at least 1).
+func (m *MemoryStore) take(now time.Time, key string, n int, r rate.Limit, burst int, maxWait time.Duration) (time.Duration, *rate.Limiter, int) {
+	burst = max(burst, 1)
 	lim := m.bucketAt(key, r, burst, now)
 	res := lim.ReserveN(now, n)
 	wait := res.DelayFrom(now)
 	if wait > max(maxWait, 0) {
 		res.CancelAt(now) // too far: nothing taken
-		return max(wait, time.Nanosecond), nil
+		return max(wait, time.Nanosecond), lim, burst
 	}
-	return wait, nil
+	return wait, lim, burst
 }
 
 // Tokens implements BucketStore. A bucket keeps the rate of its last

@@ -27,17 +27,10 @@ var _ BucketCounter = (*MemoryStore)(nil)
 
 // TakeCounted implements BucketCounter.
 func (m *MemoryStore) TakeCounted(_ context.Context, key string, n int, r rate.Limit, burst int, maxWait time.Duration) (time.Duration, float64, error) {
-	now := time.Now()
-	burst = max(burst, 1)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	lim := m.bucketAt(key, r, burst, now)
-	res := lim.ReserveN(now, n)
-	wait := res.DelayFrom(now)
-	if wait > max(maxWait, 0) {
-		res.CancelAt(now) // too far: nothing taken
-		wait = max(wait, time.Nanosecond)
-	}
+	now := time.Now()
+	wait, lim, burst := m.take(now, key, n, r, burst, maxWait)
 	return wait, min(lim.TokensAt(now), float64(burst)), nil
 }
 

@@ -61,6 +61,14 @@ type call struct {
 	ticket   breakerTicket
 	held     heldSlots
 	adaptive adaptiveTickets
+	// paced is set when a scope that applies to the request paces it, by
+	// a told pace or a learned one: that pace, not the cooldown gate,
+	// answers a wait hint of a second or less.
+	paced bool
+	// told is set when a scope that applies to the request paces it by a
+	// told limit (a Rate, a MinSpacing or a Window), which says what the
+	// key's first requests may take: the learned scope scouts none.
+	told bool
 	// gateKeyed is set once gateKeyV holds the request's cooldown key.
 	gateKeyed bool
 	gateKeyV  string

@@ -77,9 +77,15 @@ func (c *call) withdraw() {
 
 // admitScopes takes the attempt through every limit scope in turn.
 func (c *call) admitScopes() error {
+	c.paced, c.told = false, false
 	for _, s := range c.t.scopes() {
 		if s.applies != nil && !s.applies(c.req) {
 			continue // not a request this scope limits
+		}
+		if s.adaptive {
+			c.paced = true
+		} else if s.limit().paces() {
+			c.paced, c.told = true, true
 		}
 		key := s.key(c.req)
 		if s.lazy() && s.answered(key) {

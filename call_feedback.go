@@ -34,10 +34,10 @@ func (c *call) feedBack(resp *http.Response, err error, class Class) {
 		c.learnUntracked(resp, class, hint)
 	}
 	// A hint pauses the key's other requests too: all of them when
-	// nothing paces the key, else only a hint of more than a second, and
-	// not once the key's learned pace has seen its server's hints
+	// nothing paces the request, else only a hint of more than a second,
+	// and not once the key's learned pace has seen its server's hints
 	// overstate when its quota comes back.
-	pausesKey := hint > 0 && c.t.gate != nil && (hint > time.Second || !c.t.paced.Load())
+	pausesKey := hint > 0 && c.t.gate != nil && (hint > time.Second || !c.paced)
 	pauseUntil := now.Add(hint)
 	closed := probed && err == nil && class == Final
 	if c.adaptive.n > 0 && now.IsZero() {

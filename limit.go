@@ -224,7 +224,7 @@ func (l Limit) Validate() error {
 func WithLimit(l Limit) Option {
 	return func(t *Transport) {
 		if l.Name == "" {
-			l.Name = fmt.Sprintf("limit %d", len(t.scopes())+1)
+			l.Name = t.nextLimitName()
 		}
 		if err := l.Validate(); err != nil {
 			t.err = errors.Join(t.err, err)

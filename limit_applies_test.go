@@ -2,11 +2,15 @@ package ratewise
 
 import (
 	"context"
+	"math"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/jarcoal/httpmock"
 
 	"golang.org/x/time/rate"
 )
@@ -50,30 +54,179 @@ func TestLimitAppliesPacesOnlyWhatItPicks(t *testing.T) {
 		if took := time.Since(mid); took != 0 {
 			t.Errorf("a request the scope does not pick waited %v behind the searches", took)
 		}
-		if st := tr.LimitStatus("api.github.com").Scopes; len(st) != 1 || st[0].Name != "search" {
-			t.Errorf("LimitStatus scopes = %+v, want the search scope alone: it paces, so nothing is learned", st)
+		if st := tr.LimitStatus("api.github.com").Scopes; len(st) != 2 || st[0].Name != "search" || st[1].LearnedRate != 0 {
+			t.Errorf("LimitStatus scopes = %+v, want the search scope, then the learned scope with nothing learned", st)
 		}
 	})
 }
 
-// provider-rate-limiting.md: Applies is what the scope is, like its Key:
-// SetLimit keeps it, and refuses to change it.
+// provider-rate-limiting.md: SetLimit finds a scope by its Name and
+// keeps its Applies: a Limit that leaves Applies out changes the rate and
+// still picks the searches alone.
 func TestSetLimitKeepsApplies(t *testing.T) {
-	tr := New(nil, WithLimit(Limit{Name: "search", Rate: 0.5, Applies: isSearch}))
-	if err := tr.SetLimit(Limit{Name: "search", Rate: 0.5}); err == nil || !strings.Contains(err.Error(), "its Applies") {
-		t.Errorf("SetLimit dropping Applies: err = %v, want it refused", err)
+	synctest.Test(t, func(t *testing.T) {
+		s := newScript(answer(200))
+		tr := New(s.mock(), WithLimit(Limit{Name: "search", Rate: 0.5, Applies: isSearch}))
+		if err := tr.SetLimit(Limit{Name: "search", Rate: 1}); err != nil {
+			t.Fatalf("SetLimit without Applies: %v", err)
+		}
+		l := tr.Limits()[0]
+		if l.Applies == nil || l.Rate != 1 {
+			t.Fatalf("Limits()[0] = %+v, want Applies kept and Rate 1", l)
+		}
+		get := func(path string) {
+			t.Helper()
+			req, _ := http.NewRequest(http.MethodGet, "https://api.github.com"+path, nil)
+			resp, err := tr.RoundTrip(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			readAll(t, resp)
+		}
+		start := time.Now()
+		get("/search/issues")
+		get("/search/issues")
+		if took := time.Since(start); took != time.Second {
+			t.Errorf("2 searches at the new 1/s took %v, want 1s", took)
+		}
+		mid := time.Now()
+		get("/repos/o/r/issues")
+		if took := time.Since(mid); took != 0 {
+			t.Errorf("a request Applies leaves out waited %v: SetLimit dropped Applies", took)
+		}
+	})
+}
+
+// SetLimit names a scope, and never compares funcs: the same
+// ByHeader("Authorization") is accepted (a new closure each call), and a
+// different KeyFunc leaves the scope keyed as it was, as Limits says.
+func TestSetLimitKeepsTheScopesKey(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newScript(answer(200))
+		tr := New(s.mock(), WithLimit(Limit{Name: "per token", Rate: 1, Key: ByHeader("Authorization")}))
+		if err := tr.SetLimit(Limit{Name: "per token", Rate: 1, Key: ByHeader("Authorization")}); err != nil {
+			t.Fatalf("SetLimit with the same ByHeader: %v", err)
+		}
+		if err := tr.SetLimit(Limit{Name: "per token", Rate: 1, Key: ByHeader("X-Other")}); err != nil {
+			t.Fatalf("SetLimit with another ByHeader: %v", err)
+		}
+		send := func(token string) {
+			t.Helper()
+			req := mustRequest(t, http.MethodGet, nil)
+			req.Header.Set("Authorization", token)
+			req.Header.Set("X-Other", "same")
+			resp, err := tr.RoundTrip(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			readAll(t, resp)
+		}
+		start := time.Now()
+		send("token a")
+		send("token b")
+		if took := time.Since(start); took != 0 {
+			t.Errorf("two tokens at 1/s each took %v, want 0: the scope is still keyed by Authorization", took)
+		}
+		req := mustRequest(t, http.MethodGet, nil)
+		req.Header.Set("Authorization", "token a")
+		if got, want := tr.Limits()[0].Key(req), ByHeader("Authorization")(req); got != want {
+			t.Errorf("Limits()[0].Key = %q, want %q, the key the scope keeps", got, want)
+		}
+	})
+}
+
+// hostIs picks the requests to one host.
+func hostIs(host string) func(*http.Request) bool {
+	return func(req *http.Request) bool { return req.URL.Host == host }
+}
+
+// A told limit for one host leaves the other hosts learned, given to New
+// or added later: a refusal from another host teaches its learned pace.
+func TestAppliesLimitLeavesOtherHostsLearned(t *testing.T) {
+	told := Limit{Name: "a only", Rate: 1, Applies: hostIs("a.test")}
+	for _, tt := range []struct {
+		name string
+		make func(base http.RoundTripper) *Transport
+	}{
+		{"WithLimit", func(base http.RoundTripper) *Transport { return New(base, WithLimit(told)) }},
+		{"AddLimit", func(base http.RoundTripper) *Transport {
+			tr := New(base)
+			if err := tr.AddLimit(told); err != nil {
+				t.Fatal(err)
+			}
+			return tr
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := newScript(answer(429), answer(200))
+				tr := tt.make(s.mock())
+				req, _ := http.NewRequest(http.MethodGet, "https://b.test/items", nil)
+				resp, err := tr.RoundTrip(req.WithContext(noWait()))
+				if err != nil {
+					t.Fatal(err)
+				}
+				readAll(t, resp)
+				var learned *ScopeStatus
+				for _, st := range tr.LimitStatus("b.test").Scopes {
+					if st.Name == LearnedScope {
+						learned = &st
+					}
+				}
+				if learned == nil || learned.LearnedRate <= 0 || math.IsInf(learned.LearnedRate, 0) {
+					t.Errorf("b.test's scopes %+v, want a learned pace after its refusal", tr.LimitStatus("b.test").Scopes)
+				}
+			})
+		})
 	}
-	l := tr.Limits()[0]
-	if l.Applies == nil {
-		t.Fatal("Limits() lost Applies")
-	}
-	l.Rate = 1
-	if err := tr.SetLimit(l); err != nil {
-		t.Errorf("SetLimit with the same Applies: %v", err)
-	}
-	if got := tr.Limits()[0].Rate; got != 1 {
-		t.Errorf("rate after SetLimit = %v, want 1", got)
-	}
+}
+
+// Whether a short hint pauses a key is decided by the scopes that apply
+// to it: a limit that paces a.test answers a.test's short hints with its
+// pace, while b.test, which nothing paces, is paused by its own.
+func TestShortHintPausesAHostNothingPaces(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		arrived := map[string][]time.Duration{}
+		start := time.Now()
+		// The first answer of each host is a 429 with Retry-After: 1.
+		base := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			h := req.URL.Host
+			arrived[h] = append(arrived[h], time.Since(start))
+			if len(arrived[h]) == 1 {
+				resp := httpmock.NewStringResponse(429, "slow down")
+				resp.Header.Set("Retry-After", "1")
+				return resp, nil
+			}
+			return httpmock.NewStringResponse(200, "ok"), nil
+		})
+		tr := New(base, WithoutLearning(), WithLimit(Limit{Name: "a only", Rate: 100, Burst: 10, Applies: hostIs("a.test")}))
+		var wg sync.WaitGroup
+		for _, h := range []string{"a.test", "b.test"} {
+			wg.Go(func() {
+				req, _ := http.NewRequest(http.MethodGet, "https://"+h+"/items", nil)
+				if resp, err := tr.RoundTrip(req); err == nil {
+					_ = resp.Body.Close()
+				}
+			})
+			synctest.Wait() // the 429, and its retry waiting its hint
+			wg.Go(func() {
+				req, _ := http.NewRequest(http.MethodGet, "https://"+h+"/items", nil)
+				if resp, err := tr.RoundTrip(req); err == nil {
+					_ = resp.Body.Close()
+				}
+			})
+		}
+		wg.Wait()
+		if got := arrived["a.test"]; len(got) != 3 || got[1] != 0 {
+			t.Errorf("a.test's requests arrived at %v, want the second at once: its pace answers the short hint", got)
+		}
+		if got := arrived["b.test"]; len(got) != 3 || got[1] < time.Second {
+			t.Errorf("b.test's requests arrived at %v, want none before the hint's 1s: nothing paces b.test", got)
+		}
+	})
 }
 
 // An adaptive scope learns nothing from a request it does not pick: a

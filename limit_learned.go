@@ -29,7 +29,9 @@ func (s *scope) admitLearned(c *call, key string, st *scopeState, deadline time.
 		case a != nil:
 			seq, err = s.admitAdaptive(c, key, a, st, deadline, l)
 			return seq, false, err
-		case s.answered(key) || !s.lazy():
+		case s.answered(key) || !s.lazy() || c.told:
+			// Answered, or paced by a told limit, which says what the
+			// first wave may take: unpaced until a rate-limit signal.
 			return 0, false, nil
 		}
 		st.mu.Lock()

@@ -66,9 +66,11 @@ func TestLearningIsTheDefault(t *testing.T) {
 		{"no options", nil, true},
 		{"a concurrency cap only", []Option{WithLimit(Limit{MaxConcurrent: 4})}, true},
 		{"every preset", []Option{WithPreset(Conservative())}, true},
-		{"a told rate", []Option{WithLimit(Limit{Rate: 10})}, false},
-		{"a told spacing", []Option{WithLimit(Limit{MinSpacing: time.Second})}, false},
+		{"a told rate: a ceiling learned under", []Option{WithLimit(Limit{Rate: 10})}, true},
+		{"a told spacing", []Option{WithLimit(Limit{MinSpacing: time.Second})}, true},
+		{"a told window", []Option{WithLimit(Limit{Burst: 30, Window: time.Minute})}, true},
 		{"an adaptive limit of one's own", []Option{WithLimit(Limit{Name: "mine", Adaptive: true, Key: Global})}, false},
+		{"an adaptive limit of one's own for some requests", []Option{WithLimit(Limit{Name: "search", Adaptive: true, Applies: isSearch})}, true},
 		{"WithoutLearning", []Option{WithoutLearning()}, false},
 	}
 	for _, tt := range tests {

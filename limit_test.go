@@ -333,7 +333,7 @@ func TestScopesStack(t *testing.T) {
 			t.Errorf("sent at %v, want %v", got, want)
 		}
 		st := tr.LimitStatus("api.example.com")
-		if len(st.Scopes) != 2 || st.Scopes[1].Key != "" || st.Scopes[0].Name != "minute" || st.Scopes[0].Burst != 3 {
+		if len(st.Scopes) != 3 || st.Scopes[1].Key != "" || st.Scopes[0].Name != "minute" || st.Scopes[0].Burst != 3 || st.Scopes[2].Name != LearnedScope {
 			t.Errorf("LimitStatus scopes = %+v", st.Scopes)
 		}
 	})

@@ -135,14 +135,15 @@ func TestWindowIsNeverRefusedByAServerWindow(t *testing.T) {
 }
 
 // TestWindowStatus: LimitStatus says the window, what one admits and how
-// many more may start now; a told window replaces the learned scope.
+// many more may start now; the learned scope follows it, learning
+// nothing while the server refuses nothing.
 func TestWindowStatus(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tr := New(newScript(answer(200)).mock(), WithLimit(threePer10s))
 		callsAt(t, tr, time.Now(), 0)
 		scopes := tr.LimitStatus("api.test").Scopes
-		if len(scopes) != 1 {
-			t.Fatalf("scopes %+v, want the told window alone", scopes)
+		if len(scopes) != 2 || scopes[1].Name != LearnedScope || scopes[1].LearnedRate != 0 {
+			t.Fatalf("scopes %+v, want the told window, then the learned scope with nothing learned", scopes)
 		}
 		st := scopes[0]
 		b, _ := json.Marshal(st)

@@ -37,9 +37,13 @@ func (t *Transport) RetryPolicy() RetryPolicy {
 
 // SetLimit replaces the Limit of the scope named l.Name (the Name given to
 // WithLimit, or "limit N" for the Nth scope given without one), from the
-// next admission of every request. Every field may change but the Name,
-// Key, Applies, Adaptive and IdleTimeout, which make the scope what it
-// is. Each key's bucket keeps the tokens it has under the new rate and
+// next admission of every request. The scope is found by its Name alone.
+// Its Key and Applies are what the scope is: SetLimit keeps them, whatever
+// l says, since two funcs cannot be told apart (to key or pick requests
+// another way, add a scope under another Name with AddLimit); Limits
+// reports the ones kept. Adaptive and IdleTimeout may not change either,
+// and a SetLimit that tries is refused. Every other field may change.
+// Each key's bucket keeps the tokens it has under the new rate and
 // burst; a raised MaxConcurrent lets waiting requests through at once,
 // and a lowered one takes slots back as they free. An invalid l, or one
 // naming no scope, is refused and changes nothing.
@@ -47,7 +51,7 @@ func (t *Transport) SetLimit(l Limit) error {
 	if err := l.Validate(); err != nil {
 		return err
 	}
-	t.reloadMu.Lock() // one SetLimit at a time: each sees the others' paced
+	t.reloadMu.Lock() // one SetLimit at a time
 	defer t.reloadMu.Unlock()
 	s := t.scopeNamed(l.Name)
 	if s == nil {
@@ -55,13 +59,8 @@ func (t *Transport) SetLimit(l Limit) error {
 	}
 	old := s.limit()
 	l = l.withDefaults()
+	l.Key, l.Applies = old.Key, old.Applies
 	var errs []error
-	if !sameKeyFunc(l.Key, old.Key) {
-		errs = append(errs, errors.New("its Key"))
-	}
-	if !sameFunc(l.Applies, old.Applies) {
-		errs = append(errs, errors.New("its Applies"))
-	}
 	if l.Adaptive != old.Adaptive {
 		errs = append(errs, fmt.Errorf("its Adaptive (%v to %v)", old.Adaptive, l.Adaptive))
 	}
@@ -73,7 +72,6 @@ func (t *Transport) SetLimit(l Limit) error {
 	}
 	s.cfg.Store(&l)
 	s.gen.Add(1)
-	t.updatePaced()
 	// Requests waiting for a slot would otherwise not see a raised cap
 	// until one frees.
 	if l.MaxConcurrent != old.MaxConcurrent {
@@ -154,18 +152,18 @@ func sameStore(a, b BreakerStore) bool {
 // transport; requests already past the scopes are not held by it. l must
 // validate, and its Name (by default "limit N", N counting the scopes
 // from 1) must be new to the transport: a scope already named so is
-// changed with SetLimit, not added again. When l paces requests, the
-// transport answers short wait hints with the pace, as New does for a
-// Limit given. The LearnedScope that New added, if any, stays: it paces by
-// what it learns the requests l does not limit (other keys, or what
-// l.Applies leaves out), which would otherwise go unpaced. AddLimit is
-// safe to call while requests go through the transport.
+// changed with SetLimit, not added again. The LearnedScope that New
+// added, if any, stays, as it does beside a Limit given to New: under a
+// limit l paces, a key learns only what the server refuses, and the keys
+// l does not limit (other keys, or what l.Applies leaves out) learn as
+// before. AddLimit is safe to call while requests go through the
+// transport.
 func (t *Transport) AddLimit(l Limit) error {
 	t.reloadMu.Lock()
 	defer t.reloadMu.Unlock()
 	scopes := t.scopes()
 	if l.Name == "" {
-		l.Name = fmt.Sprintf("limit %d", len(scopes)+1)
+		l.Name = t.nextLimitName()
 	}
 	if err := l.Validate(); err != nil {
 		return err
@@ -177,20 +175,35 @@ func (t *Transport) AddLimit(l Limit) error {
 	return nil
 }
 
+// nextLimitName is the Name of the next scope given without one: "limit
+// N", N counting the scopes given from 1, the LearnedScope New added left
+// out.
+func (t *Transport) nextLimitName() string {
+	n := len(t.scopes()) + 1
+	if t.learned != nil {
+		n--
+	}
+	return fmt.Sprintf("limit %d", n)
+}
+
 // scopes returns the limit scopes, in the order given. The slice is never
 // changed: AddLimit replaces it.
 func (t *Transport) scopes() []*scope { return *t.scopeList.Load() }
 
-// addScope appends s to the scopes, copying them so that a request going
-// through the old ones keeps them whole, and notes what s paces and
-// learns. In New, or with reloadMu held.
+// addScope adds s to the scopes, last but for the LearnedScope New
+// added, copying them so that a request going through the old ones keeps
+// them whole, and notes whether s learns. In New, or with reloadMu held.
 func (t *Transport) addScope(s *scope) {
 	old := t.scopes()
 	scopes := make([]*scope, len(old), len(old)+1)
 	copy(scopes, old)
 	scopes = append(scopes, s)
+	if n := len(scopes); t.learned != nil && s != t.learned {
+		// The LearnedScope New added stays last: a request meets the
+		// limits told before what is learned under them.
+		scopes[n-2], scopes[n-1] = scopes[n-1], scopes[n-2]
+	}
 	t.scopeList.Store(&scopes)
-	t.updatePaced()
 	if s.adaptive {
 		t.learns.Store(true)
 	}
@@ -204,15 +217,4 @@ func (t *Transport) Limits() []Limit {
 		out[i] = *s.limit()
 	}
 	return out
-}
-
-// updatePaced notes whether a scope paces its keys: then the pace, not
-// the cooldown gate, answers a wait hint of a second or less.
-func (t *Transport) updatePaced() {
-	paced := false
-	for _, s := range t.scopes() {
-		l := s.limit()
-		paced = paced || l.Adaptive || l.paces()
-	}
-	t.paced.Store(paced)
 }

@@ -41,15 +41,12 @@ func TestAddLimitPacesWhatComesNext(t *testing.T) {
 		for _, l := range tr.Limits() {
 			names = append(names, l.Name)
 		}
-		if strings.Join(names, ",") != LearnedScope+",api" {
-			t.Errorf("Limits() are named %v, want the learned scope kept, then api", names)
+		if strings.Join(names, ",") != "api,"+LearnedScope {
+			t.Errorf("Limits() are named %v, want api, then the learned scope kept last", names)
 		}
 		st := tr.LimitStatus("api.example.com")
-		if len(st.Scopes) != 2 || st.Scopes[1].Name != "api" || st.Scopes[1].Rate != 1 || st.Scopes[1].Burst != 2 {
+		if len(st.Scopes) != 2 || st.Scopes[0].Name != "api" || st.Scopes[0].Rate != 1 || st.Scopes[0].Burst != 2 {
 			t.Errorf("LimitStatus = %+v, want the added scope at 1/s, burst 2", st.Scopes)
-		}
-		if !tr.paced.Load() {
-			t.Error("a pacing scope added, yet the transport does not count itself paced")
 		}
 	})
 }
@@ -68,12 +65,13 @@ func TestAddLimitRefusals(t *testing.T) {
 			t.Errorf("AddLimit(%+v) = %v, want %q", tt.give, err, tt.want)
 		}
 	}
-	if n := len(tr.Limits()); n != 1 {
-		t.Errorf("refused AddLimits left %d scopes, want 1", n)
+	if n := len(tr.Limits()); n != 2 {
+		t.Errorf("refused AddLimits left %d scopes, want 2: api and the learned scope", n)
 	}
-	// Unnamed, it is named as WithLimit names one: by its place.
-	if err := tr.AddLimit(Limit{Rate: 2}); err != nil || tr.Limits()[1].Name != "limit 2" {
-		t.Errorf("AddLimit of an unnamed Limit: %v, named %q; want limit 2", err, tr.Limits()[1].Name)
+	// Unnamed, it is named as WithLimit names one: by its place among
+	// the scopes given, before the learned scope.
+	if err := tr.AddLimit(Limit{Rate: 2}); err != nil || tr.Limits()[1].Name != "limit 2" || tr.Limits()[2].Name != LearnedScope {
+		t.Errorf("AddLimit of an unnamed Limit: %v, scopes %v; want limit 2 before the learned scope", err, scopeNames(tr))
 	}
 }
 
@@ -87,8 +85,8 @@ func TestAddLimitAdaptiveLearns(t *testing.T) {
 	if err := tr.AddLimit(Limit{Name: "tokens", Adaptive: true, Key: ByHeader("Authorization")}); err != nil {
 		t.Fatal(err)
 	}
-	if !tr.learns.Load() || !tr.paced.Load() {
-		t.Errorf("learns %v, paced %v after an Adaptive scope was added; want both", tr.learns.Load(), tr.paced.Load())
+	if !tr.learns.Load() {
+		t.Error("an Adaptive scope was added, yet the transport does not learn")
 	}
 }
 
@@ -129,4 +127,13 @@ func TestAddLimitDuringRoundTrips(t *testing.T) {
 		t.Errorf("%d scopes, want 52", n)
 	}
 	s.assertAllClosed(t)
+}
+
+// scopeNames returns the Names of tr's scopes, in order.
+func scopeNames(tr *Transport) []string {
+	var names []string
+	for _, l := range tr.Limits() {
+		names = append(names, l.Name)
+	}
+	return names
 }

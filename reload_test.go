@@ -154,7 +154,6 @@ func TestSetLimitRefusals(t *testing.T) {
 	}{
 		{Limit{Name: "nope", Rate: 1}, `no limit scope is named "nope"`},
 		{Limit{Name: "api", Rate: -1}, "Rate (-1)"},
-		{Limit{Name: "api", Rate: 1, Key: Global}, "identity: its Key"},
 		{Limit{Name: "api", Rate: 1, Adaptive: true}, "Adaptive (false to true)"},
 		{Limit{Name: "api", Rate: 1, IdleTimeout: time.Minute}, "IdleTimeout"},
 	} {

@@ -42,14 +42,14 @@ type Transport struct {
 	// adds of one core do not evict those fields from the others' caches.
 	counters *counters
 	breakers *breakers // nil without WithBreaker
-	// paced is set when a scope paces its keys (a Rate, or Adaptive): that
-	// pace, not the gate, answers a hint of a second or less.
-	paced atomic.Bool
 	// learns is set when a scope is Adaptive: its keys learn from the
 	// signals of requests it did not pace. noLearning is WithoutLearning.
 	learns     atomic.Bool
 	noLearning bool
-	reloadMu   sync.Mutex // serializes SetLimit and AddLimit
+	// learned is the LearnedScope New added, kept last of the scopes;
+	// nil when it added none.
+	learned  *scope
+	reloadMu sync.Mutex // serializes SetLimit and AddLimit
 	// err is the first invalid option; every RoundTrip returns it so that
 	// a bad configuration is loud rather than silently replaced.
 	err error
@@ -70,10 +70,12 @@ type Option func(*Transport)
 // lasts, and learns each host's limit: a host sends unpaced until its
 // first rate-limit signal (a refusal, or a count of its quota in the
 // headers), then at the pace it learned from the server (see
-// [Limit.Adaptive]). That learning is the scope named [LearnedScope]; a
-// Limit you give that paces (a Rate, a MinSpacing, a Window, or Adaptive
-// with a key or ceiling of your own) replaces it, and [WithoutLearning]
-// turns it off. There is no breaker unless [WithBreaker] adds one. An invalid
+// [Limit.Adaptive]). That learning is the scope named [LearnedScope]. A
+// Limit you give that paces (a Rate, a MinSpacing, a Window) is a ceiling
+// the learning stays under: a key the server never refuses under it is
+// paced by it to the letter, and one the server refuses learns below it.
+// An Adaptive Limit of your own that applies to every request (no
+// Applies) replaces the LearnedScope, and [WithoutLearning] turns it off. There is no breaker unless [WithBreaker] adds one. An invalid
 // option makes every RoundTrip return an error naming the bad fields;
 // check policies with their Validate methods to catch that at start-up.
 func New(base http.RoundTripper, opts ...Option) *Transport {
@@ -90,8 +92,9 @@ func New(base http.RoundTripper, opts ...Option) *Transport {
 			opt(t)
 		}
 	}
-	if !t.noLearning && !t.paced.Load() {
-		WithLimit(Limit{Name: LearnedScope, Adaptive: true})(t)
+	if !t.noLearning && !t.learnsEveryRequest() {
+		t.learned = newScope(Limit{Name: LearnedScope, Adaptive: true})
+		t.addScope(t.learned)
 	}
 	if b := t.breakers; b != nil {
 		cfg := *b.config()
@@ -126,8 +129,9 @@ func idleTimeout(d time.Duration) time.Duration {
 	return d
 }
 
-// LearnedScope is the Name of the limit scope that [New] adds when no
-// Limit given paces requests: Limit{Name: LearnedScope, Adaptive: true},
+// LearnedScope is the Name of the limit scope that [New] adds, after the
+// Limits given, unless [WithoutLearning] or an Adaptive Limit given
+// learns of every request: Limit{Name: LearnedScope, Adaptive: true},
 // keyed by Host. [Transport.LimitStatus] reports it, and
 // [Transport.SetLimit] may give it a ceiling (a Rate).
 const LearnedScope = "learned"
@@ -137,6 +141,17 @@ const LearnedScope = "learned"
 // refusals are answered by the retry policy and the cooldown gate alone.
 func WithoutLearning() Option {
 	return func(t *Transport) { t.noLearning = true }
+}
+
+// learnsEveryRequest reports whether an Adaptive scope given learns of
+// every request: then New adds no LearnedScope.
+func (t *Transport) learnsEveryRequest() bool {
+	for _, s := range t.scopes() {
+		if s.adaptive && s.applies == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // WithRetry sets the retry policy; zero fields take their defaults. A

@@ -117,8 +117,8 @@ func TestCustomPlanPacesByItsNumbers(t *testing.T) {
 		if st := fake.Stats(); st.Limited != 0 || limitsReads(fake) != 0 {
 			t.Errorf("server stats = %+v, want no refusal and no read of the limits", st)
 		}
-		if names := strings.Join(scopeNames(c.Transport()), ","); names != "kanbanize 40/700 per minute,kanbanize 40/700 per hour" {
-			t.Errorf("scopes = %s, want the custom plan's two", names)
+		if names := strings.Join(scopeNames(c.Transport()), ","); names != "kanbanize 40/700 per minute,kanbanize 40/700 per hour,"+ratewise.LearnedScope {
+			t.Errorf("scopes = %s, want the custom plan's two, then the learned scope under them", names)
 		}
 	})
 }

@@ -225,11 +225,11 @@ func TestWithPlanOverAnOwnTransport(t *testing.T) {
 		for _, l := range rw.Limits() {
 			names = append(names, l.Name)
 		}
-		if want := "learned,kanbanize standard per minute,kanbanize standard per hour"; strings.Join(names, ",") != want {
-			t.Errorf("Limits() are named %q, want %s", names, want)
+		if want := "kanbanize standard per minute,kanbanize standard per hour,learned"; strings.Join(names, ",") != want {
+			t.Errorf("Limits() are named %q, want %s: the learned scope stays last", names, want)
 		}
 		st := rw.LimitStatus(planKey(t)).Scopes
-		if len(st) != 3 || st[1].Burst != 30 || st[2].Burst != 600 {
+		if len(st) != 3 || st[0].Burst != 30 || st[1].Burst != 600 {
 			t.Errorf("LimitStatus scopes = %+v, want the plan's 30 a minute and 600 an hour", st)
 		}
 

@@ -115,6 +115,10 @@ type Pacer struct {
 	dry     int
 	dryFrom time.Time
 
+	// refusalCounted is set when the count explained the last refusal:
+	// it said nothing was left.
+	refusalCounted bool
+
 	// unpaced is set until the first refusal: nothing learned yet.
 	unpaced bool
 
@@ -268,6 +272,9 @@ func (p *Pacer) learn(seq uint64, newEvent bool, an Answer, now time.Time) {
 		}
 	}
 	explained := p.counted(seq, an, now)
+	if an.Refused {
+		p.refusalCounted = explained
+	}
 	if an.Refused && !explained {
 		p.refused(newEvent, an.Hint, now)
 	}
@@ -309,14 +316,14 @@ func (p *Pacer) refused(newEvent bool, hint time.Duration, now time.Time) {
 	}
 }
 
-// HintPausesKey reports whether a refusal's long hint should pause the
-// key's other requests too: not once the key showed
-// its hints overstate when the quota comes back, nor while the server
-// counts its quota, whose count says when requests may go.
+// HintPausesKey reports whether the last refusal's long hint should
+// pause the key's other requests too: not once the key showed its hints
+// overstate when the quota comes back, nor when the server's count of
+// its quota explained the refusal: the count says when requests may go.
 func (p *Pacer) HintPausesKey() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return !p.notWindowed && p.count == nil
+	return !p.notWindowed && (p.count == nil || !p.refusalCounted)
 }
 
 // SetCeiling sets the rate the pace never passes, in requests a second:

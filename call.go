@@ -67,7 +67,7 @@ type call struct {
 	paced bool
 	// told is set when a scope that applies to the request paces it by a
 	// told limit (a Rate, a MinSpacing or a Window), which says what the
-	// key's first requests may take: the learned scope scouts none.
+	// key's first requests may take: the learned scope starts none slowly.
 	told bool
 	// gateKeyed is set once gateKeyV holds the request's cooldown key.
 	gateKeyed bool

@@ -92,17 +92,17 @@ func (c *call) admitScopes() error {
 			continue // an adaptive scope's key that has learned nothing: unpaced
 		}
 		e := s.states.Acquire(key, true)
-		seq, slotted, scout, err := s.admit(c, key, &e.State)
+		seq, slotted, starting, err := s.admit(c, key, &e.State)
 		if err != nil {
 			s.states.Release(e)
 			c.withdraw()
 			return err
 		}
-		if seq != 0 || scout {
+		if seq != 0 || starting {
 			s.states.Hold(e) // one hold for the ticket, until the answer
 			t := adaptiveTicket{scope: s, entry: e, a: e.State.adapt.Load(), seq: seq}
-			if scout {
-				t.a, t.scoutKey = nil, key
+			if starting {
+				t.a, t.startKey = nil, key
 			}
 			c.adaptive.add(t)
 		}

@@ -116,11 +116,15 @@ type Limit struct {
 	IdleTimeout time.Duration
 	// Adaptive makes the scope learn each key's limit from the server
 	// rather than be told it; New adds one such scope by default (see
-	// LearnedScope). A key that has seen no rate-limit signal goes
-	// unpaced and costs nothing but its first request, which goes alone:
-	// the others of its first wave wait for its answer. From its first
-	// signal on, a refusal or a count of the quota, the key is paced by
-	// what it learned:
+	// LearnedScope). A key that has seen no rate-limit signal opens up
+	// by slow start, as a TCP connection does: its first request goes
+	// alone, and each success lets one more be in flight, doubling them
+	// each round trip, so that a first wave larger than the server's
+	// burst is refused for one round trip at most; after 256 in flight
+	// with no signal, it goes unpaced and costs nothing. A request a told
+	// limit paces needs no slow start. From its first signal on, a
+	// refusal or a count of the quota, the key is paced by what it
+	// learned:
 	//   - where responses count the quota (X-RateLimit-*, RateLimit-*,
 	//     the IETF draft RateLimit and RateLimit-Policy, and vendors'
 	//     forms), it sends what the count says is left, less what is on

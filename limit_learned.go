@@ -13,13 +13,13 @@ import (
 // admission in a scope, and the tickets that carry each answer back.
 
 // admitLearned waits for the request's turn in an adaptive scope. A key
-// that has learned something is paced by it (admitAdaptive); one that
-// has had answers but no rate-limit signal goes unpaced; one never
-// answered sends its first request alone, the scout, and the others wait
-// for its answer: a server that counts its quota says in it what the
-// first wave may take, rather than refusing most of it. It returns the
-// number the request is sent under when paced, and whether it scouts.
-func (s *scope) admitLearned(c *call, key string, st *scopeState, deadline time.Time, l *Limit) (seq uint64, scout bool, err error) {
+// that has learned something is paced by it (admitAdaptive). One that has
+// not opens up by slow start (see admitStarting), then, its slow start
+// done with no rate-limit signal, goes unpaced. A request paced by a told
+// limit needs no slow start: the limit says what the first requests may
+// take. It returns the number the request is sent under when paced, and
+// whether it went in the key's slow start.
+func (s *scope) admitLearned(c *call, key string, st *scopeState, deadline time.Time, l *Limit) (seq uint64, starting bool, err error) {
 	for {
 		a := st.adapt.Load()
 		if a == nil && pacedFromStart(l) {
@@ -30,22 +30,46 @@ func (s *scope) admitLearned(c *call, key string, st *scopeState, deadline time.
 			seq, err = s.admitAdaptive(c, key, a, st, deadline, l)
 			return seq, false, err
 		case s.answered(key) || !s.lazy() || c.told:
-			// Answered, or paced by a told limit, which says what the
-			// first wave may take: unpaced until a rate-limit signal.
 			return 0, false, nil
 		}
-		st.mu.Lock()
-		out := st.scout
-		if out == nil {
-			st.scout = make(chan struct{})
-			st.mu.Unlock()
+		wake := s.admitStarting(st)
+		if wake == nil {
 			return 0, true, nil
 		}
-		st.mu.Unlock()
-		if err := c.waitUntil(out, deadline, WaitPacing, 0); err != nil {
+		if err := c.waitUntil(wake, deadline, WaitPacing, 0); err != nil {
 			return 0, false, s.waitError(err, key, deadline, c)
 		}
 	}
+}
+
+// slowStartDone is how many requests a key in slow start may have in
+// flight before its slow start ends without a rate-limit signal: from
+// then on it goes unpaced, at no cost, until a signal arms its pace.
+const slowStartDone = 256
+
+// admitStarting lets a request of a key in slow start go, when the key
+// has room in flight for one more, and returns nil. Otherwise it returns
+// a channel closed at the next answer of the key's slow start, which may
+// make room, or arm its pace.
+//
+// Slow start is how a key that has learned nothing opens up: its first
+// request goes alone, and each success lets one more be in flight, as
+// TCP's window grows, so that the requests in flight double with each
+// round trip until a refusal or a count says where the server's limit
+// is. A first wave of many workers against a small bucket then costs the
+// refusals of one round trip, not one per worker; a server that counts
+// its quota says in its first answer what the rest may take.
+func (s *scope) admitStarting(st *scopeState) <-chan struct{} {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.startOut < max(st.startOpen, 1) {
+		st.startOut++
+		return nil
+	}
+	if st.startWake == nil {
+		st.startWake = make(chan struct{})
+	}
+	return st.startWake
 }
 
 // keyHash is key's hash in the warm slots: odd, so never 0 (an empty
@@ -54,9 +78,9 @@ func (s *scope) keyHash(key string) uint64 {
 	return s.states.Hash(key) | 1
 }
 
-// answered reports whether key has had an answer and learned nothing, as
-// far as the warm slots remember: it then goes unpaced without a look at
-// its state.
+// answered reports whether key's slow start ended with nothing learned,
+// as far as the warm slots remember: it then goes unpaced without a look
+// at its state.
 func (s *scope) answered(key string) bool {
 	h := s.keyHash(key)
 	return s.warm[h%warmSlots].Load() == h
@@ -69,20 +93,26 @@ func (s *scope) learning(key string) {
 	s.warm[h%warmSlots].Store(h &^ 1)
 }
 
-// endScout ends the scout of the key whose state st is: answered marks
-// the key warm, and the requests waiting for the scout go on, or, when it
-// was withdrawn unanswered, one of them scouts in its place.
-func (s *scope) endScout(st *scopeState, key string, answered bool) {
-	if answered && st.adapt.Load() == nil { // its answer taught it nothing
+// endStarting ends a request of the slow start of the key whose state st
+// is: a success opens the key to one more request in flight, and the
+// requests waiting for room are woken. A slow start that reaches
+// slowStartDone with nothing learned marks the key warm.
+func (s *scope) endStarting(st *scopeState, key string, succeeded bool) {
+	st.mu.Lock()
+	st.startOut--
+	if succeeded {
+		st.startOpen = max(st.startOpen, 1) + 1
+	}
+	done := st.startOpen >= slowStartDone
+	if st.startWake != nil {
+		close(st.startWake)
+		st.startWake = nil
+	}
+	st.mu.Unlock()
+	if done && st.adapt.Load() == nil {
 		h := s.keyHash(key)
 		s.warm[h%warmSlots].Store(h)
 	}
-	st.mu.Lock()
-	if st.scout != nil {
-		close(st.scout)
-		st.scout = nil
-	}
-	st.mu.Unlock()
 }
 
 // admitAdaptive waits for the request's turn in an adaptive scope: its
@@ -150,19 +180,19 @@ func (s *scope) waitError(err error, key string, deadline time.Time, c *call) er
 type adaptiveTicket struct {
 	scope *scope
 	entry *keyed.Entry[scopeState]
-	a     *learn.Pacer // what the scope learned of the request's key; nil for a scout
+	a     *learn.Pacer // what the scope learned of the request's key; nil in slow start
 	seq   uint64       // the request's number in its key
-	// scoutKey is the key of a scout: the first request of a key never
-	// answered.
-	scoutKey string
+	// startKey is the key of a request sent in its key's slow start.
+	startKey string
 }
 
 // finish tells the scope how the request went, and releases its entry.
-// A scout's answer, learned from as any unpaced request's is, lets the
-// key's other requests go.
+// The answer to a request of a slow start, learned from as any unpaced
+// request's is (learnUntracked), makes room for the key's next ones.
 func (t adaptiveTicket) finish(resp *http.Response, err error, class Class, hint time.Duration, now time.Time) {
 	if t.a == nil {
-		t.scope.endScout(&t.entry.State, t.scoutKey, true)
+		ok := err == nil && !class.refusal() && resp.StatusCode >= 200 && resp.StatusCode <= 299
+		t.scope.endStarting(&t.entry.State, t.startKey, ok)
 	} else {
 		an := readAnswer(resp, err, class, now)
 		an.Hint = hint
@@ -174,7 +204,7 @@ func (t adaptiveTicket) finish(resp *http.Response, err error, class Class, hint
 // cancel withdraws a request that will not be sent.
 func (t adaptiveTicket) cancel() {
 	if t.a == nil {
-		t.scope.endScout(&t.entry.State, t.scoutKey, false)
+		t.scope.endStarting(&t.entry.State, t.startKey, false)
 	} else {
 		t.a.Cancel()
 	}

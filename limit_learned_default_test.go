@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+
+	"github.com/ratewise/ratewise/ratewisetest"
 )
 
 // Tests of learning as the default: what New does without options.
@@ -38,7 +40,7 @@ func TestDefaultPathAllocatesNothing(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			req := mustRequest(t, http.MethodGet, nil)
-			for range quotaReadFirst + 1 { // the scout, and the answers read in full at first
+			for range max(quotaReadFirst, slowStartDone) + 1 { // the slow start, and the answers read in full at first
 				if _, err := tt.tr.RoundTrip(req); err != nil {
 					t.Fatal(err)
 				}
@@ -52,6 +54,51 @@ func TestDefaultPathAllocatesNothing(t *testing.T) {
 			if allocs != 0 {
 				t.Errorf("%v allocations a request, want none", allocs)
 			}
+		})
+	}
+}
+
+// TestSlowStartDoublesEachRoundTrip: a key that has learned nothing
+// sends its first request alone, and each success lets one more be in
+// flight, so that a wave of 64 workers against a server of 10 ms goes out
+// 1, 2, 4, 8, 16, then the 33 left, one round trip apart.
+func TestSlowStartDoublesEachRoundTrip(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := ratewisetest.NewBucket(ratewisetest.Config{Latency: 10 * time.Millisecond})
+		tr := New(srv)
+		start := time.Now()
+		goodput(tr, 64, 64)
+		perTrip := map[time.Duration]int{}
+		for _, at := range srv.Arrivals() {
+			perTrip[at.Sub(start)]++
+		}
+		want := map[time.Duration]int{0: 1, 10 * time.Millisecond: 2, 20 * time.Millisecond: 4,
+			30 * time.Millisecond: 8, 40 * time.Millisecond: 16, 50 * time.Millisecond: 32, 60 * time.Millisecond: 1}
+		if fmt.Sprint(perTrip) != fmt.Sprint(want) {
+			t.Errorf("requests sent per round trip %v, want %v", perTrip, want)
+		}
+	})
+}
+
+// TestSlowStartCostsOneRoundTripOfRefusals: against a bucket of 10
+// refilled at 20/s, with 10 ms to answer, the first wave of 50 or 200
+// workers is refused for one round trip at most, not once a worker: the
+// whole batch is refused at most 0.05 times a call, within 1.05 of the
+// ideal time.
+func TestSlowStartCostsOneRoundTripOfRefusals(t *testing.T) {
+	for _, workers := range []int{50, 200} {
+		t.Run(fmt.Sprint(workers, " workers"), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				srv := ratewisetest.NewBucket(ratewisetest.Config{Rate: 20, Burst: 10, Latency: 10 * time.Millisecond})
+				tr := New(srv)
+				wall, failed := goodput(tr, workers, 300)
+				ideal := time.Duration(float64(300-10) / 20 * float64(time.Second))
+				refused := float64(srv.Stats().Limited) / 300
+				if ratio := wall.Seconds() / ideal.Seconds(); ratio > 1.05 || refused > 0.05 || failed > 0 {
+					t.Errorf("%d workers: %.2f of the ideal, %.3f refused a call, %d failed; want at most 1.05, 0.05, none",
+						workers, ratio, refused, failed)
+				}
+			})
 		})
 	}
 }

@@ -16,7 +16,7 @@ import (
 // then its turn by the bucket, the spacing or the adaptive pace. It returns
 // the request's number in an adaptive scope's key. A request that must not
 // wait, or not that long, gets a *LimitError instead.
-func (s *scope) admit(c *call, key string, st *scopeState) (seq uint64, slotted, scout bool, err error) {
+func (s *scope) admit(c *call, key string, st *scopeState) (seq uint64, slotted, starting bool, err error) {
 	s.caughtUp(st)
 	l := s.limit()
 	var deadline time.Time // when MaxWait runs out
@@ -32,7 +32,7 @@ func (s *scope) admit(c *call, key string, st *scopeState) (seq uint64, slotted,
 		slotted = true
 	}
 	if s.adaptive {
-		seq, scout, err = s.admitLearned(c, key, st, deadline, l)
+		seq, starting, err = s.admitLearned(c, key, st, deadline, l)
 	} else {
 		err = s.pace(c, key, st, deadline, l, 1)
 	}
@@ -40,7 +40,7 @@ func (s *scope) admit(c *call, key string, st *scopeState) (seq uint64, slotted,
 		s.releaseSlot(st)
 		slotted = false
 	}
-	return seq, slotted, scout, err
+	return seq, slotted, starting, err
 }
 
 // turn is a place taken in a key's pace, which can be given back when the

@@ -29,13 +29,14 @@ type scope struct {
 	gen      atomic.Uint64 // SetLimits so far; each state catches up on its next admission
 	states   *keyed.Map[scopeState]
 	// warm marks, for an adaptive scope, the keys that have had an answer
-	// (see scout): a key's hash in the slot its hash picks.
+	// whose slow start ended (see admitStarting): a key's hash in the slot
+	// its hash picks.
 	warm [warmSlots]atomic.Uint64
 }
 
 // warmSlots is how many keys an adaptive scope remembers as answered
 // without keeping a state for them. Two keys that share a slot take turns:
-// the one pushed out scouts again, which costs one round trip.
+// the one pushed out starts slowly again, which costs a few round trips.
 const warmSlots = 256
 
 // limit is the Limit in force, defaults filled in.
@@ -58,10 +59,12 @@ type scopeState struct {
 	queued  atomic.Int32
 	waiting int           // requests waiting in the scope; guarded by mu
 	queue   []*slotWaiter // waiting for a concurrency slot, by priority; guarded by mu
-	// scout, for an adaptive scope's key never answered, is closed when
-	// the request sent first has its answer; nil when none is out.
-	// Guarded by mu.
-	scout chan struct{}
+	// The slow start of an adaptive scope's key that has learned nothing
+	// (see admitStarting): startOpen requests may be in flight, and
+	// startOut are; startWake is closed at the next answer, nil when
+	// nobody waits for one. Guarded by mu.
+	startOpen, startOut int
+	startWake           chan struct{}
 }
 
 func newScope(l Limit) *scope {

@@ -50,7 +50,8 @@ const slowStartDone = 256
 // admitStarting lets a request of a key in slow start go, when the key
 // has room in flight for one more, and returns nil. Otherwise it returns
 // a channel closed at the next answer of the key's slow start, which may
-// make room, or arm its pace.
+// make room, or arm its pace; one already closed when the pace was armed
+// since the caller looked.
 //
 // Slow start is how a key that has learned nothing opens up: its first
 // request goes alone, and each success lets one more be in flight, as
@@ -62,6 +63,9 @@ const slowStartDone = 256
 func (s *scope) admitStarting(st *scopeState) <-chan struct{} {
 	st.mu.Lock()
 	defer st.mu.Unlock()
+	if st.adapt.Load() != nil {
+		return closedChan
+	}
 	if st.startOut < max(st.startOpen, 1) {
 		st.startOut++
 		return nil
@@ -71,6 +75,13 @@ func (s *scope) admitStarting(st *scopeState) <-chan struct{} {
 	}
 	return st.startWake
 }
+
+// closedChan is a channel closed from the start.
+var closedChan = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
 
 // keyHash is key's hash in the warm slots: odd, so never 0 (an empty
 // slot) nor what a learning key leaves there (learning).
@@ -258,8 +269,8 @@ func (c *call) learnUntracked(resp *http.Response, class Class, hint time.Durati
 		}
 		key := s.key(c.req)
 		e := s.states.Acquire(key, true)
-		a, created := s.arm(key, &e.State, now)
-		a.Untracked(an, created, c.sent-1, now)
+		a, _ := s.arm(key, &e.State, now)
+		a.Untracked(an, c.sent-1, now)
 		s.states.Release(e)
 	}
 }

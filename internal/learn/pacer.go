@@ -238,16 +238,17 @@ func (p *Pacer) Outcome(seq uint64, an Answer, now time.Time) {
 }
 
 // Untracked learns from the answer to a request the key did not pace,
-// sent before it had learned anything: the signal that armed it when
-// first, else a sibling of that signal. The request is not in flight;
-// sentBefore is how many requests its transport sent before it.
-func (p *Pacer) Untracked(an Answer, first bool, sentBefore int64, now time.Time) {
+// sent before it had learned anything: the first refusal of them is the
+// event that armed the key, whichever is answered first, and the others
+// its siblings. The request is not in flight; sentBefore is how many
+// requests its transport sent before it.
+func (p *Pacer) Untracked(an Answer, sentBefore int64, now time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if an.Refused && sentBefore > 0 && (p.sentBeforeRefusal == 0 || sentBefore < p.sentBeforeRefusal) {
 		p.sentBeforeRefusal = sentBefore
 	}
-	p.learn(0, first, an, now)
+	p.learn(0, p.lastEmpty.IsZero(), an, now)
 }
 
 // learn takes in the answer to request seq, with p.mu held; newEvent

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/failsafe-go/failsafe-go/bulkhead"
 	"github.com/failsafe-go/failsafe-go/failsafehttp"
 	"github.com/failsafe-go/failsafe-go/ratelimiter"
 	"github.com/failsafe-go/failsafe-go/retrypolicy"
@@ -14,8 +15,8 @@ import (
 )
 
 // Contenders are the clients every scenario runs: ratewise as a newcomer
-// types it, its presets, its learned pace asked for by name and told the
-// limit, and the peers as their users configure them.
+// types it, its presets, its learned pace asked for by name and turned
+// off, told the limit, and the peers as their users configure them.
 func Contenders() []Contender {
 	rw := func(name string, told bool, opts func(Scenario) []ratewise.Option) Contender {
 		return Contender{Name: name, Told: told, Client: func(base http.RoundTripper, s Scenario) *http.Client {
@@ -34,6 +35,9 @@ func Contenders() []Contender {
 		rw("ratewise learned", false, func(Scenario) []ratewise.Option {
 			return []ratewise.Option{ratewise.WithLimit(ratewise.Limit{Adaptive: true})}
 		}),
+		rw(Baseline, false, func(Scenario) []ratewise.Option {
+			return []ratewise.Option{ratewise.WithoutLearning()}
+		}),
 		rw("ratewise told the limit", true, func(s Scenario) []ratewise.Option {
 			return []ratewise.Option{ratewise.WithLimit(toldLimit(s))}
 		}),
@@ -43,9 +47,14 @@ func Contenders() []Contender {
 		{Name: "failsafe-go retry, Retry-After, backoff", Client: func(base http.RoundTripper, _ Scenario) *http.Client {
 			return &http.Client{Transport: failsafehttp.NewRoundTripper(base, failsafeRetry())}
 		}},
-		{Name: "failsafe-go retry + smooth limiter told the limit", Told: true, Client: func(base http.RoundTripper, s Scenario) *http.Client {
-			return &http.Client{Transport: failsafehttp.NewRoundTripper(base, failsafeRetry(), failsafeLimiter(s))}
-		}},
+		{Name: "failsafe-go retry + smooth limiter told the limit", Told: true, Kinds: []Kind{Bucket, Window},
+			Client: func(base http.RoundTripper, s Scenario) *http.Client {
+				return &http.Client{Transport: failsafehttp.NewRoundTripper(base, failsafeRetry(), failsafeLimiter(s))}
+			}},
+		{Name: "failsafe-go retry + bulkhead told the limit", Told: true, Kinds: []Kind{Concurrency},
+			Client: func(base http.RoundTripper, s Scenario) *http.Client {
+				return &http.Client{Transport: failsafehttp.NewRoundTripper(base, failsafeRetry(), failsafeBulkhead(s))}
+			}},
 	}
 }
 
@@ -58,18 +67,20 @@ func Plain() Contender {
 }
 
 // toldLimit is the limit of s as a ratewise user tells it from the
-// server's documentation: a bucket as it is; a fixed window of L per W as
-// a Window; a sliding-window counter of L per W as an even pace of L − 1
-// per W (at L per W, the last window's requests weighed in and the next
-// one make L + 1).
+// server's documentation: a bucket as its rate and burst; every window of
+// L per W, fixed, from the first request or sliding, as a Window of L per
+// W, since that is what the documentation says (a sliding-window counter
+// weighs the previous window's requests in, so it can refuse what a
+// window of L per W lets through); a cap of N at once as MaxConcurrent.
+// A load shedder has no limit to tell, and told contenders sit it out.
 func toldLimit(s Scenario) ratewise.Limit {
-	switch {
-	case !s.Windowed():
-		return ratewise.Limit{Rate: rate.Limit(s.Rate), Burst: s.Burst}
-	case s.Model == SlidingWindow:
-		return ratewise.Limit{Rate: rate.Limit(float64(s.Limit-1) / s.Window.Seconds()), Burst: 1}
+	switch s.Kind() {
+	case Window:
+		return ratewise.Limit{Burst: s.Limit, Window: s.Window}
+	case Concurrency:
+		return ratewise.Limit{MaxConcurrent: s.Limit}
 	}
-	return ratewise.Limit{Burst: s.Limit, Window: s.Window}
+	return ratewise.Limit{Rate: rate.Limit(s.Rate), Burst: s.Burst}
 }
 
 // retryable is go-retryablehttp's client with its defaults (4 retries,
@@ -95,8 +106,14 @@ func failsafeRetry() retrypolicy.RetryPolicy[*http.Response] {
 // minute for its turn.
 func failsafeLimiter(s Scenario) ratelimiter.RateLimiter[*http.Response] {
 	n, per := uint(s.Rate), time.Second
-	if s.Windowed() {
+	if s.Kind() == Window {
 		n, per = uint(s.Limit), s.Window
 	}
 	return ratelimiter.NewSmoothBuilder[*http.Response](n, per).WithMaxWaitTime(time.Minute).Build()
+}
+
+// failsafeBulkhead is failsafe-go's bulkhead, its cap on executions at
+// once, told the cap of s; an attempt waits up to a minute for a place.
+func failsafeBulkhead(s Scenario) bulkhead.Bulkhead[*http.Response] {
+	return bulkhead.NewBuilder[*http.Response](uint(s.Limit)).WithMaxWaitTime(time.Minute).Build()
 }

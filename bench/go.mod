@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/didip/tollbooth/v7 v7.0.2
 	github.com/failsafe-go/failsafe-go v0.9.8
+	github.com/go-chi/chi/v5 v5.5.0
 	github.com/go-chi/httprate v0.16.1
 	github.com/hashicorp/go-retryablehttp v0.7.8
 	github.com/ratewise/ratewise v0.0.0-00010101000000-000000000000

@@ -3,12 +3,13 @@
 // says how fast the batch finished and how many requests the server had to
 // refuse, and the per-request overhead benchmarks (overhead_test.go).
 //
-// The servers are ratewisetest's fake, five third-party Go rate-limit
-// middlewares of different models and nginx's limit_req (see [APIs]); the
-// clients are ratewise's defaults and presets and its peers as their
-// users configure them (see [Contenders]). Each Go server runs on
-// loopback and, but for one, in process, where a testing/synctest bubble
-// makes a scenario of minutes take a second.
+// The servers are ratewisetest's fake, third-party Go rate-limit and
+// concurrency-limit middlewares of different models, and nginx's
+// limit_req and limit_conn (see [APIs]); the clients are ratewise's
+// defaults and presets and its peers as their users configure them (see
+// [Contenders]). Each Go server runs on loopback and, but for one, in
+// process, where a testing/synctest bubble makes a scenario of minutes
+// take a second.
 //
 // Run both with `make bench`; cmd/goodput prints the simulator's tables on
 // loopback, `make bench-fast` in fake time.
@@ -19,26 +20,37 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"regexp"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
 
 // Scenario is one run of the simulator: the server's limit, the workers
 // calling it and the calls they make. The limit is a bucket (Rate and
-// Burst) or a window (Limit per Window); every server a scenario runs
-// against is configured with it.
+// Burst), a window (Limit per Window), a cap on requests served at once
+// (Limit, each served in Service) or a share of requests shed (Shed); its
+// [Kind] says which, and every server a scenario runs against keeps that
+// kind of limit, configured with it.
 type Scenario struct {
 	Name string
 	// Rate is a bucket's refill, requests a second.
 	Rate float64
 	// Burst is a bucket's size.
 	Burst int
-	// Limit is the requests a window admits.
+	// Limit is the requests a window admits, or a cap serves at once.
 	Limit int
-	// Window is a window's length; zero means the limit is a bucket.
+	// Window is a window's length; zero means the limit is not a window.
 	Window time.Duration
+	// Service is how long the server takes to serve an admitted request;
+	// set, it makes the limit a concurrency cap of Limit.
+	Service time.Duration
+	// Shed is the share of requests a load shedder refuses, in (0, 1);
+	// set, it makes the limit load shedding.
+	Shed float64
+	// Body, when set, makes each call a POST of this JSON body, which a
+	// client can send again; empty means a GET.
+	Body string
 	// Workers are the callers at once, shared among the replicas.
 	Workers int
 	// Calls are the calls made in all.
@@ -54,44 +66,88 @@ type Scenario struct {
 }
 
 // Scenarios are the configurations every run covers: a bucket of 50/s
-// burst 10; windows of 50 per second and of 30 per 10 seconds; and a
-// fleet of four clients sharing the bucket.
+// burst 10, and one of 20/s burst 10 called by 50 and by 200 workers;
+// windows of 50 per second and of 30 per 10 seconds; fleets of four and
+// of eight clients sharing the 50/s bucket or the window of 50 per
+// second; a cap of 5 requests at once, each served in 50 ms; and a load
+// shedder refusing 2 requests in 3, called with POSTs.
 func Scenarios() []Scenario {
 	return []Scenario{
 		{Name: "bucket", Rate: 50, Burst: 10, Workers: 20, Calls: 500},
+		{Name: "bucket 50 workers", Rate: 20, Burst: 10, Workers: 50, Calls: 300},
+		{Name: "bucket 200 workers", Rate: 20, Burst: 10, Workers: 200, Calls: 300},
 		{Name: "window 1s", Limit: 50, Window: time.Second, Workers: 20, Calls: 500},
 		{Name: "window 10s", Limit: 30, Window: 10 * time.Second, Workers: 10, Calls: 120},
 		{Name: "fleet", Rate: 50, Burst: 10, Workers: 20, Calls: 500, Replicas: 4},
+		{Name: "fleet 8", Rate: 50, Burst: 10, Workers: 40, Calls: 500, Replicas: 8},
+		{Name: "window fleet", Limit: 50, Window: time.Second, Workers: 20, Calls: 500, Replicas: 4},
+		{Name: "window fleet 8", Limit: 50, Window: time.Second, Workers: 40, Calls: 500, Replicas: 8},
+		{Name: "cap", Limit: 5, Service: 50 * time.Millisecond, Workers: 20, Calls: 300},
+		{Name: "shed", Shed: 2.0 / 3, Body: `{"name":"widget","count":1}`, Workers: 50, Calls: 50},
 	}
 }
 
-// Windowed reports whether the scenario's limit is a window.
-func (s Scenario) Windowed() bool { return s.Window > 0 }
+// Kind is the kind of the limit of s, told by the field that only that
+// kind sets: Shed, Service, Window, or none of them for a bucket.
+func (s Scenario) Kind() Kind {
+	switch {
+	case s.Shed > 0:
+		return Shedding
+	case s.Service > 0:
+		return Concurrency
+	case s.Window > 0:
+		return Window
+	}
+	return Bucket
+}
 
 // replicas returns the number of clients, at least one.
 func (s Scenario) replicas() int { return max(s.Replicas, 1) }
 
+// untold reports whether contenders told the limit sit s out: a fleet's
+// replicas are not told it, and a load shedder has none to tell.
+func (s Scenario) untold() bool { return s.replicas() > 1 || s.Kind() == Shedding }
+
 // Deadline is how long a run of s may take before its calls are cut
-// short: ten times the ideal of a plain token bucket or fixed window, and
-// a minute more.
+// short: ten times the ideal of a plain token bucket, fixed window or
+// concurrency cap, and a minute more; five minutes against a load
+// shedder, which sets no pace, longer than any contender's retries.
 func (s Scenario) Deadline() time.Duration {
 	m := TokenBucket
-	if s.Windowed() {
+	switch s.Kind() {
+	case Window:
 		m = FixedWindow
+	case Concurrency:
+		m = ConcurrencyCap
+	case Shedding:
+		return 5 * time.Minute
 	}
 	return 10*m.Ideal(s) + time.Minute
 }
 
+// limit describes the limit of s, such as "50/s burst 10".
+func (s Scenario) limit() string {
+	switch s.Kind() {
+	case Window:
+		return fmt.Sprintf("%d per %v", s.Limit, s.Window)
+	case Concurrency:
+		return fmt.Sprintf("%d at once, %v each", s.Limit, s.Service)
+	case Shedding:
+		return fmt.Sprintf("%.0f%% refused at any rate", 100*s.Shed)
+	}
+	return fmt.Sprintf("%g/s burst %d", s.Rate, s.Burst)
+}
+
 // String describes s: its name, limit, workers and calls.
 func (s Scenario) String() string {
-	limit := fmt.Sprintf("%g/s burst %d", s.Rate, s.Burst)
-	if s.Windowed() {
-		limit = fmt.Sprintf("%d per %v", s.Limit, s.Window)
+	calls := fmt.Sprintf("%d calls", s.Calls)
+	if s.Body != "" {
+		calls = fmt.Sprintf("%d POSTs", s.Calls)
 	}
 	if s.Replicas > 1 {
-		return fmt.Sprintf("%s: %s, %d clients of %d workers, %d calls", s.Name, limit, s.Replicas, s.Workers/s.Replicas, s.Calls)
+		return fmt.Sprintf("%s: %s, %d clients of %d workers, %s", s.Name, s.limit(), s.Replicas, s.Workers/s.Replicas, calls)
 	}
-	return fmt.Sprintf("%s: %s, %d workers, %d calls", s.Name, limit, s.Workers, s.Calls)
+	return fmt.Sprintf("%s: %s, %d workers, %s", s.Name, s.limit(), s.Workers, calls)
 }
 
 // Server is what a run calls: a rate-limited API and its counts.
@@ -107,8 +163,12 @@ type Server interface {
 type Contender struct {
 	Name string
 	// Told says the contender is told the server's limit; a fleet, whose
-	// replicas are not, runs without it.
+	// replicas are not, and a load shedder, which has none to tell, run
+	// without it.
 	Told bool
+	// Kinds are the kinds of limit the contender runs against; nil means
+	// every kind.
+	Kinds []Kind
 	// Client returns the client to make calls with, over base, for s.
 	Client func(base http.RoundTripper, s Scenario) *http.Client
 }
@@ -119,7 +179,7 @@ type Result struct {
 	Wall      time.Duration
 	Ideal     time.Duration
 	Received  int // requests the server received
-	Refused   int // of them, answered 429
+	Refused   int // of them, refused by the limit
 	Failed    int // calls that did not end in a 200
 	P50, P99  time.Duration
 	Calls     int
@@ -132,54 +192,8 @@ type Result struct {
 // WallRatio is the wall time over the ideal.
 func (r Result) WallRatio() float64 { return r.Wall.Seconds() / r.Ideal.Seconds() }
 
-// RefusedPerCall is the 429s the server answered per call made.
+// RefusedPerCall is the refusals the server answered per call made.
 func (r Result) RefusedPerCall() float64 { return float64(r.Refused) / float64(r.Calls) }
-
-// Filter selects scenarios, servers and contenders: each regexp, when
-// set, must match the scenario's description, the server's name or the
-// contender's name.
-type Filter struct {
-	Scenario, Server, Contender *regexp.Regexp
-}
-
-func (f Filter) match(re *regexp.Regexp, s string) bool { return re == nil || re.MatchString(s) }
-
-// Matchup is one table: a scenario, a server and the contenders that run
-// it against the server.
-type Matchup struct {
-	Scenario   Scenario
-	API        API
-	Contenders []Contender
-}
-
-// Matchups are the tables f selects, in order: each scenario against each
-// server that fits it, with every contender that may run it (a fleet
-// leaves out those told the limit). inProcess leaves out the servers that
-// cannot run in fake time.
-func Matchups(f Filter, inProcess bool) []Matchup {
-	var all []Matchup
-	for _, s := range Scenarios() {
-		if !f.match(f.Scenario, s.String()) {
-			continue
-		}
-		for _, api := range APIs() {
-			if !api.Fits(s) || !f.match(f.Server, api.Name) || inProcess && api.InProcess == nil {
-				continue
-			}
-			m := Matchup{Scenario: s, API: api}
-			m.Scenario.Model = api.Model
-			for _, c := range Contenders() {
-				if f.match(f.Contender, c.Name) && !(c.Told && s.replicas() > 1) {
-					m.Contenders = append(m.Contenders, c)
-				}
-			}
-			if len(m.Contenders) > 0 {
-				all = append(all, m)
-			}
-		}
-	}
-	return all
-}
 
 // Run makes s.Calls calls, s.Workers at once, through c against srv, and
 // reports them against ideal, the shortest time the server allows. The
@@ -203,7 +217,7 @@ func Run(ctx context.Context, s Scenario, c Contender, srv Server, ideal time.Du
 		wg.Go(func() {
 			for range calls {
 				began := time.Now()
-				ok := call(ctx, client, url)
+				ok := call(ctx, client, url, s.Body)
 				took := time.Since(began)
 				mu.Lock()
 				latencies = append(latencies, took)
@@ -233,11 +247,21 @@ feed:
 		Calls: s.Calls, Cut: ctx.Err() != nil}
 }
 
-// call makes one call and reports whether it ended in a 200.
-func call(ctx context.Context, client *http.Client, url string) bool {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+// call makes one call, a GET or, with a body, a POST of it as JSON, and
+// reports whether it ended in a 200. A body read from a strings.Reader
+// can be had again (the request's GetBody), so that a client may resend
+// it.
+func call(ctx context.Context, client *http.Client, url, body string) bool {
+	method, r := http.MethodGet, io.Reader(nil)
+	if body != "" {
+		method, r = http.MethodPost, strings.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, url, r)
 	if err != nil {
 		return false
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := client.Do(req)
 	if err != nil {
@@ -253,32 +277,4 @@ func percentile(sorted []time.Duration, p int) time.Duration {
 		return 0
 	}
 	return sorted[min(len(sorted)*p/100, len(sorted)-1)]
-}
-
-// Table writes the results of s against api as a Markdown table, under a
-// heading and a line saying how the server limits and refuses.
-func Table(w io.Writer, s Scenario, api API, results []Result) {
-	fmt.Fprintf(w, "### %s — %s — ideal %.2fs\n\n", s, api.Title(), api.Ideal(s).Seconds())
-	fmt.Fprintf(w, "%s. Refuses with %s.\n\n", api.Describe(s), api.Refusal)
-	fmt.Fprintln(w, "| client | wall | wall / ideal | requests | 429s per call | failed calls | p50 | p99 |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")
-	for _, r := range results {
-		cut := ""
-		if r.Cut {
-			cut = " (cut)"
-		}
-		fmt.Fprintf(w, "| %s | %.2fs%s | %.2f | %d | %.3f | %d | %s | %s |\n", r.Contender, r.Wall.Seconds(), cut,
-			r.WallRatio(), r.Received, r.RefusedPerCall(), r.Failed, round(r.P50), round(r.P99))
-	}
-	fmt.Fprintln(w)
-}
-
-func round(d time.Duration) string {
-	switch {
-	case d >= time.Second:
-		return fmt.Sprintf("%.2fs", d.Seconds())
-	case d >= time.Millisecond:
-		return fmt.Sprintf("%.0fms", float64(d)/float64(time.Millisecond))
-	}
-	return fmt.Sprintf("%.0fµs", float64(d)/float64(time.Microsecond))
 }

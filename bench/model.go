@@ -6,6 +6,39 @@ import (
 	"time"
 )
 
+// Kind is the kind of limit a scenario sets and a server keeps: a
+// scenario runs against the servers of its kind, configured with its
+// limit.
+type Kind int
+
+const (
+	// Bucket is a rate and a burst: Scenario.Rate and Scenario.Burst.
+	Bucket Kind = iota
+	// Window is a count per window: Scenario.Limit per Scenario.Window.
+	Window
+	// Concurrency is a cap on the requests served at once: Scenario.Limit,
+	// each served in Scenario.Service.
+	Concurrency
+	// Shedding is a share of requests refused whatever their rate:
+	// Scenario.Shed.
+	Shedding
+)
+
+// String returns the kind's name, such as "bucket".
+func (k Kind) String() string {
+	switch k {
+	case Bucket:
+		return "bucket"
+	case Window:
+		return "window"
+	case Concurrency:
+		return "concurrency cap"
+	case Shedding:
+		return "load shedding"
+	}
+	return fmt.Sprintf("Kind(%d)", int(k))
+}
+
 // Model is how a server counts requests, which sets the shortest time a
 // batch of calls can take against it.
 type Model int
@@ -35,6 +68,11 @@ const (
 	// how much of it still overlaps the last Window, must stay within
 	// Limit.
 	SlidingWindow
+	// ConcurrencyCap serves at most Limit requests at once, each for
+	// Service, and refuses at once the requests past them.
+	ConcurrencyCap
+	// LoadShed refuses a share Shed of the requests whatever their rate.
+	LoadShed
 )
 
 // String returns the model's name, such as "token bucket".
@@ -54,13 +92,27 @@ func (m Model) String() string {
 		return "fixed window from the first request"
 	case SlidingWindow:
 		return "sliding-window counter"
+	case ConcurrencyCap:
+		return "concurrency cap"
+	case LoadShed:
+		return "load shedder"
 	}
 	return fmt.Sprintf("Model(%d)", int(m))
 }
 
-// Windowed reports whether the model counts a Limit per Window rather
-// than a bucket's Rate and Burst.
-func (m Model) Windowed() bool { return m >= FixedWindow }
+// Kind is the kind of limit the model keeps, which says the scenarios a
+// server of the model fits.
+func (m Model) Kind() Kind {
+	switch m {
+	case FixedWindow, FixedWindowFromFirst, SlidingWindow:
+		return Window
+	case ConcurrencyCap:
+		return Concurrency
+	case LoadShed:
+		return Shedding
+	}
+	return Bucket
+}
 
 // Ideal is the shortest time s.Calls calls can take against a server of
 // this model configured with the limit of s, timed from the first request
@@ -71,6 +123,10 @@ func (m Model) Windowed() bool { return m >= FixedWindow }
 //	nginx queued         (N − 1) / R
 //	fixed windows        (⌈N / L⌉ − 1) · W
 //	sliding window       (N − ½) · W / L, about
+//	concurrency cap      ⌈N / L⌉ · S
+//
+// A load shedder sets no pace: its ideal is 0, and its tables measure
+// their rows against the wall time of a baseline (see [Baseline]).
 func (m Model) Ideal(s Scenario) time.Duration {
 	n := float64(s.Calls)
 	perRate := func(calls float64) time.Duration {
@@ -87,6 +143,8 @@ func (m Model) Ideal(s Scenario) time.Duration {
 		return time.Duration(math.Ceil(n/float64(s.Limit))-1) * s.Window
 	case SlidingWindow:
 		return time.Duration((n - 0.5) * float64(s.Window) / float64(s.Limit))
+	case ConcurrencyCap:
+		return time.Duration(math.Ceil(n/float64(s.Limit))) * s.Service
 	}
 	return 0
 }

@@ -11,15 +11,15 @@ import (
 )
 
 // API is a rate-limited server the scenarios run against: ratewisetest's
-// fake, a third-party middleware around a handler answering 200 "ok", or
-// nginx.
+// fake, a third-party middleware around a handler answering 200 "ok" (in
+// the scenario's service time), or nginx.
 type API struct {
 	// Name names the server.
 	Name string
 	// Module is the Go module of a third-party server.
 	Module string
 	// Model is how it counts; a scenario runs against the APIs whose model
-	// is windowed when the scenario's limit is, and only those.
+	// keeps its kind of limit, and only those.
 	Model Model
 	// Setup says how the server is configured from a scenario's limit,
 	// when that is not plain.
@@ -27,6 +27,9 @@ type API struct {
 	// Refusal is what the server answers when it refuses: status,
 	// headers, body.
 	Refusal string
+	// RefusalStatus is the status of a refusal, which the server's counts
+	// count; zero means 429.
+	RefusalStatus int
 	// Loopback starts the server for s on 127.0.0.1, on a free port.
 	Loopback func(s Scenario) (Server, error)
 	// InProcess returns the server for s as a transport that answers in
@@ -37,8 +40,18 @@ type API struct {
 	ideal func(s Scenario) time.Duration
 }
 
-// Fits reports whether s can run against a.
-func (a API) Fits(s Scenario) bool { return a.Model.Windowed() == s.Windowed() }
+// Fits reports whether s can run against a: whether a keeps the kind of
+// limit s sets.
+func (a API) Fits(s Scenario) bool { return a.Model.Kind() == s.Kind() }
+
+// refusalStatus returns the status of a's refusals with the default
+// applied.
+func (a API) refusalStatus() int {
+	if a.RefusalStatus == 0 {
+		return http.StatusTooManyRequests
+	}
+	return a.RefusalStatus
+}
 
 // Ideal is the shortest time the calls of s can take against a.
 func (a API) Ideal(s Scenario) time.Duration {
@@ -59,14 +72,10 @@ func (a API) Title() string {
 
 // Describe says how a limits for s: its model, its limit and its setup.
 func (a API) Describe(s Scenario) string {
-	limit := fmt.Sprintf("%g/s burst %d", s.Rate, s.Burst)
-	if s.Windowed() {
-		limit = fmt.Sprintf("%d per %v", s.Limit, s.Window)
-	}
 	if a.Setup == "" {
-		return fmt.Sprintf("%s, %s", a.Model, limit)
+		return fmt.Sprintf("%s, %s", a.Model, s.limit())
 	}
-	return fmt.Sprintf("%s, %s: %s", a.Model, limit, a.Setup)
+	return fmt.Sprintf("%s, %s: %s", a.Model, s.limit(), a.Setup)
 }
 
 // APIs are the servers, in the order their tables print.
@@ -78,7 +87,9 @@ func APIs() []API {
 // server gives; their ideal is ratewisetest's Config.Ideal. The fixed
 // windows are aligned to the clock: in fake time the run starts as a
 // window opens, on loopback anywhere in one, which can make the first
-// window short and the run up to a window faster than the ideal.
+// window short and the run up to a window faster than the ideal. The cap
+// and the shedders send no hint at all, as go-chi's Throttle and nginx's
+// limit_conn do.
 func fakeAPIs() []API {
 	bucket := func(s Scenario) ratewisetest.Config { return ratewisetest.Config{Rate: s.Rate, Burst: s.Burst} }
 	window := func(m ratewisetest.Model) func(Scenario) ratewisetest.Config {
@@ -91,6 +102,14 @@ func fakeAPIs() []API {
 			c := config(s)
 			change(&c)
 			return c
+		}
+	}
+	capped := func(s Scenario) ratewisetest.Config {
+		return ratewisetest.Config{Model: ratewisetest.ConcurrencyCap, Limit: s.Limit, ServiceTime: s.Service}
+	}
+	shed := func(status int) func(Scenario) ratewisetest.Config {
+		return func(s Scenario) ratewisetest.Config {
+			return ratewisetest.Config{Model: ratewisetest.LoadShed, Shed: s.Shed, RefusalStatus: status}
 		}
 	}
 	leaky := func(noDelay bool) func(Scenario) ratewisetest.Config {
@@ -119,7 +138,19 @@ func fakeAPIs() []API {
 		fakeAPI("ratewisetest sliding window, Retry-After the window", SlidingWindow,
 			"429, Retry-After: the whole window in seconds, "+json,
 			with(window(ratewisetest.SlidingWindow), func(c *ratewisetest.Config) { c.RetryAfter = ratewisetest.RetryAfterWindow })),
+		fakeAPI("ratewisetest concurrency cap", ConcurrencyCap, "429 at once, no Retry-After nor any rate-limit header, "+json, capped),
+		fakeAPI("ratewisetest load shedder, 429", LoadShed,
+			"429, no Retry-After nor any rate-limit header, "+json+"; which requests it refuses is drawn from a seeded stream", shed(http.StatusTooManyRequests)),
+		withStatus(fakeAPI("ratewisetest load shedder, 503", LoadShed,
+			"503, no Retry-After nor any rate-limit header, "+json+"; which requests it refuses is drawn from a seeded stream", shed(http.StatusServiceUnavailable)),
+			http.StatusServiceUnavailable),
 	}
+}
+
+// withStatus is a with its refusals' status set to status.
+func withStatus(a API, status int) API {
+	a.RefusalStatus = status
+	return a
 }
 
 // fakeAPI is ratewisetest's fake configured by config.

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
+	"time"
 )
 
 // limiter builds a third-party limit middleware for s around next, as
@@ -11,11 +12,12 @@ import (
 // goroutine), so that a testing/synctest bubble can end.
 type limiter func(s Scenario, next http.Handler) (h http.Handler, stop func(), err error)
 
-// middlewareAPI is a third-party limiter around a handler answering 200
-// "ok", on loopback and, when inProcess, in the caller's goroutine.
+// middlewareAPI is a third-party limiter around the scenario's
+// application (appHandler), on loopback and, when inProcess, in the
+// caller's goroutine.
 func middlewareAPI(a API, l limiter, inProcess bool) API {
 	a.Loopback = func(s Scenario) (Server, error) {
-		h, stop, err := l(s, okHandler)
+		h, stop, err := l(s, appHandler(s))
 		if err != nil {
 			return nil, err
 		}
@@ -23,7 +25,7 @@ func middlewareAPI(a API, l limiter, inProcess bool) API {
 	}
 	if inProcess {
 		a.InProcess = func(s Scenario) (Server, error) {
-			h, stop, err := l(s, okHandler)
+			h, stop, err := l(s, appHandler(s))
 			if err != nil {
 				return nil, err
 			}
@@ -38,6 +40,31 @@ var okHandler = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	_, _ = w.Write([]byte("ok"))
 })
+
+// appHandler is the application behind a middleware for s: okHandler,
+// which answers at once, or, when s has a service time, okHandler once
+// the request has been served that long.
+func appHandler(s Scenario) http.Handler {
+	if s.Service <= 0 {
+		return okHandler
+	}
+	return serviceHandler(s.Service)
+}
+
+// serviceHandler holds each request for d, then answers 200 "ok"; a
+// request whose client goes away meanwhile gets no answer. Its timer is
+// the clock's, so that in a testing/synctest bubble d takes no real time.
+func serviceHandler(d time.Duration) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			okHandler.ServeHTTP(w, r)
+		case <-r.Context().Done():
+		}
+	})
+}
 
 // counts counts the requests a handler receives and the 429s it answers.
 type counts struct {
@@ -140,6 +167,9 @@ func (p *handlerInProcess) RoundTrip(req *http.Request) (*http.Response, error) 
 	}
 	rec := httptest.NewRecorder()
 	p.h.ServeHTTP(rec, r)
+	if err := req.Context().Err(); err != nil {
+		return nil, err // gone while served, as a client over the network
+	}
 	resp := rec.Result()
 	resp.Request = req
 	return resp, nil

@@ -3,10 +3,13 @@ package bench
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
+	"sync"
 
 	"github.com/didip/tollbooth/v7"
+	"github.com/go-chi/chi/v5/middleware"
 	"github.com/go-chi/httprate"
 	"github.com/sethvargo/go-limiter/httplimit"
 	"github.com/sethvargo/go-limiter/memorystore"
@@ -21,26 +24,37 @@ import (
 // client's IP address (one key here: every request comes from
 // 127.0.0.1), with its own headers and its own 429 body.
 
-// middlewareAPIs are the third-party Go limiters: a token bucket, a GCRA,
-// a sliding-window counter and two fixed windows.
+// middlewareAPIs are the third-party Go limiters: a token bucket, a GCRA
+// (alone, and with a share of what it admits failing behind it), a
+// sliding-window counter, two fixed windows and a concurrency cap.
 func middlewareAPIs() []API {
+	throttledRefusal := `429, X-RateLimit-Limit: B, X-RateLimit-Remaining: 0, X-RateLimit-Reset (seconds until the bucket is full, rounded up), ` +
+		`Retry-After (seconds until one passes, rounded up: 1), body "limit exceeded"`
+	const throttledSetup = "RateQuota{MaxRate: PerSec(R), MaxBurst: B − 1} on a memstore, VaryBy RemoteAddr (MaxBurst counts the requests after the first: its X-RateLimit-Limit is MaxBurst + 1)"
 	return []API{
 		middlewareAPI(API{
 			Name:   "didip/tollbooth",
 			Module: "github.com/didip/tollbooth/v7",
 			Model:  TokenBucket,
 			Setup:  "tollbooth.NewLimiter(R, nil).SetBurst(B), a golang.org/x/time/rate bucket per IP and path",
-			Refusal: `429, X-Rate-Limit-Limit: R ("50.00"), X-Rate-Limit-Duration: 1, RateLimit-Limit: R, RateLimit-Remaining: 0, ` +
+			Refusal: `429, X-Rate-Limit-Limit: R with two decimals ("50.00"), X-Rate-Limit-Duration: 1, RateLimit-Limit: R, RateLimit-Remaining: 0, ` +
 				`RateLimit-Reset: 1 (always 1), no Retry-After, text body "You have reached maximum request limit."`,
 		}, tollboothLimiter, true),
 		middlewareAPI(API{
-			Name:   "throttled/throttled",
+			Name:    "throttled/throttled",
+			Module:  "github.com/throttled/throttled/v2",
+			Model:   GCRA,
+			Setup:   throttledSetup,
+			Refusal: throttledRefusal,
+		}, throttledLimiter, true),
+		middlewareAPI(API{
+			Name:   "throttled/throttled, 5% 503s behind it",
 			Module: "github.com/throttled/throttled/v2",
 			Model:  GCRA,
-			Setup:  "RateQuota{MaxRate: PerSec(R), MaxBurst: B − 1} on a memstore, VaryBy RemoteAddr (MaxBurst counts the requests after the first: its X-RateLimit-Limit is MaxBurst + 1)",
-			Refusal: `429, X-RateLimit-Limit: B, X-RateLimit-Remaining: 0, X-RateLimit-Reset (seconds until the bucket is full, rounded up), ` +
-				`Retry-After (seconds until one passes, rounded up: 1), body "limit exceeded"`,
-		}, throttledLimiter, true),
+			Setup: throttledSetup + "; behind it, 5% of the requests it admits fail with 503, no Retry-After, " +
+				"drawn from a seeded stream (they are not refusals: a client that does not retry them fails its call)",
+			Refusal: throttledRefusal,
+		}, failingThrottled, true),
 		middlewareAPI(API{
 			Name:   "go-chi/httprate",
 			Module: "github.com/go-chi/httprate",
@@ -68,6 +82,14 @@ func middlewareAPIs() []API {
 			Refusal: `429, X-RateLimit-Limit, X-RateLimit-Remaining: 0, X-RateLimit-Reset and Retry-After as an RFC 1123 date in "UTC" ` +
 				`(an HTTP-date says "GMT"), body "Too Many Requests"`,
 		}, goLimiterLimiter, false),
+		middlewareAPI(API{
+			Name:   "go-chi/chi Throttle",
+			Module: "github.com/go-chi/chi/v5",
+			Model:  ConcurrencyCap,
+			Setup: "middleware.Throttle(N), no backlog, around a handler that takes the service time; it caps the requests " +
+				"in flight of every client together, and past the cap refuses at once",
+			Refusal: `429 at once, no Retry-After (it sends one only when given a RetryAfterFn) nor any rate-limit header, body "Server capacity exceeded."`,
+		}, chiThrottle, true),
 	}
 }
 
@@ -89,6 +111,41 @@ func throttledLimiter(s Scenario, next http.Handler) (http.Handler, func(), erro
 	}
 	h := &throttled.HTTPRateLimiterCtx{RateLimiter: rl, VaryBy: &throttled.VaryBy{RemoteAddr: true}}
 	return h.RateLimit(next), noStop, nil
+}
+
+// failShare is the share of the requests throttled admits that fail
+// behind it, in "throttled/throttled, 5% 503s behind it".
+const failShare = 0.05
+
+// failingThrottled is throttledLimiter with failShare of what it admits
+// failing behind it.
+func failingThrottled(s Scenario, next http.Handler) (http.Handler, func(), error) {
+	return throttledLimiter(s, failing(failShare, next))
+}
+
+// failing is next behind which a share of the requests fails with 503,
+// no Retry-After, each drawn from a stream of a fixed seed, so that runs
+// repeat.
+func failing(share float64, next http.Handler) http.Handler {
+	var mu sync.Mutex
+	draws := rand.New(rand.NewPCG(0x5eed, http.StatusServiceUnavailable)) // guarded by mu
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		fail := draws.Float64() < share
+		mu.Unlock()
+		if fail {
+			http.Error(w, http.StatusText(http.StatusServiceUnavailable), http.StatusServiceUnavailable)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// chiThrottle is go-chi's Throttle: its throttler needs no goroutine, and
+// waits only on channels and a timer, which a testing/synctest bubble
+// fakes.
+func chiThrottle(s Scenario, next http.Handler) (http.Handler, func(), error) {
+	return middleware.Throttle(s.Limit)(next), noStop, nil
 }
 
 func httprateLimiter(s Scenario, next http.Handler) (http.Handler, func(), error) {

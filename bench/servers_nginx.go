@@ -8,6 +8,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,7 +18,9 @@ import (
 	"time"
 )
 
-// nginxAPIs are nginx's limit_req in its two forms, on loopback only.
+// nginxAPIs are nginx's limit_req in its two forms, and its limit_conn
+// in front of a Go application that takes the service time, on loopback
+// only.
 func nginxAPIs() []API {
 	const refusal = "429, nginx's HTML error page (<title>429 Too Many Requests</title>), no Retry-After nor any rate-limit header"
 	return []API{
@@ -26,16 +29,62 @@ func nginxAPIs() []API {
 			Model:    NginxNoDelay,
 			Setup:    "limit_req_zone $binary_remote_addr rate=Rr/s; limit_req burst=B nodelay; limit_req_status 429; a static file \"ok\"",
 			Refusal:  refusal,
-			Loopback: func(s Scenario) (Server, error) { return startNginx(s, true) },
+			Loopback: func(s Scenario) (Server, error) { return startNginx(s, limitReq(s, true), nil) },
 		},
 		{
 			Name:     "nginx limit_req queued",
 			Model:    NginxQueued,
 			Setup:    "limit_req_zone $binary_remote_addr rate=Rr/s; limit_req burst=B (the excess waits in nginx); limit_req_status 429; a static file \"ok\"",
 			Refusal:  refusal,
-			Loopback: func(s Scenario) (Server, error) { return startNginx(s, false) },
+			Loopback: func(s Scenario) (Server, error) { return startNginx(s, limitReq(s, false), nil) },
+		},
+		{
+			Name:  "nginx limit_conn",
+			Model: ConcurrencyCap,
+			Setup: "limit_conn_zone $binary_remote_addr; limit_conn N; limit_conn_status 429; proxy_pass to a Go application " +
+				"on loopback that answers \"ok\" after the service time, over kept-alive connections",
+			Refusal:  refusal,
+			Loopback: startNginxConn,
 		},
 	}
+}
+
+// nginxSite is what a configuration limits with: directives of the http
+// block (zones, upstreams) and of the location every request goes to.
+type nginxSite struct {
+	http, location string
+}
+
+// limitReq is limit_req for the bucket of s, with nodelay or queueing the
+// excess, in front of the static file "items".
+func limitReq(s Scenario, nodelay bool) nginxSite {
+	delay := ""
+	if nodelay {
+		delay = " nodelay"
+	}
+	return nginxSite{
+		http:     fmt.Sprintf("limit_req_zone $binary_remote_addr zone=api:1m rate=%s;\n\tlimit_req_status 429;", nginxRate(s.Rate)),
+		location: fmt.Sprintf("limit_req zone=api burst=%d%s;", s.Burst, delay),
+	}
+}
+
+// startNginxConn starts the application that takes the service time of s
+// on loopback, and nginx's limit_conn in front of it, capping the
+// requests in flight at s.Limit.
+func startNginxConn(s Scenario) (Server, error) {
+	app := httptest.NewServer(serviceHandler(s.Service))
+	site := nginxSite{
+		http: fmt.Sprintf("limit_conn_zone $binary_remote_addr zone=conn:1m;\n\tlimit_conn_status 429;\n"+
+			"\tupstream app {\n\t\tserver %s;\n\t\tkeepalive %d;\n\t}", app.Listener.Addr(), s.Workers),
+		location: fmt.Sprintf("limit_conn conn %d;\n\t\t\tproxy_pass http://app;\n\t\t\tproxy_http_version 1.1;\n"+
+			"\t\t\tproxy_set_header Connection \"\";", s.Limit),
+	}
+	srv, err := startNginx(s, site, app)
+	if err != nil {
+		app.Close()
+		return nil, err
+	}
+	return srv, nil
 }
 
 var nginxFound struct {
@@ -110,8 +159,8 @@ func lastLines(out []byte, n int) string {
 }
 
 // nginxConfig is the whole configuration: one worker, every path in the
-// server's own directory, one location limited by limit_req that serves
-// the static file "items".
+// server's own directory, one location limited as a site says (by
+// default it serves the static file "items").
 const nginxConfig = `# Written by the goodput bench; removed when the server stops.
 %[1]s
 worker_processes 1;
@@ -129,20 +178,19 @@ http {
 	uwsgi_temp_path %[2]s/tmp/uwsgi;
 	scgi_temp_path %[2]s/tmp/scgi;
 	default_type text/plain;
-	limit_req_zone $binary_remote_addr zone=api:1m rate=%[3]s;
-	limit_req_status 429;
+	%[3]s
 	server {
 		listen 127.0.0.1:%[4]d;
 		root %[2]s/www;
 		location / {
-			limit_req zone=api burst=%[5]d%[6]s;
+			%[5]s
 		}
 	}
 }
 `
 
 // nginxServer is nginx running on 127.0.0.1 from a configuration in a
-// temporary directory.
+// temporary directory, and the application behind it, if any.
 type nginxServer struct {
 	dir       string
 	url       string
@@ -150,11 +198,12 @@ type nginxServer struct {
 	exited    chan struct{}
 	err       error // why it exited, once exited is closed
 	transport *http.Transport
+	app       *httptest.Server // nil when nginx serves a static file
 }
 
-// startNginx starts nginx limiting to s's bucket, with nodelay or
-// queueing the excess, on a free port.
-func startNginx(s Scenario, nodelay bool) (Server, error) {
+// startNginx starts nginx limiting as site says, with app behind it (nil
+// for none), on a free port. It closes app only once started: Close does.
+func startNginx(s Scenario, site nginxSite, app *httptest.Server) (Server, error) {
 	path, err := Nginx()
 	if err != nil {
 		return nil, err
@@ -163,7 +212,8 @@ func startNginx(s Scenario, nodelay bool) (Server, error) {
 	// nginx does, so try again a few times.
 	for range 3 {
 		var srv *nginxServer
-		if srv, err = launchNginx(path, s, nodelay); err == nil {
+		if srv, err = launchNginx(path, s, site); err == nil {
+			srv.app = app
 			return srv, nil
 		}
 		if !strings.Contains(err.Error(), "Address already in use") {
@@ -173,20 +223,20 @@ func startNginx(s Scenario, nodelay bool) (Server, error) {
 	return nil, err
 }
 
-func launchNginx(path string, s Scenario, nodelay bool) (*nginxServer, error) {
+func launchNginx(path string, s Scenario, site nginxSite) (*nginxServer, error) {
 	dir, err := os.MkdirTemp("", "bench-nginx-")
 	if err != nil {
 		return nil, err
 	}
 	srv := &nginxServer{dir: dir, exited: make(chan struct{}), transport: loopbackTransport(s.Workers)}
-	if err := srv.start(path, s, nodelay); err != nil {
+	if err := srv.start(path, site); err != nil {
 		srv.Close()
 		return nil, err
 	}
 	return srv, nil
 }
 
-func (n *nginxServer) start(path string, s Scenario, nodelay bool) error {
+func (n *nginxServer) start(path string, site nginxSite) error {
 	// A root master runs its worker as www-data, as Debian's configuration
 	// does: the worker must be able to read the directory.
 	user := ""
@@ -208,11 +258,7 @@ func (n *nginxServer) start(path string, s Scenario, nodelay bool) error {
 	if err != nil {
 		return err
 	}
-	delay := ""
-	if nodelay {
-		delay = " nodelay"
-	}
-	conf := fmt.Sprintf(nginxConfig, user, n.dir, nginxRate(s.Rate), port, s.Burst, delay)
+	conf := fmt.Sprintf(nginxConfig, user, n.dir, site.http, port, site.location)
 	confPath := filepath.Join(n.dir, "nginx.conf")
 	if err := os.WriteFile(confPath, []byte(conf), 0o644); err != nil {
 		return err
@@ -303,8 +349,8 @@ func (n *nginxServer) readLog() (received, refused int) {
 	return received, refused
 }
 
-// Close stops nginx (a fast shutdown, then a kill after 5s) and removes
-// its directory.
+// Close stops nginx (a fast shutdown, then a kill after 5s) and the
+// application behind it, and removes its directory.
 func (n *nginxServer) Close() {
 	n.transport.CloseIdleConnections()
 	if n.cmd != nil && n.cmd.Process != nil {
@@ -315,6 +361,9 @@ func (n *nginxServer) Close() {
 			_ = n.cmd.Process.Kill()
 			<-n.exited
 		}
+	}
+	if n.app != nil {
+		n.app.Close()
 	}
 	_ = os.RemoveAll(n.dir)
 }

@@ -44,10 +44,7 @@ func newAPI(cfg Config) *api {
 	}
 	// Own copies, so the caller changing its slice later cannot race us.
 	cfg.Faults = slices.Clone(cfg.Faults)
-	seed := cfg.Seed
-	if seed == 0 {
-		seed = defaultSeed
-	}
+	seed := cfg.seed()
 	a := &api{
 		cfg:           cfg,
 		faults:        cfg.faults(),
@@ -64,8 +61,10 @@ func newAPI(cfg Config) *api {
 	}
 	if cfg.limited() {
 		a.newKey = newKeyLimit(cfg)
-		a.quota = strconv.Itoa(quota(cfg))
-		a.policy = policy(cfg)
+		if cfg.Model.metered() {
+			a.quota = strconv.Itoa(quota(cfg))
+			a.policy = policy(cfg)
+		}
 		if cfg.HTMLRefusal {
 			a.refusalPage = refusalPage(a.refusalStatus)
 		}
@@ -90,8 +89,9 @@ func (a *api) arrivalTimes() []time.Time {
 
 // serve answers one request: the latency (waited with sleep, which
 // reports whether it was waited out), the limit and any wait in its
-// queue, then the handler or a fault. A request abandoned during the
-// latency or the queue aborts the handler.
+// queue, the service time, then the handler or a fault. A request
+// abandoned during the latency, the queue or the service time aborts the
+// handler. A ConcurrencyCap place is held until serve returns.
 func (a *api) serve(w http.ResponseWriter, r *http.Request, sleep func(context.Context, time.Duration) bool) {
 	a.received.Add(1)
 	if a.cfg.OnRequest != nil {
@@ -122,11 +122,14 @@ func (a *api) serve(w http.ResponseWriter, r *http.Request, sleep func(context.C
 	if a.cfg.KeyHeader != "" {
 		key = r.Header.Get(a.cfg.KeyHeader)
 	}
-	v, now := a.take(key)
+	v, now, lim := a.take(key)
 	if !v.admitted {
 		a.limited.Add(1)
 		a.refuse(w, v, now)
 		return
+	}
+	if h, ok := lim.(holder); ok {
+		defer a.release(h) // a panic that drops the request frees it too
 	}
 	a.setHeaders(w.Header(), v, now)
 	if v.delay > 0 && !sleep(r.Context(), v.delay) {
@@ -135,9 +138,12 @@ func (a *api) serve(w http.ResponseWriter, r *http.Request, sleep func(context.C
 	a.admit(w, r, sleep)
 }
 
-// admit answers a request that passed the limit, with a fault or the
-// handler.
+// admit answers a request that passed the limit, after its service time,
+// with a fault or the handler.
 func (a *api) admit(w http.ResponseWriter, r *http.Request, sleep func(context.Context, time.Duration) bool) {
+	if !sleep(r.Context(), a.cfg.ServiceTime) {
+		panic(http.ErrAbortHandler) // gone while served, as during the latency
+	}
 	f, ok := a.drawFault()
 	if !ok {
 		a.admitted.Add(1)
@@ -173,9 +179,9 @@ func (a *api) drawFault() (Fault, bool) {
 	return a.faults[a.faultRand.IntN(len(a.faults))], true
 }
 
-// take asks the limit of key about one request, and returns the verdict
-// and the time it was made.
-func (a *api) take(key string) (verdict, time.Time) {
+// take asks the limit of key about one request, and returns the verdict,
+// the time it was made and the key's state.
+func (a *api) take(key string) (verdict, time.Time, keyLimit) {
 	// One lock around the whole decision, so the headers describe the same
 	// state that admitted or refused the request.
 	a.mu.Lock()
@@ -186,5 +192,12 @@ func (a *api) take(key string) (verdict, time.Time) {
 		a.keys[key] = lim
 	}
 	now := time.Now()
-	return lim.take(now), now
+	return lim.take(now), now, lim
+}
+
+// release gives back what an admitted request held in h.
+func (a *api) release(h holder) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	h.release()
 }

@@ -67,7 +67,7 @@ func BenchmarkTake(b *testing.B) {
 			a := newAPI(bm.give)
 			b.ReportAllocs()
 			for b.Loop() {
-				if v, _ := a.take(""); !v.admitted {
+				if v, _, _ := a.take(""); !v.admitted {
 					b.Fatal("refused")
 				}
 			}

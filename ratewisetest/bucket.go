@@ -12,15 +12,15 @@ import (
 
 // Bucket is the rate-limited API of a [Server] as an [http.RoundTripper]
 // that answers in the caller's goroutine, with no network: the same
-// limits of every [Model], headers, Retry-After, latency, faults and
-// counts. It starts no goroutine and waits only on timers in the caller's
-// goroutine, so inside a testing/synctest bubble its latency, a
-// LeakyBucket's queue and the client's waits take no real time, and a
-// batch of many seconds runs in milliseconds. Create it with [NewBucket].
+// limits of every [Model], headers, Retry-After, latency, service time,
+// faults and counts. It starts no goroutine and waits only on timers in
+// the caller's goroutine, so inside a testing/synctest bubble its
+// latency, a LeakyBucket's queue, the service time and the client's waits
+// take no real time, and a batch of many seconds runs in milliseconds. Create it with [NewBucket].
 // A Bucket is safe for concurrent use.
 //
-// A request cancelled during the latency or while queued gets its
-// context's error, and a
+// A request cancelled during the latency, while queued or while served
+// gets its context's error, and a
 // FaultReset a connection reset (syscall.ECONNRESET), as a client over
 // the network would. A FaultResetAfterHeaders body ends in a connection
 // reset and a FaultTruncatedBody one in io.ErrUnexpectedEOF; the pauses

@@ -3,6 +3,7 @@ package ratewisetest_test
 import (
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/jarcoal/httpmock"
@@ -100,6 +101,7 @@ func ExampleConfig_Ideal() {
 		{Model: ratewisetest.LeakyBucket, Rate: 2, Burst: 10},
 		{Model: ratewisetest.FixedWindow, Limit: 30, Window: time.Minute},
 		{Model: ratewisetest.SlidingWindow, Limit: 30, Window: time.Minute},
+		{Model: ratewisetest.ConcurrencyCap, Limit: 5, ServiceTime: 50 * time.Millisecond},
 	} {
 		fmt.Printf("%v: 100 calls take at least %v\n", c.Model, c.Ideal(100))
 	}
@@ -108,6 +110,36 @@ func ExampleConfig_Ideal() {
 	// LeakyBucket: 100 calls take at least 49.5s
 	// FixedWindow: 100 calls take at least 3m0s
 	// SlidingWindow: 100 calls take at least 3m18s
+	// ConcurrencyCap: 100 calls take at least 1s
+}
+
+// A load shedder refuses a share of the requests whatever their rate,
+// here 2 in 3 with 503 and no hint, drawn from a seeded stream: the same
+// seed refuses the same requests on every run.
+func ExampleModel_loadShed() {
+	b := ratewisetest.NewBucket(ratewisetest.Config{
+		Model: ratewisetest.LoadShed, Shed: 2.0 / 3,
+		RefusalStatus: http.StatusServiceUnavailable,
+	})
+	client := &http.Client{Transport: b}
+	for range 6 {
+		resp, err := client.Post("http://api.example.test/items", "application/json", strings.NewReader(`{"name":"a"}`))
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		resp.Body.Close()
+		fmt.Println(resp.Status, "Retry-After:", resp.Header.Values("Retry-After"))
+	}
+	fmt.Printf("%+v\n", b.Stats())
+	// Output:
+	// 503 Service Unavailable Retry-After: []
+	// 200 OK Retry-After: []
+	// 200 OK Retry-After: []
+	// 503 Service Unavailable Retry-After: []
+	// 503 Service Unavailable Retry-After: []
+	// 503 Service Unavailable Retry-After: []
+	// {Received:6 Admitted:2 Limited:4 Faults:0}
 }
 
 func ExampleRateLimitedThen() {

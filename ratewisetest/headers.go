@@ -152,12 +152,25 @@ func (a *api) refuse(w http.ResponseWriter, v verdict, now time.Time) {
 		return
 	}
 	a.setHeaders(h, v, now)
-	if ra := retryAfter(a.cfg.RetryAfter, now, v.untilOne, a.cfg.Window); ra != "" {
+	if ra := a.refusalRetryAfter(v, now); ra != "" {
 		h.Set("Retry-After", ra)
 	}
 	h.Set("Content-Type", "application/json")
 	w.WriteHeader(a.refusalStatus)
 	_, _ = io.WriteString(w, limitedBody)
+}
+
+// refusalRetryAfter returns the Retry-After of a refusal with v at now, or
+// "" for none: when a metered model would admit a request, and for the
+// others the wait RefusalRetryAfter names, if any.
+func (a *api) refusalRetryAfter(v verdict, now time.Time) string {
+	if a.cfg.Model.metered() {
+		return retryAfter(a.cfg.RetryAfter, now, v.untilOne, a.cfg.Window)
+	}
+	if a.cfg.RefusalRetryAfter == 0 {
+		return ""
+	}
+	return retryAfter(a.cfg.RetryAfter, now, a.cfg.RefusalRetryAfter, 0)
 }
 
 // refusalPage is the HTML page of a refusal with status, in the manner

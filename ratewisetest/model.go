@@ -3,6 +3,7 @@ package ratewisetest
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"strconv"
 	"time"
 
@@ -48,6 +49,21 @@ const (
 	// current. A request is refused when count >= Config.Limit, and a
 	// refused request is not counted.
 	SlidingWindow
+	// ConcurrencyCap serves at most Config.Limit requests of a key at
+	// once, as go-chi's Throttle and nginx's limit_conn do: a request that
+	// finds every place taken is refused at once, and an admitted one
+	// holds its place for Config.ServiceTime and the handler's run, until
+	// it is answered. It meters no quota over time, so its refusals send
+	// no rate-limit header, and Retry-After only when
+	// Config.RefusalRetryAfter asks for one.
+	ConcurrencyCap
+	// LoadShed refuses a share Config.Shed of the requests whatever their
+	// rate, as an overloaded server shedding load does: each request is
+	// refused with that probability, drawn from a random stream that
+	// Config.Seed seeds, so that a run repeats. Like ConcurrencyCap it
+	// meters no quota: no rate-limit header, and Retry-After only when
+	// Config.RefusalRetryAfter asks for one.
+	LoadShed
 )
 
 // String returns the constant's name, such as "TokenBucket".
@@ -63,24 +79,36 @@ func (m Model) String() string {
 		return "FixedWindowFromFirst"
 	case SlidingWindow:
 		return "SlidingWindow"
+	case ConcurrencyCap:
+		return "ConcurrencyCap"
+	case LoadShed:
+		return "LoadShed"
 	}
 	return fmt.Sprintf("Model(%d)", int(m))
 }
 
 func (m Model) valid() bool {
-	return m >= TokenBucket && m <= SlidingWindow
+	return m >= TokenBucket && m <= LoadShed
 }
 
 // windowed reports whether m counts per window rather than keeping a
 // bucket.
 func (m Model) windowed() bool {
-	return m >= FixedWindow
+	return m >= FixedWindow && m <= SlidingWindow
+}
+
+// metered reports whether m meters a quota over time, a bucket or a
+// window, whose state the rate-limit headers describe and whose refusals
+// know when a request would pass. ConcurrencyCap and LoadShed meter none.
+func (m Model) metered() bool {
+	return m <= SlidingWindow
 }
 
 // check appends to bad what is wrong with the fields of c that m reads
 // or ignores, and returns it.
 func (m Model) check(c Config, bad []string) []string {
-	if m.windowed() {
+	switch {
+	case m.windowed():
 		if c.Limit <= 0 {
 			bad = append(bad, fmt.Sprintf("Limit is %d; %v needs a positive Limit", c.Limit, m))
 		}
@@ -93,22 +121,57 @@ func (m Model) check(c Config, bad []string) []string {
 		if c.Burst > 0 {
 			bad = append(bad, fmt.Sprintf("Burst is %d but %v counts Limit per Window; use Burst with TokenBucket or LeakyBucket", c.Burst, m))
 		}
-	} else {
+	case m.metered():
 		if c.Limit != 0 {
-			bad = append(bad, fmt.Sprintf("Limit is %d but %v keeps a bucket; use Limit with a window model, or Rate and Burst", c.Limit, m))
+			bad = append(bad, fmt.Sprintf("Limit is %d but %v keeps a bucket; use Limit with a window model or ConcurrencyCap, or Rate and Burst", c.Limit, m))
 		}
 		if c.Window != 0 {
 			bad = append(bad, fmt.Sprintf("Window is %v but %v keeps a bucket; use Window with a window model", c.Window, m))
 		}
-		if c.RetryAfter == RetryAfterWindow {
-			bad = append(bad, fmt.Sprintf("RetryAfter is RetryAfterWindow but %v has no Window; use it with a window model", m))
-		}
+	default:
+		bad = m.checkUnmetered(c, bad)
+	}
+	if !m.windowed() && c.RetryAfter == RetryAfterWindow {
+		bad = append(bad, fmt.Sprintf("RetryAfter is RetryAfterWindow but %v has no Window; use it with a window model", m))
 	}
 	if m == LeakyBucket && !(c.Rate > 0) {
 		bad = append(bad, fmt.Sprintf("Rate is %v but LeakyBucket needs a positive Rate", c.Rate))
 	}
 	if c.NoDelay && m != LeakyBucket {
 		bad = append(bad, fmt.Sprintf("NoDelay is set but Model is %v; NoDelay is for LeakyBucket only", m))
+	}
+	if c.Shed != 0 && m != LoadShed {
+		bad = append(bad, fmt.Sprintf("Shed is %v but Model is %v; Shed is for LoadShed only", c.Shed, m))
+	}
+	if c.RefusalRetryAfter != 0 && m.metered() {
+		bad = append(bad, fmt.Sprintf("RefusalRetryAfter is %v but %v names the wait its count gives; RefusalRetryAfter is for ConcurrencyCap and LoadShed only", c.RefusalRetryAfter, m))
+	}
+	return bad
+}
+
+// checkUnmetered is check for ConcurrencyCap and LoadShed, which take no
+// rate, burst nor window, and send no rate-limit header.
+func (m Model) checkUnmetered(c Config, bad []string) []string {
+	if m == ConcurrencyCap && c.Limit <= 0 {
+		bad = append(bad, fmt.Sprintf("Limit is %d; ConcurrencyCap needs a positive Limit, the requests it serves at once", c.Limit))
+	}
+	if m == LoadShed && c.Limit != 0 {
+		bad = append(bad, fmt.Sprintf("Limit is %d but LoadShed keeps no count; use Shed for the share of requests it refuses", c.Limit))
+	}
+	if c.Rate != 0 {
+		bad = append(bad, fmt.Sprintf("Rate is %v but %v keeps no bucket; use Rate with TokenBucket or LeakyBucket", c.Rate, m))
+	}
+	if c.Burst != 0 {
+		bad = append(bad, fmt.Sprintf("Burst is %d but %v keeps no bucket; use Burst with TokenBucket or LeakyBucket", c.Burst, m))
+	}
+	if c.Window != 0 {
+		bad = append(bad, fmt.Sprintf("Window is %v but %v keeps no window; use Window with a window model", c.Window, m))
+	}
+	if c.PublishHeaders {
+		bad = append(bad, fmt.Sprintf("PublishHeaders is set but %v meters no quota for X-RateLimit-* to describe; leave it off", m))
+	}
+	if c.IETFHeaders {
+		bad = append(bad, fmt.Sprintf("IETFHeaders is set but %v meters no quota for RateLimit to describe; leave it off", m))
 	}
 	return bad
 }
@@ -144,6 +207,12 @@ func newKeyLimit(cfg Config) func() keyLimit {
 		}
 	case SlidingWindow:
 		return func() keyLimit { return &slidingWindow{limit: cfg.Limit, window: cfg.Window} }
+	case ConcurrencyCap:
+		return func() keyLimit { return &places{limit: cfg.Limit} }
+	case LoadShed:
+		// One stream for every key: a share of all the requests.
+		draws := rand.New(rand.NewPCG(cfg.seed(), shedStream))
+		return func() keyLimit { return &shedder{share: cfg.Shed, draws: draws} }
 	}
 	size := cfg.burst()
 	return func() keyLimit {
@@ -151,7 +220,7 @@ func newKeyLimit(cfg Config) func() keyLimit {
 	}
 }
 
-// quota returns what X-RateLimit-Limit and the policy's q say for cfg:
+// quota returns, for a metered model, what X-RateLimit-Limit and the policy's q say for cfg:
 // the window's Limit, the token bucket's size, a leaky bucket's queue
 // (Burst) or, with NoDelay, what passes at once (Burst+1).
 func quota(cfg Config) int {
@@ -166,7 +235,7 @@ func quota(cfg Config) int {
 	return cfg.burst()
 }
 
-// policy returns the RateLimit-Policy value for cfg: its quota, and as
+// policy returns the RateLimit-Policy value for cfg, of a metered model: its quota, and as
 // window the Window or the time an empty bucket takes to fill, in whole
 // seconds, at least 1.
 func policy(cfg Config) string {
@@ -219,15 +288,16 @@ func bucketState(tokens, perSecond float64, size int) verdict {
 }
 
 // Ideal returns the least time calls requests take against the limit c
-// describes, from the first request's arrival to the last one's admission
-// (for a queued LeakyBucket, to its answer), for a client that sends each
-// request the moment the limit would admit it, starting on a fresh key at
-// a window's start; latency and faults aside. It is the yardstick of a
-// client's pacing: such a client takes Ideal, and one that waits longer
+// describes, from the first request's arrival to the last one's answer,
+// for a client that sends each request the moment the limit would admit
+// it, starting on a fresh key at a window's start; latency, the handler's
+// own time and faults aside: the last one's admission, below, plus
+// ServiceTime. It is the yardstick of
+// a client's pacing: such a client takes Ideal, and one that waits longer
 // than it must takes longer. A client that starts late in a clock-aligned
 // window (FixedWindow, SlidingWindow) can do up to a Window better, since
 // its first window is short. For a Config that Validate refuses it
-// returns 0.
+// returns 0. The last request is admitted, from the first one's arrival:
 //
 //   - TokenBucket: (calls − Burst)/Rate, a zero Burst counting as 1, and
 //     0 without a limit.
@@ -240,6 +310,12 @@ func bucketState(tokens, perSecond float64, size int) verdict {
 //     full, one every Window/Limit. Since a request passes only once the
 //     weighted count is below Limit, the last passes up to a nanosecond
 //     later.
+//   - ConcurrencyCap: (⌈calls/Limit⌉ − 1)·ServiceTime: Limit at once,
+//     then Limit more each time they are answered, so that Ideal is
+//     ⌈calls/Limit⌉·ServiceTime.
+//   - LoadShed: at once, since it sets no pace: a client that sends a
+//     refused request again at once loses no time to the refusal (it may
+//     still run out of attempts).
 //
 // Times below the nanosecond are rounded up, and those past the longest
 // duration saturate.
@@ -247,6 +323,13 @@ func (c Config) Ideal(calls int) time.Duration {
 	if calls <= 0 || c.Validate() != nil {
 		return 0
 	}
+	return saturatingAdd(c.admitLast(calls), c.ServiceTime)
+}
+
+// admitLast returns when, from the first arrival, the last of calls
+// requests passes the limit (a queued LeakyBucket's wait included); c
+// is valid and calls positive.
+func (c Config) admitLast(calls int) time.Duration {
 	switch c.Model {
 	case TokenBucket:
 		if c.Rate == 0 {
@@ -266,6 +349,9 @@ func (c Config) Ideal(calls int) time.Duration {
 			return 0
 		}
 		return ceilMulDiv(uint64(calls-1), uint64(c.Window), uint64(c.Limit))
+	case ConcurrencyCap:
+		rounds := (calls-1)/c.Limit + 1
+		return saturatingMul(rounds-1, c.ServiceTime)
 	}
 	return 0
 }

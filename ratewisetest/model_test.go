@@ -224,13 +224,22 @@ func TestIdeal(t *testing.T) {
 		{give: Config{Model: SlidingWindow, Limit: 10, Window: 10 * time.Second}, calls: 31, want: 30 * time.Second},
 		{give: Config{Model: SlidingWindow, Limit: 3, Window: time.Second}, calls: 5, want: 1333333334},
 		{give: Config{Model: FixedWindow, Limit: 1, Window: time.Hour}, calls: 1 << 40, want: 1<<63 - 1}, // saturated
+		{give: Config{Model: ConcurrencyCap, Limit: 5, ServiceTime: 50 * time.Millisecond}, calls: 300, want: 3 * time.Second},
+		{give: Config{Model: ConcurrencyCap, Limit: 5, ServiceTime: 50 * time.Millisecond}, calls: 301, want: 3050 * time.Millisecond},
+		{give: Config{Model: ConcurrencyCap, Limit: 5, ServiceTime: 50 * time.Millisecond}, calls: 1, want: 50 * time.Millisecond},
+		{give: Config{Model: ConcurrencyCap, Limit: 5}, calls: 300, want: 0},
+		{give: Config{Model: LoadShed, Shed: 0.5}, calls: 100, want: 0},
+		{give: Config{Model: LoadShed, Shed: 0.5, ServiceTime: time.Second}, calls: 100, want: time.Second},
+		{give: Config{Rate: 2, Burst: 5, ServiceTime: time.Second}, calls: 25, want: 11 * time.Second}, // the last one's service
+		{give: Config{ServiceTime: time.Second}, calls: 100, want: time.Second},
+		{give: Config{Model: FixedWindow, Limit: 1, Window: time.Hour, ServiceTime: time.Hour}, calls: 1 << 40, want: 1<<63 - 1},
 		{give: Config{Rate: 2}, calls: 0, want: 0},
 		{give: Config{Model: FixedWindow}, calls: 10, want: 0}, // invalid
 	}
 	for _, tt := range tests {
 		if got := tt.give.Ideal(tt.calls); got != tt.want {
-			t.Errorf("%v{Rate: %v, Burst: %d, NoDelay: %v, Limit: %d, Window: %v}.Ideal(%d) = %v, want %v",
-				tt.give.Model, tt.give.Rate, tt.give.Burst, tt.give.NoDelay, tt.give.Limit, tt.give.Window, tt.calls, got, tt.want)
+			t.Errorf("%v{Rate: %v, Burst: %d, NoDelay: %v, Limit: %d, Window: %v, ServiceTime: %v}.Ideal(%d) = %v, want %v",
+				tt.give.Model, tt.give.Rate, tt.give.Burst, tt.give.NoDelay, tt.give.Limit, tt.give.Window, tt.give.ServiceTime, tt.calls, got, tt.want)
 		}
 	}
 }
@@ -262,7 +271,7 @@ func TestIdealIsReached(t *testing.T) {
 				start := time.Now()
 				var last time.Time
 				for admitted := 0; admitted < tt.calls; {
-					v, now := a.take("")
+					v, now, _ := a.take("")
 					if !v.admitted {
 						if v.untilOne <= 0 {
 							t.Fatalf("refused at %v with untilOne %v", now.Sub(start), v.untilOne)

@@ -21,8 +21,8 @@ const limitedBody = `{"error":"rate limited"}`
 // Stats counts what a [Server] or [Bucket] did. Every request is Received;
 // it then ends in exactly one of Admitted (passed to the handler), Limited
 // (refused by the limit) or Faults (given an injected fault), unless it was
-// abandoned during the latency or in a LeakyBucket's queue, which only
-// Received counts.
+// abandoned during the latency, in a LeakyBucket's queue or during its
+// ServiceTime, which only Received counts.
 type Stats struct {
 	Received int `json:"received"` // Received counts every request.
 	Admitted int `json:"admitted"` // Admitted counts requests passed to the handler.
@@ -37,7 +37,8 @@ type Stats struct {
 // Each request waits out the configured latency first, then meets the
 // limit of its key: a request abandoned during the latency never reached
 // the "application", so it is not counted. A LeakyBucket's queued request
-// then waits its turn before the handler answers it.
+// then waits its turn, and an admitted request is held for the
+// ServiceTime, before the handler answers it.
 type Server struct {
 	// URL is the base URL of the server, of the form http://127.0.0.1:port,
 	// with no trailing slash.

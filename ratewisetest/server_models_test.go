@@ -112,3 +112,55 @@ func TestServerLeakyBucketQueuesAndRefusesLikeNginx(t *testing.T) {
 		t.Errorf("Stats() = %+v, want %+v", got, want)
 	}
 }
+
+func TestServerConcurrencyCap(t *testing.T) {
+	// A cap of 1 around a handler that holds its request until told: a
+	// second request while it is held is refused at once; once it is
+	// answered, the next is admitted.
+	entered, release := make(chan struct{}), make(chan struct{})
+	s := newServer(t, Config{Model: ConcurrencyCap, Limit: 1, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case entered <- struct{}{}:
+			<-release
+		default: // the last request: nobody waits for it
+		}
+		_, _ = io.WriteString(w, "ok")
+	})})
+	first := make(chan result, 1)
+	go func() {
+		resp, err := s.Client().Get(s.URL)
+		if err != nil {
+			t.Error(err)
+			first <- result{}
+			return
+		}
+		resp.Body.Close()
+		first <- result{status: resp.StatusCode}
+	}()
+	<-entered
+	if r := get(t, s.Client(), s.URL, "", ""); r.status != 429 || r.header.Get("Retry-After") != "" || r.body != limitedBody {
+		t.Errorf("while the first is served: %d, Retry-After %q, %q; want 429 with no Retry-After", r.status, r.header.Get("Retry-After"), r.body)
+	}
+	close(release)
+	if r := <-first; r.status != 200 {
+		t.Errorf("the first = %d, want 200", r.status)
+	}
+	if r := get(t, s.Client(), s.URL, "", ""); r.status != 200 {
+		t.Errorf("after the first was answered: %d, want 200", r.status)
+	}
+	if got, want := s.Stats(), (Stats{Received: 3, Admitted: 2, Limited: 1}); got != want {
+		t.Errorf("Stats() = %+v, want %+v", got, want)
+	}
+}
+
+func TestServerLoadShedRefusesAsTheBucketDoes(t *testing.T) {
+	// The same seed refuses the same requests on loopback as in process.
+	cfg := Config{Model: LoadShed, Shed: 0.5, RefusalStatus: 503, Seed: 7}
+	got := statuses(getN(t, newServer(t, cfg), 40))
+	if want := shedStatuses(t, cfg, 40); !slices.Equal(got, want) {
+		t.Errorf("statuses = %v, want those of a Bucket of the same seed, %v", got, want)
+	}
+	if n := count(got, 503); n == 0 || n == 40 {
+		t.Errorf("%d of 40 refused, want some", n)
+	}
+}

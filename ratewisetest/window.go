@@ -168,3 +168,12 @@ func saturatingMul(n int, d time.Duration) time.Duration {
 	}
 	return time.Duration(n) * d
 }
+
+// saturatingAdd returns a + b for durations of 0 or more, saturating at
+// the longest duration.
+func saturatingAdd(a, b time.Duration) time.Duration {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}

@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"time"
 
 	"github.com/ratewise/ratewise/bench"
 )
@@ -59,17 +60,25 @@ func main() {
 
 func run(ctx context.Context, matchups []bench.Matchup) error {
 	for _, m := range matchups {
-		var results []bench.Result
-		for _, c := range m.Contenders {
-			srv, err := m.API.Loopback(m.Scenario)
+		var err error
+		rows := m.Rows(func(c bench.Contender, ideal time.Duration) bench.Result {
 			if err != nil {
-				return fmt.Errorf("%s: %w", m.API.Name, err)
+				return bench.Result{Contender: c.Name}
 			}
-			results = append(results, bench.Run(ctx, m.Scenario, c, srv, m.API.Ideal(m.Scenario)))
-			srv.Close()
+			var srv bench.Server
+			if srv, err = m.API.Loopback(m.Scenario); err != nil {
+				err = fmt.Errorf("%s: %w", m.API.Name, err)
+				return bench.Result{Contender: c.Name}
+			}
+			defer srv.Close()
+			r := bench.Run(ctx, m.Scenario, c, srv, ideal)
 			fmt.Fprintf(os.Stderr, "%s, %s: %s done\n", m.Scenario.Name, m.API.Name, c.Name)
+			return r
+		})
+		if err != nil {
+			return err
 		}
-		bench.Table(os.Stdout, m.Scenario, m.API, results)
+		bench.Table(os.Stdout, m, rows)
 	}
 	return nil
 }

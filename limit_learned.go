@@ -113,6 +113,9 @@ func (s *scope) endStarting(st *scopeState, key string, succeeded bool) {
 	st.startOut--
 	if succeeded {
 		st.startOpen = max(st.startOpen, 1) + 1
+		if a := st.adapt.Load(); a != nil {
+			a.Passed(1) // the pace was armed while it was on its way
+		}
 	}
 	done := st.startOpen >= slowStartDone
 	if st.startWake != nil {
@@ -231,9 +234,13 @@ func (s *scope) arm(key string, st *scopeState, now time.Time) (a *learn.Pacer, 
 	}
 	l := s.limit()
 	a = learn.New(float64(l.StartRate), adaptiveCeiling(l), now)
+	st.mu.Lock() // the slow start's successes so far, none missed nor counted twice
 	if !st.adapt.CompareAndSwap(nil, a) {
+		st.mu.Unlock()
 		return st.adapt.Load(), false
 	}
+	a.Passed(max(st.startOpen-1, 0))
+	st.mu.Unlock()
 	s.learning(key)
 	return a, true
 }

@@ -169,3 +169,35 @@ func TestLearnedFleetOfFour(t *testing.T) {
 		t.Errorf("fleets took %.2f of the ideal; want the median at most 1.15 and none past twice it", ratios)
 	}
 }
+
+// TestLearnedWindowHoldsWithoutAsking: once two turns of a window have
+// shown its period, and a window its quota, the key sends the quota at
+// each turn and nothing until the next: after the first window, which
+// its refusals teach, only the second window's request more, which
+// learns when the third turns (two, when an answer races it), is refused.
+func TestLearnedWindowHoldsWithoutAsking(t *testing.T) {
+	for _, m := range []ratewisetest.Model{ratewisetest.FixedWindow, ratewisetest.FixedWindowFromFirst} {
+		t.Run(m.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				sleepToThisDecade(370 * time.Millisecond)
+				cfg := ratewisetest.Config{Model: m, Limit: 30, Window: 10 * time.Second, Latency: 2 * time.Millisecond}
+				srv := ratewisetest.NewBucket(cfg)
+				start := time.Now()
+				var mu sync.Mutex
+				var later []time.Duration // refusals after the first window
+				tr := New(srv, WithTrace(&Trace{ResponseClassified: func(r ResponseInfo) {
+					mu.Lock()
+					defer mu.Unlock()
+					if at := time.Since(start); r.StatusCode == 429 && at > 10*time.Second {
+						later = append(later, at)
+					}
+				}}))
+				wall, failed := goodput(tr, 10, 150)
+				if len(later) > 2 || len(later) > 0 && later[len(later)-1] > 20*time.Second || failed > 0 || wall > cfg.Ideal(150)+time.Second {
+					t.Errorf("150 calls took %v (ideal %v), %d failed, refused after the first window at %v; want none after the second window",
+						wall, cfg.Ideal(150), failed, later)
+				}
+			})
+		})
+	}
+}

@@ -110,6 +110,9 @@ type Pacer struct {
 	// anything: the quota of a window that ran out then, when the
 	// transport calls this one server.
 	sentBeforeRefusal int64
+	// untrackedOK counts the successes of requests the key did not pace
+	// (Passed): what the first window let through.
+	untrackedOK int
 	// dry counts the refusals since the last success, the first of them
 	// at dryFrom: a streak long enough says the server refills nothing.
 	dry     int
@@ -249,6 +252,16 @@ func (p *Pacer) Untracked(an Answer, sentBefore int64, now time.Time) {
 		p.sentBeforeRefusal = sentBefore
 	}
 	p.learn(0, p.lastEmpty.IsZero(), an, now)
+}
+
+// Passed counts n successes of requests the key did not pace, answered
+// without a count of the quota: what the server let through before the
+// key was armed, which, when its first window runs out, is that window's
+// quota. They teach the pace nothing, sent unpaced.
+func (p *Pacer) Passed(n int) {
+	p.mu.Lock()
+	p.untrackedOK += n
+	p.mu.Unlock()
 }
 
 // learn takes in the answer to request seq, with p.mu held; newEvent

@@ -18,10 +18,15 @@ import (
 // whole seconds is rounded up, and the first refusal of a window comes
 // right after it turned, so its hint says the next turn best). Then the
 // key sends what the last window gave at once, as a client that knows the
-// window does, and one request more to learn when the next one turns. A
-// window that gives less than two requests is no window: a slow bucket,
-// or a sliding window whose hint overstates the wait, which the learned
-// pace answers instead.
+// window does, and one request more to learn when the next one turns.
+// Once two turns have shown the window's period, and a window has given
+// its quota, the key asks no more: it holds its requests from the quota's
+// end to the next turn the period says, and sends the quota again then,
+// without a refusal a window. Only a refusal says the limit changed: a
+// turn the period foretold that the server had not made yet is learned
+// from its hint again. A window that gives less than two requests is no
+// window: a slow bucket, or a sliding window whose hint overstates the
+// wait, which the learned pace answers instead.
 
 const (
 	// windowDrySpan and windowDryRefusals are how long, and through how
@@ -49,9 +54,12 @@ type learnedWindow struct {
 	probe time.Duration
 	// openedAt is when the window last reopened, and period the time
 	// between two reopenings, once seen: without a hint, the next turn is
-	// expected a period after the last.
+	// expected a period after the last, and once a window has given its
+	// quota, nothing is sent until then. foretold is set when the window
+	// reopened at the turn the period foretold, rather than a hint's.
 	openedAt time.Time
 	period   time.Duration
+	foretold bool
 }
 
 // windowRefused takes in a refusal of a windowed key, with p.mu held;
@@ -60,6 +68,19 @@ type learnedWindow struct {
 // reopened: then the key is no longer windowed.
 func (p *Pacer) windowRefused(target, now time.Time) bool {
 	w := p.win
+	if w.foretold && w.used == 0 && w.opens.IsZero() {
+		// Refused at the turn the period foretold, before anything of the
+		// window passed: the server had not turned yet. Distrust the
+		// period, and wait for the turn the hint says.
+		w.period, w.foretold = 0, false
+		w.probe = windowProbeStart
+		w.opens = now.Add(w.probe)
+		if !target.IsZero() {
+			w.opens = target
+		}
+		p.cutAt = p.sent
+		return true
+	}
 	if !w.opens.IsZero() {
 		// Refused again before the window reopens: a sibling, or a request
 		// sent to ask whether it turned.
@@ -83,7 +104,7 @@ func (p *Pacer) windowRefused(target, now time.Time) bool {
 		p.win = nil
 		return false
 	}
-	w.quota, w.confirmed = w.used, true
+	w.quota, w.confirmed, w.foretold = w.used, true, false
 	p.cutAt = p.sent // requests on their way are refused with it
 	switch {
 	case !target.IsZero():
@@ -107,10 +128,17 @@ func (p *Pacer) becomeWindowed(opens, now time.Time) {
 		Trace("%v windowed: opens in %v", now.Sub(p.firstSend).Round(time.Millisecond), opens.Sub(now))
 	}
 	p.win = &learnedWindow{opens: opens, probe: windowProbeStart}
-	if p.successes == 0 && p.sentBeforeRefusal > 0 {
+	switch {
+	case p.successes > 0:
+	case p.untrackedOK > 0:
 		// Nothing paced has passed yet: the window that ran out is the
-		// first, and what the transport sent before its first refusal is
-		// its quota, or more, when the transport calls other servers too.
+		// first, and its successes are its quota, or less when some were
+		// still on their way.
+		p.win.quota = p.untrackedOK
+	case p.sentBeforeRefusal > 0:
+		// What the transport sent before its first refusal is the first
+		// window's quota, or more, when the transport calls other servers
+		// too, or had requests on their way.
 		p.win.quota = int(min(p.sentBeforeRefusal, math.MaxInt32))
 	}
 	p.cutAt = p.sent
@@ -155,6 +183,11 @@ func (w *learnedWindow) wait(p *Pacer, now time.Time) (time.Duration, <-chan str
 	switch {
 	case w.quota > 0 && w.used+p.inFlight >= w.quota && p.inFlight > 0:
 		return 0, p.answered() // the last window's quota is on its way
+	case w.confirmed && w.period > 0 && w.quota > 0 && w.used >= w.quota:
+		// The quota is spent and the period says when the next turn
+		// comes: hold until then rather than ask.
+		w.opens, w.foretold = w.openedAt.Add(w.period+windowMargin), true
+		return w.opens.Sub(now), nil
 	case !w.confirmed && w.used == 0 && p.inFlight > 0:
 		// No reopening has been seen yet: one request asks first, and the
 		// rest go once it is let through, or learn with it that the

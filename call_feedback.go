@@ -30,7 +30,10 @@ func (c *call) feedBack(resp *http.Response, err error, class Class) {
 			hint = min(h, c.t.maxPause())
 		}
 	}
-	if c.t.learns.Load() && err == nil && (class.refusal() || c.sampleQuota(resp)) {
+	// A request a told limit paces teaches only by its refusals: a
+	// server that never refuses under the told limit keeps it, to the
+	// letter.
+	if c.t.learns.Load() && err == nil && (class.refusal() || !c.told && c.sampleQuota(resp)) {
 		c.learnUntracked(resp, class, hint)
 	}
 	// A hint pauses the key's other requests too: all of them when

@@ -389,3 +389,22 @@ func TestLearnedWindowIsSharedThroughTheCooldownStore(t *testing.T) {
 		}
 	})
 }
+
+// TestToldLimitKeptToTheLetter: a told limit the server never
+// contradicts paces to the letter, though the server counts its quota on
+// every answer and the learned scope stays beside it: 25 calls of 5
+// workers at 10/s, burst 5, take exactly 2s, against a server that
+// allows twice as much.
+func TestToldLimitKeptToTheLetter(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := ratewisetest.NewBucket(ratewisetest.Config{Rate: 20, Burst: 10, PublishHeaders: true, IETFHeaders: true})
+		tr := New(srv, WithLimit(Limit{Rate: 10, Burst: 5}))
+		wall, failed := goodput(tr, 5, 25)
+		if wall != 2*time.Second || failed != 0 {
+			t.Errorf("25 calls took %v, %d failed; want 2s and none", wall, failed)
+		}
+		if st := tr.LimitStatus("api.test").Scopes; len(st) != 2 || st[1].Counted || st[1].LearnedRate != 0 {
+			t.Errorf("scopes %+v, want the learned scope to have learned nothing", st)
+		}
+	})
+}

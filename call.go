@@ -69,6 +69,14 @@ type call struct {
 	// told limit (a Rate, a MinSpacing or a Window), which says what the
 	// key's first requests may take: the learned scope starts none slowly.
 	told bool
+	// toldRate is the pace of those told limits, the fastest one's, in
+	// requests a second (a Rate, one per MinSpacing, or Burst per Window):
+	// the slower ones still pace the request themselves.
+	toldRate float64
+	// toldFailFast and toldMaxWait are those limits' FailFast and least
+	// MaxWait, which bound the wait for a pace learned under them too.
+	toldFailFast bool
+	toldMaxWait  time.Duration
 	// gateKeyed is set once gateKeyV holds the request's cooldown key.
 	gateKeyed bool
 	gateKeyV  string

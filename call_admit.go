@@ -75,44 +75,91 @@ func (c *call) withdraw() {
 	c.adaptive.drain(adaptiveTicket.cancel)
 }
 
-// admitScopes takes the attempt through every limit scope in turn.
+// admitScopes takes the attempt through every limit scope in turn, in
+// the order given. A request a told limit paces meets the LearnedScope New
+// added first, though: when it waits for the pace learned under the told
+// limits, it takes its turns of them after, as it is sent, so that they
+// hold to the letter.
 func (c *call) admitScopes() error {
-	c.paced, c.told = false, false
-	for _, s := range c.t.scopes() {
-		if s.applies != nil && !s.applies(c.req) {
-			continue // not a request this scope limits
-		}
-		if s.adaptive {
-			c.paced = true
-		} else if s.limit().paces() {
-			c.paced, c.told = true, true
-		}
-		key := s.key(c.req)
-		if s.lazy() && s.answered(key) {
-			continue // an adaptive scope's key that has learned nothing: unpaced
-		}
-		e := s.states.Acquire(key, true)
-		seq, slotted, starting, err := s.admit(c, key, &e.State)
-		if err != nil {
-			s.states.Release(e)
-			c.withdraw()
+	scopes := c.t.scopes()
+	c.readTold(scopes)
+	c.paced = c.told
+	first := c.t.learned
+	if !c.told {
+		first = nil
+	}
+	if first != nil {
+		if err := c.admitScope(first); err != nil {
 			return err
 		}
-		if seq != 0 || starting {
-			s.states.Hold(e) // one hold for the ticket, until the answer
-			t := adaptiveTicket{scope: s, entry: e, a: e.State.adapt.Load(), seq: seq}
-			if starting {
-				t.a, t.startKey = nil, key
-			}
-			c.adaptive.add(t)
+	}
+	for _, s := range scopes {
+		if s == first {
+			continue
 		}
-		if slotted {
-			c.held.add(heldSlot{scope: s, entry: e})
-		} else {
-			s.states.Release(e)
+		if err := c.admitScope(s); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// admitScope takes the attempt through scope s, when s applies to it.
+func (c *call) admitScope(s *scope) error {
+	if s.applies != nil && !s.applies(c.req) {
+		return nil // not a request this scope limits
+	}
+	c.paced = c.paced || s.adaptive
+	key := s.key(c.req)
+	if s.lazy() && s.answered(key) {
+		return nil // an adaptive scope's key that has learned nothing: unpaced
+	}
+	e := s.states.Acquire(key, true)
+	seq, slotted, starting, err := s.admit(c, key, &e.State)
+	if err != nil {
+		s.states.Release(e)
+		c.withdraw()
+		return err
+	}
+	if seq != 0 || starting {
+		s.states.Hold(e) // one hold for the ticket, until the answer
+		t := adaptiveTicket{scope: s, entry: e, a: e.State.adapt.Load(), seq: seq}
+		if starting {
+			t.a, t.startKey = nil, key
+		}
+		c.adaptive.add(t)
+	}
+	if slotted {
+		c.held.add(heldSlot{scope: s, entry: e})
+	} else {
+		s.states.Release(e)
+	}
+	return nil
+}
+
+// readTold notes whether a told limit among scopes paces the request, and
+// the fastest such pace, before any scope admits it: the learned scope,
+// first, learns under them.
+func (c *call) readTold(scopes []*scope) {
+	c.told, c.toldRate, c.toldFailFast, c.toldMaxWait = false, 0, false, 0
+	if !c.t.toldPaces.Load() {
+		return
+	}
+	for _, s := range scopes {
+		if s.adaptive || s.applies != nil && !s.applies(c.req) {
+			continue
+		}
+		if l := s.limit(); l.paces() {
+			if r := l.pace(); !c.told || r > c.toldRate {
+				c.toldRate = r
+			}
+			if l.MaxWait > 0 && (c.toldMaxWait == 0 || l.MaxWait < c.toldMaxWait) {
+				c.toldMaxWait = l.MaxWait
+			}
+			c.toldFailFast = c.toldFailFast || l.FailFast
+			c.told = true
+		}
+	}
 }
 
 // gateKey is the request's key in the cooldown gate, computed once a call.

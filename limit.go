@@ -160,6 +160,18 @@ func (l *Limit) paces() bool {
 	return finiteRate(l.Rate) || l.MinSpacing > 0 || l.Window > 0
 }
 
+// pace is the limit's pace in requests a second, for one that paces: its
+// Rate, one per MinSpacing, or Burst per Window.
+func (l *Limit) pace() float64 {
+	switch {
+	case l.Window > 0:
+		return float64(l.Burst) / l.Window.Seconds()
+	case l.MinSpacing > 0:
+		return 1 / l.MinSpacing.Seconds()
+	}
+	return float64(l.Rate)
+}
+
 // Validate reports every field of l that is out of range, in one error.
 func (l Limit) Validate() error {
 	var errs []error

@@ -22,14 +22,37 @@ import (
 func (s *scope) admitLearned(c *call, key string, st *scopeState, deadline time.Time, l *Limit) (seq uint64, starting bool, err error) {
 	for {
 		a := st.adapt.Load()
+		if a != nil && c.told && st.toldGen.Load() != c.t.toldGen.Load() && st.adapt.CompareAndSwap(a, nil) {
+			// Learned under told limits that were told anew since: they
+			// are trusted again, until the server refuses under them.
+			a = nil
+		}
 		if a == nil && pacedFromStart(l) {
 			a, _ = s.arm(key, st, time.Now())
 		}
 		switch {
+		case a != nil && c.told:
+			// Paced below told limits: their FailFast and MaxWait bound
+			// the wait as much as their own turns.
+			under := *l
+			under.FailFast = l.FailFast || c.toldFailFast
+			if w := c.toldMaxWait; w > 0 && (under.MaxWait == 0 || w < under.MaxWait) {
+				under.MaxWait = w
+				if d := time.Now().Add(w); deadline.IsZero() || d.Before(deadline) {
+					deadline = d
+				}
+			}
+			seq, err = s.admitAdaptive(c, key, a, st, deadline, &under)
+			return seq, false, err
 		case a != nil:
 			seq, err = s.admitAdaptive(c, key, a, st, deadline, l)
 			return seq, false, err
-		case s.answered(key) || !s.lazy() || c.told:
+		case c.told:
+			// Paced by a told limit, which says what the first wave may
+			// take: unpaced until a refusal, and no state looked up meanwhile.
+			s.warmUp(key)
+			return 0, false, nil
+		case s.answered(key) || !s.lazy():
 			return 0, false, nil
 		}
 		wake := s.admitStarting(st)
@@ -124,9 +147,15 @@ func (s *scope) endStarting(st *scopeState, key string, succeeded bool) {
 	}
 	st.mu.Unlock()
 	if done && st.adapt.Load() == nil {
-		h := s.keyHash(key)
-		s.warm[h%warmSlots].Store(h)
+		s.warmUp(key)
 	}
+}
+
+// warmUp marks key's warm slot: the key has learned nothing and needs no
+// slow start, and its requests go unpaced without a look at its state.
+func (s *scope) warmUp(key string) {
+	h := s.keyHash(key)
+	s.warm[h%warmSlots].Store(h)
 }
 
 // admitAdaptive waits for the request's turn in an adaptive scope: its
@@ -277,6 +306,10 @@ func (c *call) learnUntracked(resp *http.Response, class Class, hint time.Durati
 		key := s.key(c.req)
 		e := s.states.Acquire(key, true)
 		a, _ := s.arm(key, &e.State, now)
+		if c.told {
+			a.SetTold(c.toldRate) // refused under a told limit: learn below it
+			e.State.toldGen.Store(c.t.toldGen.Load())
+		}
 		a.Untracked(an, c.sent-1, now)
 		s.states.Release(e)
 	}

@@ -332,23 +332,36 @@ func TestResetCutToTheSecondIsAskedAgain(t *testing.T) {
 	}
 }
 
-// TestToldLimitIsKeptToTheLetter: a caller who tells a limit gets exactly
-// that, with nothing learned on top.
-func TestToldLimitIsKeptToTheLetter(t *testing.T) {
+// TestToldLimitIsACeiling: a server that refuses under a told limit
+// makes the key learn below it, never above: a cut below the told 10 a
+// second, climbing back, then, past it with no refusal, the told pace
+// alone again.
+func TestToldLimitIsACeiling(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newScript(answer(429, "Retry-After", "1"), answer(200))
 		tr := New(s.mock(), WithLimit(Limit{Rate: rate.Every(100 * time.Millisecond), Burst: 1}))
 		start := time.Now()
-		for range 5 {
+		for range 30 {
 			if status, err := callOnce(t, tr, context.Background()); status != 200 && status != 429 {
 				t.Fatalf("call = %d, %v", status, err)
 			}
 		}
-		// The refused first call retries after its 1s hint; the pace of 10
-		// a second alone spaces the others.
-		want := []time.Duration{0, time.Second, 1100 * time.Millisecond, 1200 * time.Millisecond, 1300 * time.Millisecond, 1400 * time.Millisecond}
-		if at := s.offsets(start); !slices.Equal(at, want) {
-			t.Errorf("requests at %v, want %v", at, want)
+		at := s.offsets(start)
+		if len(at) != 31 || at[1] != time.Second {
+			t.Fatalf("requests at %v, want 31, the refused first retried after its 1s hint", at)
+		}
+		var gaps []time.Duration
+		for i := 2; i < len(at); i++ {
+			gaps = append(gaps, at[i]-at[i-1])
+		}
+		if slices.Min(gaps) < 100*time.Millisecond {
+			t.Errorf("gaps %v: one below the told 100ms", gaps)
+		}
+		if gaps[0] <= 100*time.Millisecond {
+			t.Errorf("gaps %v: the first after the refusal at the told pace, want the learned pace below it", gaps)
+		}
+		if last := gaps[len(gaps)-5:]; slices.Max(last) != 100*time.Millisecond {
+			t.Errorf("the last gaps %v, want the told 100ms: the learned pace climbed back past it", last)
 		}
 	})
 }

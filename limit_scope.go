@@ -50,7 +50,10 @@ type scopeState struct {
 	// adapt is what an Adaptive scope learned of the key: nil until the
 	// key's first rate-limit signal arms it (or its first request, with a
 	// StartRate), then set for the state's life.
-	adapt     atomic.Pointer[learn.Pacer]
+	adapt atomic.Pointer[learn.Pacer]
+	// toldGen is the transport's toldGen when a refusal under told limits
+	// armed adapt: told anew since, they are trusted again.
+	toldGen   atomic.Uint64
 	nextStart time.Time // with MinSpacing: the earliest next start; guarded by mu
 	window    windowLog // with a Window: the starts in it; guarded by mu
 	// slots counts the concurrency slots taken, and queued the requests

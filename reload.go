@@ -72,6 +72,10 @@ func (t *Transport) SetLimit(l Limit) error {
 	}
 	s.cfg.Store(&l)
 	s.gen.Add(1)
+	t.noteTold()
+	if !l.Adaptive {
+		t.toldGen.Add(1)
+	}
 	// Requests waiting for a slot would otherwise not see a raised cap
 	// until one frees.
 	if l.MaxConcurrent != old.MaxConcurrent {
@@ -172,7 +176,21 @@ func (t *Transport) AddLimit(l Limit) error {
 		return fmt.Errorf("ratewise: AddLimit: a limit scope is already named %q: give the new one another Name, or change that one with SetLimit", l.Name)
 	}
 	t.addScope(newScope(l))
+	if l.paces() && !l.Adaptive {
+		t.toldGen.Add(1)
+	}
 	return nil
+}
+
+// noteTold notes whether a scope paces as told (a Rate, a MinSpacing or
+// a Window): only then does a request look for told limits before the
+// scopes admit it. In New, or with reloadMu held.
+func (t *Transport) noteTold() {
+	told := false
+	for _, s := range t.scopes() {
+		told = told || !s.adaptive && s.limit().paces()
+	}
+	t.toldPaces.Store(told)
 }
 
 // nextLimitName is the Name of the next scope given without one: "limit
@@ -192,18 +210,18 @@ func (t *Transport) scopes() []*scope { return *t.scopeList.Load() }
 
 // addScope adds s to the scopes, last but for the LearnedScope New
 // added, copying them so that a request going through the old ones keeps
-// them whole, and notes whether s learns. In New, or with reloadMu held.
+// them whole, and notes whether s learns, or paces as told. In New, or with reloadMu held.
 func (t *Transport) addScope(s *scope) {
 	old := t.scopes()
 	scopes := make([]*scope, len(old), len(old)+1)
 	copy(scopes, old)
 	scopes = append(scopes, s)
 	if n := len(scopes); t.learned != nil && s != t.learned {
-		// The LearnedScope New added stays last: a request meets the
-		// limits told before what is learned under them.
+		// The LearnedScope New added stays last, where it reports.
 		scopes[n-2], scopes[n-1] = scopes[n-1], scopes[n-2]
 	}
 	t.scopeList.Store(&scopes)
+	t.noteTold()
 	if s.adaptive {
 		t.learns.Store(true)
 	}

@@ -46,9 +46,14 @@ type Transport struct {
 	// signals of requests it did not pace. noLearning is WithoutLearning.
 	learns     atomic.Bool
 	noLearning bool
-	// learned is the LearnedScope New added, kept last of the scopes;
-	// nil when it added none.
-	learned  *scope
+	// learned is the LearnedScope New added, kept last of the scopes and
+	// admitted first (see admitScopes); nil when it added none. toldPaces is set when a scope paces as
+	// told (see noteTold).
+	learned   *scope
+	toldPaces atomic.Bool
+	// toldGen counts the told limits changed or added since New: a key
+	// that learned under older ones forgets it (see admitLearned).
+	toldGen  atomic.Uint64
 	reloadMu sync.Mutex // serializes SetLimit and AddLimit
 	// err is the first invalid option; every RoundTrip returns it so that
 	// a bad configuration is loud rather than silently replaced.

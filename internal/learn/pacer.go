@@ -65,8 +65,11 @@ const (
 	// share of what it was.
 	adaptiveResume = 0.5
 	// adaptiveMaxHold bounds how long the pace holds at the top of a
-	// measure before probing beyond it.
-	adaptiveMaxHold = 30 * time.Second
+	// measure before probing beyond it, and adaptiveProbeAfter is how
+	// many requests it lets through there first, at least: a probe costs
+	// a refusal, which then comes once in so many requests at most.
+	adaptiveMaxHold    = 30 * time.Second
+	adaptiveProbeAfter = 100
 	// adaptiveMaxRate bounds every pace, so that a long run of successes
 	// cannot probe it to infinity; adaptiveMinRate is the slowest a pace
 	// goes, one request a minute.
@@ -82,6 +85,7 @@ const (
 type Pacer struct {
 	mu      sync.Mutex
 	ceiling float64 // the Limit's Rate, or +Inf
+	told    float64 // the pace of the told limits the key goes under, or +Inf
 
 	head     chan struct{} // holds a token while no request is at the head of the line
 	queued   int           // requests in the line, the head included
@@ -110,6 +114,10 @@ type Pacer struct {
 	// anything: the quota of a window that ran out then, when the
 	// transport calls this one server.
 	sentBeforeRefusal int64
+	// seedQuota and seedSpan are what the last window let through and
+	// how long it held the key, once it turned out no window.
+	seedQuota int
+	seedSpan  time.Duration
 	// untrackedOK counts the successes of requests the key did not pace
 	// (Passed): what the first window let through.
 	untrackedOK int
@@ -118,6 +126,8 @@ type Pacer struct {
 	dry     int
 	dryFrom time.Time
 
+	// lastHint is the wait hint of the last refusal no count explained.
+	lastHint time.Duration
 	// refusalCounted is set when the count explained the last refusal:
 	// it said nothing was left.
 	refusalCounted bool
@@ -148,7 +158,7 @@ type Pacer struct {
 // the server's quota governs meanwhile. now is when the key's first
 // request went, zero when it goes later; it only dates what Trace sees.
 func New(start, ceiling float64, now time.Time) *Pacer {
-	p := &Pacer{ceiling: ceiling, changed: make(chan struct{}), head: make(chan struct{}, 1), firstSend: now}
+	p := &Pacer{ceiling: ceiling, told: math.Inf(1), changed: make(chan struct{}), head: make(chan struct{}, 1), firstSend: now}
 	p.head <- struct{}{}
 	if start > 0 && !math.IsInf(start, 1) {
 		p.setPace(start, start, 0, 0)
@@ -164,6 +174,12 @@ func (p *Pacer) rate(now time.Time) float64 {
 	if p.unpaced {
 		return p.ceiling
 	}
+	return math.Min(p.climb(), math.Min(p.top(), adaptiveMaxRate))
+}
+
+// climb is where the climb of a paced key is, in requests a second,
+// before any ceiling.
+func (p *Pacer) climb() float64 {
 	var r float64
 	if p.probing {
 		r = p.rampFrom * math.Exp2(p.succeeding.Seconds()/adaptiveProbeGrowth.Seconds())
@@ -181,8 +197,12 @@ func (p *Pacer) rate(now time.Time) float64 {
 			r = p.rampTo + p.band*(math.Exp2(beyond)-1)
 		}
 	}
-	return math.Min(r, math.Min(p.ceiling, adaptiveMaxRate))
+	return r
 }
+
+// top is the fastest the pace may go once paced: the ceiling, or the
+// told limit's pace when a refusal under it armed the key.
+func (p *Pacer) top() float64 { return math.Min(p.ceiling, p.told) }
 
 // setPace starts a climb from 'from' to 'to', held there for hold, then
 // probing beyond by band; zero band means the climb's, at least
@@ -192,7 +212,7 @@ func (p *Pacer) setPace(from, to, band float64, hold time.Duration) {
 	if band <= 0 {
 		p.band = math.Max(to-from, to*adaptiveMinBand)
 	}
-	p.rampFrom, p.rampTo = math.Min(from, p.ceiling), math.Max(math.Min(to, p.ceiling), 1e-9)
+	p.rampFrom, p.rampTo = math.Min(from, p.top()), math.Max(math.Min(to, p.top()), 1e-9)
 	p.succeeding = 0
 }
 
@@ -297,6 +317,7 @@ func (p *Pacer) learn(seq uint64, newEvent bool, an Answer, now time.Time) {
 // refused learns from a refusal no count explains, with p.mu held.
 func (p *Pacer) refused(newEvent bool, hint time.Duration, now time.Time) {
 	defer func() { p.lastEmpty, p.successesAtEmpty = now, p.successes }()
+	p.lastHint = hint
 	var target time.Time
 	if hint > 0 {
 		target = now.Add(hint)
@@ -309,6 +330,9 @@ func (p *Pacer) refused(newEvent bool, hint time.Duration, now time.Time) {
 			return
 		}
 		p.notWindowed = true
+		if p.measureAll(now) {
+			return
+		}
 	}
 	// Refused again and again, nothing let through for a while: the
 	// server refills nothing, a window's way. (A refusal or two could be
@@ -323,11 +347,60 @@ func (p *Pacer) refused(newEvent bool, hint time.Duration, now time.Time) {
 	}
 	dry := p.dry >= windowDryRefusals && now.Sub(p.dryFrom) >= windowDrySpan
 	switch {
-	case !p.notWindowed && (dry || hint > time.Second):
+	case !p.notWindowed && math.IsInf(p.told, 1) && (dry || hint > time.Second):
 		p.becomeWindowed(p.dryTarget, now)
 	case newEvent:
 		p.decrease(hint, now)
 	}
+}
+
+// measureAll paces, with p.mu held, by what the server let through since
+// the key's first request, a measure of its long-run rate: for a key that
+// turned out not to be windowed, whose holds kept it from a measure
+// between two refusals. It reports false, changing nothing, when too
+// little has passed to measure.
+func (p *Pacer) measureAll(now time.Time) bool {
+	span := now.Sub(p.firstSend)
+	s := float64(p.successes) + float64(p.untrackedOK)
+	if p.seedQuota > 0 {
+		// The last window's quota over its length measures better: the
+		// key was held, not refused, for much of the time since its start.
+		s, span = float64(p.seedQuota), p.seedSpan
+		p.seedQuota = 0
+	} else if p.firstSend.IsZero() || span < adaptiveMinSample || s < 2 {
+		return false
+	}
+	if Trace != nil {
+		Trace("%v measured all: %.0f successes in %v", span.Round(time.Millisecond), s, span.Round(time.Millisecond))
+	}
+	low := (s - 1) / span.Seconds()
+	p.unpaced, p.cutAt, p.slack = false, p.sent, false
+	p.setMeasure(low, (s+1)/span.Seconds(), span)
+	p.next = now.Add(interval(p.rate(now)))
+	return true
+}
+
+// setMeasure paces by a measure over span, with p.mu held: from its low
+// end, which the server can always serve, climbing to its high end, then
+// probing beyond (see probeHold). A server whose last refusal asked for
+// a long wait (more than a second) is paced at the low end, and probed
+// as seldom as can be: each refusal holds its request that long, which
+// a few percent more pace does not pay for.
+func (p *Pacer) setMeasure(low, high float64, span time.Duration) {
+	hold := probeHold(span, low)
+	if p.lastHint > time.Second {
+		high, hold = low, adaptiveMaxHold
+	}
+	p.setPace(low, high, 0, hold)
+}
+
+// probeHold is how long a pace measured over span, at low requests a
+// second, holds at the top of its measure before it probes beyond: the
+// span, and long enough for adaptiveProbeAfter requests, but no more than
+// adaptiveMaxHold. Each probe costs a refusal: the slower the server, the
+// rarer they come.
+func probeHold(span time.Duration, low float64) time.Duration {
+	return min(max(span, time.Duration(adaptiveProbeAfter/low*float64(time.Second))), adaptiveMaxHold)
 }
 
 // HintPausesKey reports whether the last refusal's long hint should
@@ -345,6 +418,20 @@ func (p *Pacer) HintPausesKey() bool {
 func (p *Pacer) SetCeiling(ceiling float64) {
 	p.mu.Lock()
 	p.ceiling = ceiling
+	p.mu.Unlock()
+}
+
+// SetTold sets the pace of the told limits the key's requests go under,
+// in requests a second (+Inf for none): a refusal under them starts the
+// learned pace just below, and it never climbs past them, smooth: the
+// told limits' bursts are what the server refused. A key that is not
+// paced yet keeps to its told limits alone, bursts and all. A key
+// under told limits is never taken for a window's: a told window keeps
+// to a fixed one however it is aligned, and a server that refuses under
+// it counts more strictly, a sliding window's way, which a pace answers.
+func (p *Pacer) SetTold(told float64) {
+	p.mu.Lock()
+	p.told = told
 	p.mu.Unlock()
 }
 
@@ -385,7 +472,12 @@ func (p *Pacer) decrease(hint time.Duration, now time.Time) {
 		// rate measures it low: the pace that ran the server dry is above
 		// it, and a cut of it is not far below.
 		low := math.Max((s-1)/span.Seconds(), p.rate(now)*adaptiveCut)
-		p.setPace(low, math.Max((s+1)/span.Seconds(), low), 0, min(span, adaptiveMaxHold))
+		p.setMeasure(low, math.Max((s+1)/span.Seconds(), low), span)
+	case wasUnpaced && !math.IsInf(p.top(), 1):
+		// Refused under a ceiling, or a told limit: the server allows
+		// less. Start a cut below it, and climb back.
+		r := math.Max(p.top()*adaptiveCut, floorRate(hint))
+		p.setPace(r, p.top(), 0, 0)
 	case wasUnpaced:
 		// Nothing to measure yet: search, from high, halving at each
 		// refusal and doubling while requests succeed, until a refusal

@@ -60,6 +60,9 @@ type learnedWindow struct {
 	openedAt time.Time
 	period   time.Duration
 	foretold bool
+	// held is how long the last hint held the key: a window's length,
+	// about, when its refusal came as its quota ran out.
+	held time.Duration
 }
 
 // windowRefused takes in a refusal of a windowed key, with p.mu held;
@@ -100,15 +103,20 @@ func (p *Pacer) windowRefused(target, now time.Time) bool {
 	// A window that gave less than two, or a quarter of the last one's
 	// quota, is no window: a slow bucket, or a sliding window, whose
 	// turns give what the last one left.
-	if w.used < 2 || w.used*4 < w.quota {
+	if w.used < 2 || w.used*4 < w.quota*3 {
 		p.win = nil
+		if held := max(w.held, w.period); w.quota >= 2 && held >= adaptiveMinSample {
+			// What the last window gave, over how long it was held: the
+			// long-run rate of a sliding window, which the pace starts from.
+			p.seedQuota, p.seedSpan = w.quota, held
+		}
 		return false
 	}
 	w.quota, w.confirmed, w.foretold = w.used, true, false
 	p.cutAt = p.sent // requests on their way are refused with it
 	switch {
 	case !target.IsZero():
-		w.opens = target
+		w.opens, w.held = target, target.Sub(now)
 	case w.period > 0 && w.openedAt.Add(w.period).After(now):
 		w.opens = w.openedAt.Add(w.period)
 	default:
@@ -127,7 +135,7 @@ func (p *Pacer) becomeWindowed(opens, now time.Time) {
 	if Trace != nil {
 		Trace("%v windowed: opens in %v", now.Sub(p.firstSend).Round(time.Millisecond), opens.Sub(now))
 	}
-	p.win = &learnedWindow{opens: opens, probe: windowProbeStart}
+	p.win = &learnedWindow{opens: opens, probe: windowProbeStart, held: opens.Sub(now)}
 	switch {
 	case p.successes > 0:
 	case p.untrackedOK > 0:

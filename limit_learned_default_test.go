@@ -15,8 +15,6 @@ import (
 	"testing/synctest"
 	"time"
 
-	"golang.org/x/time/rate"
-
 	"github.com/ratewise/ratewise/ratewisetest"
 )
 
@@ -332,40 +330,6 @@ func TestResetCutToTheSecondIsAskedAgain(t *testing.T) {
 	}
 }
 
-// TestToldLimitIsACeiling: a server that refuses under a told limit
-// makes the key learn below it, never above: a cut below the told 10 a
-// second, climbing back, then, past it with no refusal, the told pace
-// alone again.
-func TestToldLimitIsACeiling(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		s := newScript(answer(429, "Retry-After", "1"), answer(200))
-		tr := New(s.mock(), WithLimit(Limit{Rate: rate.Every(100 * time.Millisecond), Burst: 1}))
-		start := time.Now()
-		for range 30 {
-			if status, err := callOnce(t, tr, context.Background()); status != 200 && status != 429 {
-				t.Fatalf("call = %d, %v", status, err)
-			}
-		}
-		at := s.offsets(start)
-		if len(at) != 31 || at[1] != time.Second {
-			t.Fatalf("requests at %v, want 31, the refused first retried after its 1s hint", at)
-		}
-		var gaps []time.Duration
-		for i := 2; i < len(at); i++ {
-			gaps = append(gaps, at[i]-at[i-1])
-		}
-		if slices.Min(gaps) < 100*time.Millisecond {
-			t.Errorf("gaps %v: one below the told 100ms", gaps)
-		}
-		if gaps[0] <= 100*time.Millisecond {
-			t.Errorf("gaps %v: the first after the refusal at the told pace, want the learned pace below it", gaps)
-		}
-		if last := gaps[len(gaps)-5:]; slices.Max(last) != 100*time.Millisecond {
-			t.Errorf("the last gaps %v, want the told 100ms: the learned pace climbed back past it", last)
-		}
-	})
-}
-
 // TestLearnedWindowIsSharedThroughTheCooldownStore: a window one
 // transport learned from refusals holds every transport that shares its
 // cooldown store, as a hint's pause does.
@@ -399,25 +363,6 @@ func TestLearnedWindowIsSharedThroughTheCooldownStore(t *testing.T) {
 		readAll(t, resp)
 		if sent := srv.at[before]; sent.Before(reopens) {
 			t.Errorf("the second transport sent %v before the window the first learned reopens", reopens.Sub(sent))
-		}
-	})
-}
-
-// TestToldLimitKeptToTheLetter: a told limit the server never
-// contradicts paces to the letter, though the server counts its quota on
-// every answer and the learned scope stays beside it: 25 calls of 5
-// workers at 10/s, burst 5, take exactly 2s, against a server that
-// allows twice as much.
-func TestToldLimitKeptToTheLetter(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		srv := ratewisetest.NewBucket(ratewisetest.Config{Rate: 20, Burst: 10, PublishHeaders: true, IETFHeaders: true})
-		tr := New(srv, WithLimit(Limit{Rate: 10, Burst: 5}))
-		wall, failed := goodput(tr, 5, 25)
-		if wall != 2*time.Second || failed != 0 {
-			t.Errorf("25 calls took %v, %d failed; want 2s and none", wall, failed)
-		}
-		if st := tr.LimitStatus("api.test").Scopes; len(st) != 2 || st[1].Counted || st[1].LearnedRate != 0 {
-			t.Errorf("scopes %+v, want the learned scope to have learned nothing", st)
 		}
 	})
 }

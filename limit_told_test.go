@@ -1,0 +1,128 @@
+package ratewise
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/ratewise/ratewise/ratewisetest"
+)
+
+// Tests of told limits as ceilings: the learned scope beside them learns
+// only what the server refuses under them.
+
+// TestToldLimitKeptToTheLetter: a told limit the server never
+// contradicts paces to the letter, though the server counts its quota on
+// every answer and the learned scope stays beside it: 25 calls of 5
+// workers at 10/s, burst 5, take exactly 2s, against a server that
+// allows twice as much.
+func TestToldLimitKeptToTheLetter(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := ratewisetest.NewBucket(ratewisetest.Config{Rate: 20, Burst: 10, PublishHeaders: true, IETFHeaders: true})
+		tr := New(srv, WithLimit(Limit{Rate: 10, Burst: 5}))
+		wall, failed := goodput(tr, 5, 25)
+		if wall != 2*time.Second || failed != 0 {
+			t.Errorf("25 calls took %v, %d failed; want 2s and none", wall, failed)
+		}
+		if st := tr.LimitStatus("api.test").Scopes; len(st) != 2 || st[1].Counted || st[1].LearnedRate != 0 {
+			t.Errorf("scopes %+v, want the learned scope to have learned nothing", st)
+		}
+	})
+}
+
+// TestToldLimitIsACeiling: a server that refuses under a told limit
+// makes the key learn below it, never above: a cut below the told 10 a
+// second, climbing back, then, past it with no refusal, the told pace
+// alone again.
+func TestToldLimitIsACeiling(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newScript(answer(429, "Retry-After", "1"), answer(200))
+		tr := New(s.mock(), WithLimit(Limit{Rate: rate.Every(100 * time.Millisecond), Burst: 1}))
+		start := time.Now()
+		for range 30 {
+			if status, err := callOnce(t, tr, context.Background()); status != 200 && status != 429 {
+				t.Fatalf("call = %d, %v", status, err)
+			}
+		}
+		at := s.offsets(start)
+		if len(at) != 31 || at[1] != time.Second {
+			t.Fatalf("requests at %v, want 31, the refused first retried after its 1s hint", at)
+		}
+		var gaps []time.Duration
+		for i := 2; i < len(at); i++ {
+			gaps = append(gaps, at[i]-at[i-1])
+		}
+		if slices.Min(gaps) < 100*time.Millisecond {
+			t.Errorf("gaps %v: one below the told 100ms", gaps)
+		}
+		if gaps[0] <= 100*time.Millisecond {
+			t.Errorf("gaps %v: the first after the refusal at the told pace, want the learned pace below it", gaps)
+		}
+		if last := gaps[len(gaps)-5:]; slices.Max(last) != 100*time.Millisecond {
+			t.Errorf("the last gaps %v, want the told 100ms: the learned pace climbed back past it", last)
+		}
+	})
+}
+
+// TestToldWindowCorrectedBySlidingCounter: told "50 a second" as a
+// window, a sliding-window counter of 50 a second refuses its bursts; the
+// key learns a smooth pace below the told one and finishes the batch
+// within 1.10 of the least time, at most 0.05 refusals a call, as it does
+// told nothing.
+func TestToldWindowCorrectedBySlidingCounter(t *testing.T) {
+	for _, told := range []bool{false, true} {
+		synctest.Test(t, func(t *testing.T) {
+			sleepToThisDecade(370 * time.Millisecond)
+			cfg := ratewisetest.Config{Model: ratewisetest.SlidingWindow, Limit: 50, Window: time.Second,
+				RetryAfter: ratewisetest.RetryAfterWindow}
+			srv := ratewisetest.NewBucket(cfg)
+			var opts []Option
+			if told {
+				opts = append(opts, WithLimit(Limit{Name: "told", Burst: 50, Window: time.Second}))
+			}
+			tr := New(srv, opts...)
+			wall, failed := goodput(tr, 20, 500)
+			ratio := wall.Seconds() / cfg.Ideal(500).Seconds()
+			refused := float64(srv.Stats().Limited) / 500
+			if ratio > 1.10 || refused > 0.05 || failed > 0 {
+				t.Errorf("told %v: %.2f of the ideal, %.3f refused a call, %d failed; want at most 1.10, 0.05, none",
+					told, ratio, refused, failed)
+			}
+			if !told {
+				return
+			}
+			st := tr.LimitStatus("api.test").Scopes
+			if learned := st[len(st)-1]; learned.Name != LearnedScope || learned.LearnedRate <= 0 || learned.LearnedRate > 50 {
+				t.Errorf("the learned scope %+v, want a pace learned at or below the told 50 a second", learned)
+			}
+		})
+	}
+}
+
+// TestToldAnewIsTrustedAgain: what a key learned under a told limit the
+// server refused is forgotten when the limit is told anew: SetLimit with
+// the server's real numbers paces by them alone, bursts and all.
+func TestToldAnewIsTrustedAgain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := ratewisetest.NewBucket(ratewisetest.Config{Rate: 5, Burst: 5})
+		tr := New(srv, WithLimit(Limit{Name: "plan", Rate: 10, Burst: 10}))
+		goodput(tr, 5, 40) // the told 10/s is refused: the key learns below it
+		if st := tr.LimitStatus("api.test").Scopes; st[1].LearnedRate <= 0 {
+			t.Fatalf("scopes %+v, want a pace learned under the refused plan", st)
+		}
+		if err := tr.SetLimit(Limit{Name: "plan", Rate: 5, Burst: 5}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second) // the server's bucket and the plan's fill again
+		limited := srv.Stats().Limited
+		wall, failed := goodput(tr, 5, 10)
+		if wall != time.Second || failed != 0 || srv.Stats().Limited != limited {
+			t.Errorf("10 calls under the plan told anew took %v, %d failed, %d refused; want 1s (5 at once, then 5/s), none",
+				wall, failed, srv.Stats().Limited-limited)
+		}
+	})
+}

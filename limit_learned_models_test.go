@@ -201,3 +201,35 @@ func TestLearnedWindowHoldsWithoutAsking(t *testing.T) {
 		})
 	}
 }
+
+// TestLearningCostsNoCallToALoadShedder: a server that refuses two
+// requests in three whatever the pace, with a 429 and no hint. Slowing
+// down cures nothing there: the key learns as much, gives its pace back,
+// and leaves the refusals to the retries, so that 50 POSTs at once fail
+// no more calls than with WithoutLearning() (the retries alone), and take
+// at most 1.5 times as long: the search for a pace the refusals turn out
+// blind to costs a second or two first. The retries' jitter makes each
+// run a draw: the medians of five runs are compared.
+func TestLearningCostsNoCallToALoadShedder(t *testing.T) {
+	run := func(opts ...Option) (time.Duration, int) {
+		var walls []time.Duration
+		var failed []int
+		for range 5 {
+			synctest.Test(t, func(t *testing.T) {
+				srv := ratewisetest.NewBucket(ratewisetest.Config{Model: ratewisetest.LoadShed, Shed: 2.0 / 3})
+				tr := New(srv, append(opts, WithRetry(RetryPolicy{MaxAttempts: 6}))...)
+				wall, n := goodputPost(tr, 50, 50)
+				walls, failed = append(walls, wall), append(failed, n)
+			})
+		}
+		slices.Sort(walls)
+		slices.Sort(failed)
+		return walls[2], failed[2]
+	}
+	retriesWall, retriesFailed := run(WithoutLearning())
+	wall, failed := run()
+	if failed > retriesFailed || wall.Seconds() > 1.5*retriesWall.Seconds() {
+		t.Errorf("defaults: %v, %d failed; WithoutLearning: %v, %d failed (medians of 5); want no more failed, within 1.5 times as long",
+			wall, failed, retriesWall, retriesFailed)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -30,6 +31,27 @@ func goodput(tr http.RoundTripper, workers, calls int) (time.Duration, int) {
 
 // goodputErr is goodput that also says why the first failed call failed.
 func goodputErr(tr http.RoundTripper, workers, calls int) (time.Duration, int, string) {
+	return goodputOf(tr, workers, calls, func() *http.Request {
+		req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, "http://api.test/items", nil)
+		return req
+	})
+}
+
+// goodputPost is goodput of POSTs, each with a small JSON body that can
+// be sent again.
+func goodputPost(tr http.RoundTripper, workers, calls int) (time.Duration, int) {
+	wall, failed, _ := goodputOf(tr, workers, calls, func() *http.Request {
+		req, _ := http.NewRequestWithContext(context.Background(), http.MethodPost, "http://api.test/items",
+			strings.NewReader(`{"item":1}`))
+		return req
+	})
+	return wall, failed
+}
+
+// goodputOf runs calls calls of the requests newReq makes, workers at
+// once, through tr; it returns the wall time, the failed calls and why the
+// first failed.
+func goodputOf(tr http.RoundTripper, workers, calls int, newReq func() *http.Request) (time.Duration, int, string) {
 	jobs := make(chan struct{})
 	var mu sync.Mutex
 	failed := 0
@@ -39,8 +61,7 @@ func goodputErr(tr http.RoundTripper, workers, calls int) (time.Duration, int, s
 	for range workers {
 		wg.Go(func() {
 			for range jobs {
-				req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, "http://api.test/items", nil)
-				resp, err := tr.RoundTrip(req)
+				resp, err := tr.RoundTrip(newReq())
 				if err == nil {
 					_, _ = io.Copy(io.Discard, resp.Body)
 					_ = resp.Body.Close()

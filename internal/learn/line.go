@@ -102,6 +102,10 @@ func (p *Pacer) takeLocked(now time.Time) (seq uint64, delay time.Duration, read
 	p.sent++
 	p.inFlight++
 	p.lastSend = now
+	p.sentPace[p.sent%uint64(len(p.sentPace))] = 0
+	if r := p.rate(now); !p.unpaced && !math.IsInf(r, 1) {
+		p.sentPace[p.sent%uint64(len(p.sentPace))] = r
+	}
 	if p.count != nil {
 		p.count.markSent(p.sent)
 	}

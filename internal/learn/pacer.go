@@ -126,6 +126,19 @@ type Pacer struct {
 	dry     int
 	dryFrom time.Time
 
+	// sentPace is the pace each of the last requests was sent at, by its
+	// number, 0 when unpaced; samples are the last of them answered, with
+	// their outcome (see blind.go). Refusals proved blind to the pace
+	// leave the key unpaced until blindUntil; blindHold is how long that
+	// was, doubling each time.
+	sentPace   [64]float64
+	samples    []paceSample
+	blindUntil time.Time
+	blindHold  time.Duration
+	// searchFloor is the slowest the search for a pace goes meanwhile, 0
+	// once released; floorCuts counts the cuts it held against.
+	searchFloor float64
+	floorCuts   int
 	// lastHint is the wait hint of the last refusal no count explained.
 	lastHint time.Duration
 	// refusalCounted is set when the count explained the last refusal:
@@ -295,6 +308,9 @@ func (p *Pacer) learn(seq uint64, newEvent bool, an Answer, now time.Time) {
 		}
 	}
 	explained := p.counted(seq, an, now)
+	if !explained && an.Remaining < 0 && (an.OK || an.Refused) {
+		p.sample(seq, an.OK)
+	}
 	if an.Refused {
 		p.refusalCounted = explained
 	}

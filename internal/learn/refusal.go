@@ -12,6 +12,13 @@ import (
 
 // refused learns from a refusal no count explains, with p.mu held.
 func (p *Pacer) refused(newEvent bool, hint time.Duration, now time.Time) {
+	if p.blind(now) {
+		return // left to the retries, their backoff and the breaker
+	}
+	if newEvent && p.rateBlind() {
+		p.goBlind(now)
+		return
+	}
 	defer func() { p.lastEmpty, p.successesAtEmpty = now, p.successes }()
 	p.lastHint = hint
 	var target time.Time
@@ -102,16 +109,29 @@ func (p *Pacer) decrease(hint time.Duration, now time.Time) {
 		p.probing = true
 		p.rampFrom = math.Min(start, p.ceiling)
 		p.succeeding = 0
+		p.searchFloor, p.floorCuts = p.rampFrom/blindFloorDepth, 0
 	case p.probing:
 		// Refused again too soon to measure: back off half, probe on.
-		p.rampFrom, p.succeeding = math.Max(p.rate(now)/2, floorRate(hint)), 0
+		p.rampFrom, p.succeeding = p.searchFloored(math.Max(p.rate(now)/2, floorRate(hint))), 0
 	default:
-		r := math.Max(p.rate(now)*adaptiveCut, floorRate(hint))
+		r := p.searchFloored(math.Max(p.rate(now)*adaptiveCut, floorRate(hint)))
 		p.setPace(r, r, 0, 0)
 	}
 	// The bucket is empty now: the first request at the new pace waits
 	// its interval.
 	p.next = now.Add(interval(p.rate(now)))
+}
+
+// searchFloored is r, a pace a cut of the search chose, held at the
+// search's floor while the floor stands, with p.mu held (see blind.go).
+func (p *Pacer) searchFloored(r float64) float64 {
+	if p.searchFloor <= 0 || r >= p.searchFloor {
+		return r
+	}
+	if p.floorCuts++; p.floorCuts >= blindFloorCuts {
+		p.searchFloor = 0 // rate-blind or not, the test could not tell
+	}
+	return math.Max(r, p.searchFloor)
 }
 
 // measureAll paces, with p.mu held, by what the server let through since

@@ -1,0 +1,94 @@
+package learn
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+// runPaced sends n requests one after the other through a, each at its
+// place in the pace, answered at once by answer, and returns when the
+// last went.
+func runPaced(t *testing.T, a *Pacer, now time.Time, n int, answer func(at time.Time) Answer) time.Time {
+	t.Helper()
+	for range n {
+		var seq uint64
+		seq, now = sendAt(t, a, now)
+		a.Outcome(seq, answer(now), now)
+	}
+	return now
+}
+
+// TestBlindRefusalsGiveThePaceBack: a server that refuses two requests in
+// three, however slowly they come, makes a key that learned a pace go
+// unpaced, its refusals left to the retries: within 10s of requests sent
+// one at a time in 15 draws of 20, within 2 minutes in all (a long run of
+// refusals looks like a bucket's until successes come back); and
+// refusals no longer slow it while it is.
+func TestBlindRefusalsGiveThePaceBack(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	quick := 0
+	for seed := range uint64(20) {
+		r := rand.New(rand.NewPCG(seed, 1))
+		shed := func(time.Time) Answer {
+			if r.Float64() < 2.0/3 {
+				return refused
+			}
+			return succeeded
+		}
+		a := New(0, math.Inf(1), t0)
+		a.Untracked(refused, 0, t0) // the refusal that armed the key
+		now := t0
+		for range 200 {
+			now = runPaced(t, a, now, 1, shed)
+			if a.blind(now) {
+				break
+			}
+		}
+		if !a.blind(now) || now.Sub(t0) > 2*time.Minute {
+			t.Fatalf("seed %d: after %v, blind %v; want unpaced within 2 minutes", seed, now.Sub(t0), a.blind(now))
+		}
+		if now.Sub(t0) <= 10*time.Second {
+			quick++
+		}
+		if r := a.rate(now); !math.IsInf(r, 1) {
+			t.Errorf("seed %d: blind, yet paced at %.2f/s", seed, r)
+		}
+		a.Outcome(0, refused, now)
+		if r := a.rate(now); !math.IsInf(r, 1) {
+			t.Errorf("seed %d: a refusal while blind paced the key at %.2f/s", seed, r)
+		}
+	}
+	if quick < 15 {
+		t.Errorf("unpaced within 10s in %d draws of 20, want 15 at least", quick)
+	}
+}
+
+// TestBucketRefusalsAreNotBlind: a token bucket's refusals fall as the
+// pace falls: searched from high above its rate, or from just above, a
+// key never goes blind to them, and ends up paced near the bucket's rate.
+func TestBucketRefusalsAreNotBlind(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, rate := range []float64{0.5, 2, 20, 50, 200} {
+		tokens, last := 0.0, t0
+		bucket := func(at time.Time) Answer {
+			tokens = math.Min(tokens+rate*at.Sub(last).Seconds(), 10)
+			last = at
+			if tokens >= 1 {
+				tokens--
+				return succeeded
+			}
+			return refused
+		}
+		a := New(0, math.Inf(1), t0)
+		a.Untracked(refused, 0, t0)
+		now := runPaced(t, a, t0, int(math.Max(rate*60, 60)), bucket)
+		if a.blind(now) || !a.blindUntil.IsZero() {
+			t.Errorf("bucket of %g/s: went blind to its refusals", rate)
+		}
+		if got := a.rate(now); got < rate*0.7 || got > rate*1.3 {
+			t.Errorf("bucket of %g/s: paced at %.2f/s after %v", rate, got, now.Sub(t0))
+		}
+	}
+}

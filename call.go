@@ -77,6 +77,9 @@ type call struct {
 	// MaxWait, which bound the wait for a pace learned under them too.
 	toldFailFast bool
 	toldMaxWait  time.Duration
+	// startOthers is how many requests of its key were in flight when the
+	// attempt went in the key's slow start.
+	startOthers int
 	// gateKeyed is set once gateKeyV holds the request's cooldown key.
 	gateKeyed bool
 	gateKeyV  string

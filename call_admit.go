@@ -125,7 +125,7 @@ func (c *call) admitScope(s *scope) error {
 		s.states.Hold(e) // one hold for the ticket, until the answer
 		t := adaptiveTicket{scope: s, entry: e, a: e.State.adapt.Load(), seq: seq}
 		if starting {
-			t.a, t.startKey = nil, key
+			t.a, t.startKey, t.startOthers = nil, key, c.startOthers
 		}
 		c.adaptive.add(t)
 	}

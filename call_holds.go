@@ -29,17 +29,19 @@ func (h *holds[T]) drain(f func(T)) {
 	*h = holds[T]{}
 }
 
-// has reports whether f holds for one of those held.
-func (h *holds[T]) has(f func(T) bool) bool {
+// find returns the first of those held that f holds for, and whether
+// there is one.
+func (h *holds[T]) find(f func(T) bool) (T, bool) {
 	for i := range min(h.n, len(h.inline)) {
 		if f(h.inline[i]) {
-			return true
+			return h.inline[i], true
 		}
 	}
 	for _, v := range h.more {
 		if f(v) {
-			return true
+			return v, true
 		}
 	}
-	return false
+	var zero T
+	return zero, false
 }

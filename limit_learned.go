@@ -55,7 +55,7 @@ func (s *scope) admitLearned(c *call, key string, st *scopeState, deadline time.
 		case s.answered(key) || !s.lazy():
 			return 0, false, nil
 		}
-		wake := s.admitStarting(st)
+		wake := s.admitStarting(c, st)
 		if wake == nil {
 			return 0, true, nil
 		}
@@ -83,13 +83,14 @@ const slowStartDone = 256
 // is. A first wave of many workers against a small bucket then costs the
 // refusals of one round trip, not one per worker; a server that counts
 // its quota says in its first answer what the rest may take.
-func (s *scope) admitStarting(st *scopeState) <-chan struct{} {
+func (s *scope) admitStarting(c *call, st *scopeState) <-chan struct{} {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if st.adapt.Load() != nil {
 		return closedChan
 	}
 	if st.startOut < max(st.startOpen, 1) {
+		c.startOthers = st.startOut
 		st.startOut++
 		return nil
 	}
@@ -128,17 +129,19 @@ func (s *scope) learning(key string) {
 }
 
 // endStarting ends a request of the slow start of the key whose state st
-// is: a success opens the key to one more request in flight, and the
-// requests waiting for room are woken. A slow start that reaches
+// is, sent with others of the key in flight (-1 for one not sent): a
+// success opens the key to one more request in flight, and the requests
+// waiting for room are woken. A slow start that reaches
 // slowStartDone with nothing learned marks the key warm.
-func (s *scope) endStarting(st *scopeState, key string, succeeded bool) {
+func (s *scope) endStarting(st *scopeState, key string, succeeded bool, others int) {
 	st.mu.Lock()
 	st.startOut--
 	if succeeded {
 		st.startOpen = max(st.startOpen, 1) + 1
-		if a := st.adapt.Load(); a != nil {
-			a.Passed(1) // the pace was armed while it was on its way
-		}
+		st.startOKFlight = max(st.startOKFlight, others)
+	}
+	if a := st.adapt.Load(); a != nil {
+		a.Unpaced(succeeded, others) // the pace was armed while it was on its way
 	}
 	done := st.startOpen >= slowStartDone
 	if st.startWake != nil {
@@ -225,8 +228,10 @@ type adaptiveTicket struct {
 	entry *keyed.Entry[scopeState]
 	a     *learn.Pacer // what the scope learned of the request's key; nil in slow start
 	seq   uint64       // the request's number in its key
-	// startKey is the key of a request sent in its key's slow start.
-	startKey string
+	// startKey is the key of a request sent in its key's slow start, and
+	// startOthers how many of the key's were in flight when it was.
+	startKey    string
+	startOthers int
 }
 
 // finish tells the scope how the request went, and releases its entry.
@@ -235,7 +240,7 @@ type adaptiveTicket struct {
 func (t adaptiveTicket) finish(resp *http.Response, err error, class Class, hint time.Duration, now time.Time) {
 	if t.a == nil {
 		ok := err == nil && !class.refusal() && resp.StatusCode >= 200 && resp.StatusCode <= 299
-		t.scope.endStarting(&t.entry.State, t.startKey, ok)
+		t.scope.endStarting(&t.entry.State, t.startKey, ok, t.startOthers)
 	} else {
 		an := readAnswer(resp, err, class, now)
 		an.Hint = hint
@@ -247,7 +252,7 @@ func (t adaptiveTicket) finish(resp *http.Response, err error, class Class, hint
 // cancel withdraws a request that will not be sent.
 func (t adaptiveTicket) cancel() {
 	if t.a == nil {
-		t.scope.endStarting(&t.entry.State, t.startKey, false)
+		t.scope.endStarting(&t.entry.State, t.startKey, false, -1)
 	} else {
 		t.a.Cancel()
 	}
@@ -268,7 +273,7 @@ func (s *scope) arm(key string, st *scopeState, now time.Time) (a *learn.Pacer, 
 		st.mu.Unlock()
 		return st.adapt.Load(), false
 	}
-	a.Passed(max(st.startOpen-1, 0))
+	a.Adopt(max(st.startOpen-1, 0), st.startOut, st.startOKFlight)
 	st.mu.Unlock()
 	s.learning(key)
 	return a, true
@@ -280,7 +285,7 @@ func (s *scope) arm(key string, st *scopeState, now time.Time) (a *learn.Pacer, 
 // neither.
 func readAnswer(resp *http.Response, err error, class Class, now time.Time) learn.Answer {
 	if err != nil {
-		return learn.Answer{Remaining: -1}
+		return learn.Answer{Remaining: -1, Flight: -1}
 	}
 	return learn.ReadAnswer(resp, class.refusal(), now)
 }
@@ -300,7 +305,8 @@ func (c *call) learnUntracked(resp *http.Response, class Class, hint time.Durati
 		if !s.adaptive || s.applies != nil && !s.applies(c.req) {
 			continue // not a scope that learns of this request
 		}
-		if c.adaptive.has(func(t adaptiveTicket) bool { return t.scope == s && t.a != nil }) {
+		ticket, held := c.adaptive.find(func(t adaptiveTicket) bool { return t.scope == s })
+		if held && ticket.a != nil {
 			continue // paced: its ticket tells the scope
 		}
 		key := s.key(c.req)
@@ -309,6 +315,10 @@ func (c *call) learnUntracked(resp *http.Response, class Class, hint time.Durati
 		if c.told {
 			a.SetTold(c.toldRate) // refused under a told limit: learn below it
 			e.State.toldGen.Store(c.t.toldGen.Load())
+		}
+		an.Flight = -1
+		if held && ticket.startKey != "" {
+			an.Flight = ticket.startOthers // sent in the key's slow start
 		}
 		a.Untracked(an, c.sent-1, now)
 		s.states.Release(e)

@@ -233,3 +233,26 @@ func TestLearningCostsNoCallToALoadShedder(t *testing.T) {
 			wall, failed, retriesWall, retriesFailed)
 	}
 }
+
+// TestLearnedConcurrencyCap: a server that serves 5 requests of a key at
+// once, 50 ms each, and refuses a sixth at once. The key learns the cap
+// as a number in flight, not a rate, and holds to it: 300 calls of 20
+// workers take within 1.10 of the least time (300 × 50 ms / 5), with at
+// most 0.05 refusals a call; told nothing, as told MaxConcurrent: 5.
+func TestLearnedConcurrencyCap(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := ratewisetest.Config{Model: ratewisetest.ConcurrencyCap, Limit: 5, ServiceTime: 50 * time.Millisecond}
+		srv := ratewisetest.NewBucket(cfg)
+		tr := New(srv)
+		wall, failed := goodput(tr, 20, 300)
+		ratio := wall.Seconds() / cfg.Ideal(300).Seconds()
+		refused := float64(srv.Stats().Limited) / 300
+		if ratio > 1.10 || refused > 0.05 || failed > 0 {
+			t.Errorf("%.2f of the ideal %v, %.3f refused a call, %d failed; want at most 1.10, 0.05, none",
+				ratio, cfg.Ideal(300), refused, failed)
+		}
+		if st := tr.LimitStatus("api.test").Scopes[0]; st.InFlightCap < 5 || st.InFlightCap > 6 || st.LearnedRate != 0 {
+			t.Errorf("status %+v, want the cap of 5 learned (6 while a probe is out), and no pace", st)
+		}
+	})
+}

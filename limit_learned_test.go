@@ -305,11 +305,12 @@ func TestReadAnswer(t *testing.T) {
 	}
 	for _, tt := range tests {
 		resp := &http.Response{StatusCode: tt.status, Header: h}
+		tt.want.Flight = -1 // a response says nothing of it
 		if got := readAnswer(resp, nil, tt.class, now); got != tt.want {
 			t.Errorf("readAnswer(%d, %v) = %+v, want %+v", tt.status, tt.class, got, tt.want)
 		}
 	}
-	if got := readAnswer(nil, errReset, Final, now); got != (learn.Answer{Remaining: -1}) {
+	if got := readAnswer(nil, errReset, Final, now); got != (learn.Answer{Remaining: -1, Flight: -1}) {
 		t.Errorf("network error: readAnswer = %+v, want no outcome and no count", got)
 	}
 }

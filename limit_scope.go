@@ -68,6 +68,9 @@ type scopeState struct {
 	// nobody waits for one. Guarded by mu.
 	startOpen, startOut int
 	startWake           chan struct{}
+	// startOKFlight is the most of the key's requests in flight, others,
+	// that a request of its slow start was let through with.
+	startOKFlight int
 }
 
 func newScope(l Limit) *scope {

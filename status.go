@@ -43,8 +43,14 @@ type ScopeStatus struct {
 	// last count, when Counted. Windowed is set when the key takes its
 	// server for a fixed window, learned from refusals: WindowQuota is what
 	// the last window let through, and HeldFor how long until the window
-	// reopens, 0 while it is open.
+	// reopens, 0 while it is open. InFlightCap is the cap on the key's
+	// requests in flight the server showed, which the key is held to
+	// rather than paced, 0 for none; Blind is set while the key goes
+	// unpaced because its refusals proved blind to its pace, a server
+	// shedding load rather than limiting a rate.
 	Adaptive       bool          `json:"adaptive,omitempty"`
+	InFlightCap    int           `json:"in_flight_cap,omitempty"`
+	Blind          bool          `json:"blind,omitempty"`
 	LearnedRate    float64       `json:"learned_rate_per_second,omitempty"`
 	Counted        bool          `json:"counted,omitempty"`
 	QuotaRemaining int           `json:"quota_remaining"`
@@ -205,6 +211,7 @@ func (s *scope) localStatus(key string, now time.Time, l *Limit) ScopeStatus {
 		if !math.IsInf(learned.Rate, 1) {
 			out.LearnedRate = learned.Rate
 		}
+		out.InFlightCap, out.Blind = learned.FlightCap, learned.Blind
 		if learned.Counted {
 			out.Counted, out.QuotaRemaining = true, learned.Remaining
 			if learned.Refill > 0 && out.LearnedRate == 0 {

@@ -59,7 +59,8 @@ const (
 // Answer is what the answer to a request tells a Pacer: whether it was
 // let through or refused for rate, and the count of the server's quota
 // its headers carry. An answer without a count has Remaining -1: the
-// zero Answer says that none is left.
+// zero Answer says that none is left, and that the request was sent
+// alone.
 type Answer struct {
 	// OK is set for a success (2xx), Refused for a refusal for rate; an
 	// answer that is neither (an error of another kind, or no response
@@ -74,6 +75,10 @@ type Answer struct {
 	// Hint is a refusal's wait hint (Retry-After and the like), when it
 	// has one the call honours.
 	Hint time.Duration
+	// Flight is how many of the key's requests were in flight when this
+	// one was sent, it left out, for a request the Pacer did not pace;
+	// -1 when unknown. A Pacer counts those it paces itself.
+	Flight int
 }
 
 // ReadAnswer reads a response for a Pacer: its outcome, a refusal when
@@ -83,6 +88,7 @@ type Answer struct {
 func ReadAnswer(resp *http.Response, refused bool, now time.Time) Answer {
 	c := headers.ReadCount(resp.Header, now)
 	return Answer{
+		Flight:    -1,
 		OK:        resp.StatusCode >= 200 && resp.StatusCode <= 299 && !refused,
 		Refused:   refused,
 		Remaining: c.Remaining,

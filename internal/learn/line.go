@@ -100,6 +100,7 @@ func (p *Pacer) takeLocked(now time.Time) (seq uint64, delay time.Duration, read
 		}
 	}
 	p.sent++
+	p.sentFlight[p.sent%uint64(len(p.sentFlight))] = int32(p.inFlight + p.untrackedOut)
 	p.inFlight++
 	p.lastSend = now
 	p.sentPace[p.sent%uint64(len(p.sentPace))] = 0
@@ -119,6 +120,9 @@ func (p *Pacer) wait(now time.Time) (time.Duration, <-chan struct{}) {
 	var d time.Duration
 	if p.next.After(now) {
 		d = p.next.Sub(now)
+	}
+	if p.flightCap > 0 && p.inFlight+p.untrackedOut >= p.flightCap {
+		return 0, p.answered() // the cap is full: an answer makes room
 	}
 	switch {
 	case p.count != nil:
@@ -148,6 +152,12 @@ func (p *Pacer) Cancel() {
 // the line if it waits for an answer.
 func (p *Pacer) settle() {
 	p.inFlight = max(p.inFlight-1, 0)
+	p.wakeHead()
+}
+
+// wakeHead wakes the head of the line if it waits for an answer, with
+// p.mu held.
+func (p *Pacer) wakeHead() {
 	if p.watched {
 		close(p.changed)
 		p.changed, p.watched = make(chan struct{}), false

@@ -119,8 +119,10 @@ type Pacer struct {
 	seedQuota int
 	seedSpan  time.Duration
 	// untrackedOK counts the successes of requests the key did not pace
-	// (Passed): what the first window let through.
-	untrackedOK int
+	// (Adopt, Unpaced): what the first window let through; untrackedOut,
+	// those still in flight.
+	untrackedOK  int
+	untrackedOut int
 	// dry counts the refusals since the last success, the first of them
 	// at dryFrom: a streak long enough says the server refills nothing.
 	dry     int
@@ -135,6 +137,19 @@ type Pacer struct {
 	samples    []paceSample
 	blindUntil time.Time
 	blindHold  time.Duration
+	// sentFlight is how many of the key's requests were in flight when
+	// each of the last was sent, by its number; flights counts their
+	// answers by it. flightCap is the cap on the key's requests in flight
+	// the server showed, 0 for none; capProbing is set while one more is
+	// tried, capFull counts the successes with the cap full since, and
+	// capGrow is how many of them, per request of the cap, come before
+	// the next try (see cap.go).
+	sentFlight [64]int32
+	flights    flights
+	flightCap  int
+	capProbing bool
+	capFull    int
+	capGrow    int
 	// searchFloor is the slowest the search for a pace goes meanwhile, 0
 	// once released; floorCuts counts the cuts it held against.
 	searchFloor float64
@@ -276,13 +291,36 @@ func (p *Pacer) Untracked(an Answer, sentBefore int64, now time.Time) {
 	p.learn(0, p.lastEmpty.IsZero(), an, now)
 }
 
-// Passed counts n successes of requests the key did not pace, answered
-// without a count of the quota: what the server let through before the
-// key was armed, which, when its first window runs out, is that window's
-// quota. They teach the pace nothing, sent unpaced.
-func (p *Pacer) Passed(n int) {
+// Adopt takes in what the key did before it was armed: passed requests
+// it did not pace were let through, the one with the most others in
+// flight with passedWith of them, and out are still in flight. What
+// the server let through is, when the key's first window runs out, that
+// window's quota; those in flight count among the key's in flight, which
+// a cap of the server's holds to. Each of them, answered, ends with
+// Unpaced. They teach the pace nothing else, sent unpaced.
+func (p *Pacer) Adopt(passed, out, passedWith int) {
 	p.mu.Lock()
-	p.untrackedOK += n
+	p.untrackedOK += passed
+	p.untrackedOut += out
+	for range min(passed, capMinOK) {
+		p.flights.note(passedWith, true) // the most in flight it passed with
+	}
+	p.mu.Unlock()
+}
+
+// Unpaced ends a request the key did not pace, that Adopt counted in
+// flight, sent with others of the key's in flight (-1 when not sent):
+// passed says it was let through.
+func (p *Pacer) Unpaced(passed bool, others int) {
+	p.mu.Lock()
+	p.untrackedOut = max(p.untrackedOut-1, 0)
+	p.wakeHead() // it may wait for room in the cap
+	if passed {
+		p.untrackedOK++
+		if others >= 0 {
+			p.flights.note(others, true)
+		}
+	}
 	p.mu.Unlock()
 }
 
@@ -308,15 +346,35 @@ func (p *Pacer) learn(seq uint64, newEvent bool, an Answer, now time.Time) {
 		}
 	}
 	explained := p.counted(seq, an, now)
+	k, known := p.sentWith(seq)
+	if seq == 0 && an.Flight >= 0 {
+		k, known = an.Flight, true // sent unpaced, in the key's slow start
+	}
 	if !explained && an.Remaining < 0 && (an.OK || an.Refused) {
 		p.sample(seq, an.OK)
+		if known {
+			p.flights.note(k, an.OK)
+		}
+	}
+	if an.OK && known {
+		p.capSucceeded(k)
 	}
 	if an.Refused {
 		p.refusalCounted = explained
 	}
-	if an.Refused && !explained {
+	if an.Refused && !explained && !(known && k > 0 && p.capRefused(k, now)) {
 		p.refused(newEvent, an.Hint, now)
 	}
+}
+
+// sentWith returns how many of the key's requests were in flight when
+// request seq was sent, with p.mu held, and false for a request it did
+// not pace or sent too long ago to remember.
+func (p *Pacer) sentWith(seq uint64) (int, bool) {
+	if seq == 0 || seq+uint64(len(p.sentFlight)) <= p.sent {
+		return 0, false
+	}
+	return int(p.sentFlight[seq%uint64(len(p.sentFlight))]), true
 }
 
 // HintPausesKey reports whether the last refusal's long hint should

@@ -26,13 +26,18 @@ type Status struct {
 	Windowed bool
 	Quota    int
 	HeldFor  time.Duration
+	// FlightCap is the cap on the key's requests in flight the server
+	// showed, 0 for none. Blind is set while the key goes unpaced, its
+	// refusals blind to its pace.
+	FlightCap int
+	Blind     bool
 }
 
 // Snapshot reports what the Pacer has learned at now. It changes nothing.
 func (p *Pacer) Snapshot(now time.Time) Status {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	s := Status{Rate: p.rate(now), InFlight: p.inFlight, Queued: p.queued}
+	s := Status{Rate: p.rate(now), InFlight: p.inFlight, Queued: p.queued, FlightCap: p.flightCap, Blind: p.blind(now)}
 	if c := p.count; c != nil {
 		s.Counted, s.Remaining = true, c.remaining
 		s.Refill = math.Min(c.refill(), p.ceiling)

@@ -1,0 +1,146 @@
+package learn
+
+import "time"
+
+// This file is a Pacer's reading of a server that caps the requests of a
+// key in flight rather than their rate: Twilio's concurrency limit,
+// Mailchimp's 10 simultaneous connections, GitHub's secondary limit on
+// concurrent requests, or a proxy's limit_conn. It refuses a request
+// that finds N others being served, at once, and none that comes when
+// fewer are, however fast they come.
+//
+// The Pacer notes how many of the key's requests were in flight when
+// each was sent. When the refusals came only to requests sent with c or
+// more others in flight, most of those were refused, and requests sent
+// with c−1 others were let through, the server caps the key at c: its
+// requests in flight are held to c, and its pace is given back. The cap
+// is learned up and down as a window is in TCP: a refusal of a request
+// sent with fewer others in flight lowers it to that many; after enough
+// successes with the cap full, it is raised by one, a probe whose
+// refusal sets it back and waits twice as long before the next. A
+// refusal with nothing else in flight proves the server no cap: the key
+// is paced again.
+
+const (
+	// capFlights bounds the in-flight counts the Pacer keeps track of:
+	// a cap larger than this is not told apart from a rate.
+	capFlights = 32
+	// capMinOK is how many successes, at least, must have come to
+	// requests sent with fewer than c others in flight before a cap of c
+	// is believed.
+	capMinOK = 2
+	// capGrowAfter is how many successes with the cap full, per request
+	// of the cap, the Pacer waits before raising it by one, at first; each
+	// probe refused doubles it, up to capGrowMax.
+	capGrowAfter = 8
+	capGrowMax   = 256
+	// capForget halves the counts once they pass it, so that they
+	// follow a server whose cap changes.
+	capForget = 256
+)
+
+// flights counts, by how many of the key's requests were in flight when
+// each was sent, those let through and those refused.
+type flights struct {
+	ok, refused [capFlights]int32
+	n           int32
+}
+
+// note counts an answer to a request sent with k others in flight.
+func (f *flights) note(k int, ok bool) {
+	k = min(k, capFlights-1)
+	if ok {
+		f.ok[k]++
+	} else {
+		f.refused[k]++
+	}
+	if f.n++; f.n > capForget {
+		for i := range f.ok {
+			f.ok[i], f.refused[i] = f.ok[i]/2, f.refused[i]/2
+		}
+		f.n /= 2
+	}
+}
+
+// capAt returns the cap the counts show: the fewest others in flight a
+// refused request was sent with, c, when requests sent with fewer were
+// let through, and those sent with c or more were refused twice, and at
+// least twice as often as let through; 0 when they show none.
+func (f *flights) capAt() int {
+	c := 0
+	for c < capFlights && f.refused[c] == 0 {
+		c++
+	}
+	if c == 0 || c == capFlights {
+		return 0
+	}
+	var below, ok, refused int32
+	for k := range capFlights {
+		if k < c {
+			below += f.ok[k]
+		} else {
+			ok, refused = ok+f.ok[k], refused+f.refused[k]
+		}
+	}
+	if below < capMinOK || refused < 2*ok {
+		return 0
+	}
+	return c
+}
+
+// capRefused learns from a refusal of a request sent with k others in
+// flight, with p.mu held, and reports whether the cap explains it.
+func (p *Pacer) capRefused(k int, now time.Time) bool {
+	if p.flightCap == 0 {
+		c := p.flights.capAt()
+		if Trace != nil {
+			Trace("cap test at k=%d: ok %v refused %v -> %d", k, p.flights.ok[:8], p.flights.refused[:8], c)
+		}
+		if c == 0 {
+			return false
+		}
+		p.flightCap, p.capGrow, p.capFull = c, capGrowAfter, 0
+		if Trace != nil {
+			Trace("%v capped: %d in flight", now.Sub(p.firstSend).Round(time.Millisecond), c)
+		}
+		// The cap, not a pace, holds the key's requests.
+		p.unpaced, p.probing, p.next, p.win = true, false, time.Time{}, nil
+		p.cutAt = p.sent
+		return true
+	}
+	switch {
+	case k == 0:
+		// Refused alone: whatever limits the key, it is not a cap.
+		p.flightCap = 0
+		return false
+	case k < p.flightCap-1 || k == p.flightCap-1 && !p.capProbing:
+		// The server holds fewer at once than the key thought: others
+		// share the cap, or it was lowered.
+		p.flightCap = max(k, 1)
+	case p.capProbing:
+		// The probe beyond the cap was refused: back to it, and wait
+		// twice as long before the next.
+		p.flightCap--
+		p.capGrow = min(2*p.capGrow, capGrowMax)
+	}
+	p.capProbing, p.capFull = false, 0
+	return true
+}
+
+// capSucceeded learns from a success of a request sent with k others in
+// flight, with p.mu held: enough of them with the cap full raise it by
+// one, a probe.
+func (p *Pacer) capSucceeded(k int) {
+	if p.flightCap == 0 || k < p.flightCap-1 {
+		return
+	}
+	if p.capProbing {
+		// The probe went through: the cap is one more.
+		p.capProbing, p.capGrow = false, capGrowAfter
+		return
+	}
+	if p.capFull++; p.capFull >= p.capGrow*p.flightCap {
+		p.flightCap++
+		p.capProbing, p.capFull = true, 0
+	}
+}

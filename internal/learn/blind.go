@@ -13,40 +13,40 @@ import (
 // Slowing down against such a server only loses the calls that retries
 // alone would have completed.
 //
-// So the Pacer remembers the pace each of its last requests was sent at
-// and whether it was let through. When the later half of them, sent at
-// well under the pace of the earlier half, was let through about as often
-// (a bucket lets through more than twice as often at a third of the pace,
-// until it refuses nothing; a window that ran out, much less often, until
-// it turns), the refusals are not about rate: the key gives its pace
-// back, goes unpaced, and leaves the refusals to the retries, their
-// backoff and the breaker, for blindHoldStart, then tries again, holding
-// twice as long each time the refusals still prove blind. Meanwhile the
-// search for a pace goes no lower than an eighth of where it started
-// until a measure shows the server's rate, or the floor has held against
-// blindFloorCuts refusals: a slower bucket is reached a few refusals
-// later, and a server blind to the pace is told at a pace that answers.
+// So the Pacer remembers the pace each of its first and last requests
+// was sent at, and whether it was let through. When the last, sent at a
+// quarter of the pace of the first or less, were let through about as
+// often, and under half the time (a bucket lets through four times as
+// often at a quarter of the pace, until it refuses nothing; a window that
+// ran out, much less often, until it turns), and the test says so again
+// blindHalf answers later (clients that share a server and take what the
+// key leaves can look so for a while), the refusals are not about rate:
+// the key gives its pace back, goes unpaced, and leaves the refusals to
+// the retries, their backoff and the breaker, for blindHoldStart, then
+// learns again, holding twice as long each time the refusals still prove
+// blind. Meanwhile the
+// search for a pace cuts no lower than an eighth of where it started
+// until the test shows the refusals fall with the pace (or measures take
+// it lower): a slower bucket is reached a few refusals later, and a
+// server blind to the pace is told at a pace that answers soon.
 
 const (
-	// blindSamples is how many answered requests the test looks at, the
-	// last ones, and blindHalf how many of them each half needs.
-	blindSamples = 16
-	blindHalf    = 4
-	// blindSpread is how much slower, at least, the slower half must
-	// have been sent than the faster one.
-	blindSpread = 2.0
+	// blindHalf is how many answered requests the test compares: the
+	// first the key paced, and the last.
+	blindHalf = 6
+	// blindSpread is how much slower, at least, the last must have been
+	// sent than the first.
+	blindSpread = 4.0
 	// blindHoldStart and blindHoldMax bound how long a key whose
 	// refusals proved blind to its pace goes unpaced before it tries
 	// again.
 	blindHoldStart = 30 * time.Second
 	blindHoldMax   = 10 * time.Minute
 	// blindFloorDepth is how far below where it started the search for a
-	// pace goes before the test has had its chance: a pace that halves at
-	// each refusal would otherwise leave it too few answers, too late,
-	// when the refusals are blind to it. blindFloorCuts is how many cuts
-	// the floor holds against, at most, before the search goes on below.
+	// pace goes before the test has told a rate's refusals: a pace that
+	// halves at each refusal would otherwise leave it too few answers, too
+	// late, when the refusals are blind to it.
 	blindFloorDepth = 8
-	blindFloorCuts  = 8
 )
 
 // paceSample is one answered request: the pace it was sent at, and
@@ -67,35 +67,63 @@ func (p *Pacer) sample(seq uint64, ok bool) {
 	if pace <= 0 {
 		return
 	}
-	if len(p.samples) == blindSamples {
+	p.sampled++
+	if len(p.firstSamples) < blindHalf {
+		p.firstSamples = append(p.firstSamples, paceSample{pace: pace, ok: ok})
+		return
+	}
+	if len(p.samples) == blindHalf {
 		copy(p.samples, p.samples[1:])
-		p.samples = p.samples[:blindSamples-1]
+		p.samples = p.samples[:blindHalf-1]
 	}
 	p.samples = append(p.samples, paceSample{pace: pace, ok: ok})
 }
 
 // rateBlind reports whether the samples show the key's refusals blind to
-// its pace, with p.mu held: the later half of them, sent at a pace
-// blindSpread times slower than the earlier half or more, was let through
-// well under as often as a bucket would have, yet some of the time, and
-// not much less often than the earlier half.
+// its pace, with p.mu held: the last of them, sent at a pace blindSpread
+// times slower than the first or more, were let through well under as
+// often as a bucket would have, yet some of the time, and not much less
+// often than the first.
 func (p *Pacer) rateBlind() bool {
-	n := len(p.samples)
-	if n < 2*blindHalf {
+	if len(p.firstSamples) < blindHalf || len(p.samples) < blindHalf {
 		return false
 	}
-	earlyPace, earlyOK := halfOf(p.samples[:n/2])
-	latePace, lateOK := halfOf(p.samples[n-n/2:])
+	blind, rated := p.blindTest()
+	switch {
+	case rated:
+		p.searchFloor = 0 // a rate's refusals: the search may go lower
+		p.blindSeen = 0
+	case blind:
+		// Twice, blindHalf samples apart: clients that share the server
+		// and take what the key leaves can look blind for a while.
+		if p.blindSeen == 0 {
+			p.blindSeen = p.sampled
+			return false
+		}
+		return p.sampled-p.blindSeen >= blindHalf
+	}
+	return false
+}
+
+// blindTest compares the first samples with the last, with p.mu held:
+// blind when the refusals proved blind to the pace, rated when they fell
+// with it as a bucket's do; neither when the samples cannot tell.
+func (p *Pacer) blindTest() (blind, rated bool) {
+	earlyPace, earlyOK := halfOf(p.firstSamples)
+	latePace, lateOK := halfOf(p.samples)
 	if Trace != nil {
 		Trace("blind test: early %.2f/s ok %.2f, late %.2f/s ok %.2f", earlyPace, earlyOK, latePace, lateOK)
 	}
-	if earlyPace < blindSpread*latePace || lateOK == 0 || lateOK > 0.6 || lateOK < 0.5*earlyOK {
-		return false
+	if earlyPace < blindSpread*latePace || lateOK == 0 {
+		return false, false
 	}
 	// A bucket lets through, at the later pace, what it let through a
 	// second at the earlier one: all of it once that is the slower.
 	bucket := math.Min(1, earlyOK*earlyPace/latePace)
-	return lateOK < 0.6*bucket
+	if lateOK >= 0.6*bucket {
+		return false, true
+	}
+	return lateOK < 0.5 && lateOK >= 0.5*earlyOK && lateOK <= 1.5*earlyOK, false
 }
 
 // halfOf is the geometric mean pace of samples, and the share of them let
@@ -124,7 +152,7 @@ func (p *Pacer) goBlind(now time.Time) {
 			now.Sub(p.firstSend).Round(time.Millisecond), p.blindHold)
 	}
 	p.unpaced, p.probing, p.next = true, false, time.Time{}
-	p.samples = p.samples[:0]
+	p.samples, p.firstSamples, p.blindSeen = p.samples[:0], p.firstSamples[:0], 0
 	p.cutAt = p.sent
 }
 

@@ -63,16 +63,17 @@ func (f *flights) note(k int, ok bool) {
 }
 
 // capAt returns the cap the counts show: the fewest others in flight a
-// refused request was sent with, c, when requests sent with fewer were
-// let through, and those sent with c or more were refused twice, and at
-// least twice as often as let through; 0 when they show none.
+// refused request was sent with, c, two or more, when requests sent with
+// fewer were let through, and those sent with c or more were refused
+// twice at least, and at least twice as often as let through; 0 when they
+// show none.
 func (f *flights) capAt() int {
 	c := 0
 	for c < capFlights && f.refused[c] == 0 {
 		c++
 	}
-	if c == 0 || c == capFlights {
-		return 0
+	if c < 2 || c == capFlights {
+		return 0 // one at a time is too like a bucket that others empty
 	}
 	var below, ok, refused int32
 	for k := range capFlights {
@@ -82,7 +83,7 @@ func (f *flights) capAt() int {
 			ok, refused = ok+f.ok[k], refused+f.refused[k]
 		}
 	}
-	if below < capMinOK || refused < 2*ok {
+	if below < capMinOK || refused < 2 || refused < 2*ok {
 		return 0
 	}
 	return c

@@ -129,14 +129,17 @@ type Pacer struct {
 	dryFrom time.Time
 
 	// sentPace is the pace each of the last requests was sent at, by its
-	// number, 0 when unpaced; samples are the last of them answered, with
-	// their outcome (see blind.go). Refusals proved blind to the pace
+	// number, 0 when unpaced; firstSamples and samples are the first and
+	// the last of them answered, with their outcome (see blind.go). Refusals proved blind to the pace
 	// leave the key unpaced until blindUntil; blindHold is how long that
 	// was, doubling each time.
-	sentPace   [64]float64
-	samples    []paceSample
-	blindUntil time.Time
-	blindHold  time.Duration
+	sentPace     [64]float64
+	firstSamples []paceSample
+	samples      []paceSample
+	sampled      int // samples taken so far
+	blindSeen    int // sampled when the test first said blind, 0 if not since
+	blindUntil   time.Time
+	blindHold    time.Duration
 	// sentFlight is how many of the key's requests were in flight when
 	// each of the last was sent, by its number; flights counts their
 	// answers by it. flightCap is the cap on the key's requests in flight
@@ -150,10 +153,9 @@ type Pacer struct {
 	capProbing bool
 	capFull    int
 	capGrow    int
-	// searchFloor is the slowest the search for a pace goes meanwhile, 0
-	// once released; floorCuts counts the cuts it held against.
+	// searchFloor is the slowest the search for a pace cuts to meanwhile,
+	// 0 once released.
 	searchFloor float64
-	floorCuts   int
 	// lastHint is the wait hint of the last refusal no count explained.
 	lastHint time.Duration
 	// refusalCounted is set when the count explained the last refusal:

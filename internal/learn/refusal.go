@@ -109,7 +109,7 @@ func (p *Pacer) decrease(hint time.Duration, now time.Time) {
 		p.probing = true
 		p.rampFrom = math.Min(start, p.ceiling)
 		p.succeeding = 0
-		p.searchFloor, p.floorCuts = p.rampFrom/blindFloorDepth, 0
+		p.searchFloor = p.rampFrom / blindFloorDepth
 	case p.probing:
 		// Refused again too soon to measure: back off half, probe on.
 		p.rampFrom, p.succeeding = p.searchFloored(math.Max(p.rate(now)/2, floorRate(hint))), 0
@@ -125,11 +125,8 @@ func (p *Pacer) decrease(hint time.Duration, now time.Time) {
 // searchFloored is r, a pace a cut of the search chose, held at the
 // search's floor while the floor stands, with p.mu held (see blind.go).
 func (p *Pacer) searchFloored(r float64) float64 {
-	if p.searchFloor <= 0 || r >= p.searchFloor {
+	if p.searchFloor <= 0 {
 		return r
-	}
-	if p.floorCuts++; p.floorCuts >= blindFloorCuts {
-		p.searchFloor = 0 // rate-blind or not, the test could not tell
 	}
 	return math.Max(r, p.searchFloor)
 }

@@ -5,7 +5,8 @@
 // jitter otherwise, and never waits past a total budget. By default it
 // learns each host's limit from the server as soon as the server shows
 // one ([LearnedScope], [Limit.Adaptive]), and paces to the limits you tell
-// it ([Limit]); it pauses a host while the server asks, stops sending to
+// it ([Limit]), learning below them only where the server refuses under
+// them; it pauses a host while the server asks, stops sending to
 // a server that keeps failing ([WithBreaker]), and keeps retries within a
 // share of a host's traffic ([RetryPolicy.RetryBudget]). A store
 // ([BucketStore], [CooldownStore], [BreakerStore]; the ratewise/redis

@@ -136,9 +136,19 @@ type Limit struct {
 	//     succeed, and the refusals of one event slow it once;
 	//   - a server that refills nothing between refusals, or asks for
 	//     pauses of more than a second, is taken for a window: the key
-	//     waits for the window to reopen, then sends its quota at once.
-	// Rate, when set, is a ceiling the pace never passes; Burst is not
-	// used. After a breaker that closes again the pace resumes at half.
+	//     waits for the window to reopen, then sends its quota at once,
+	//     and, once the window's period is known, nothing between turns;
+	//   - a server that refuses only when many of the key's requests are
+	//     in flight caps them: the key is held to that many in flight
+	//     rather than paced (ScopeStatus.InFlightCap);
+	//   - refusals that come as often to requests sent slowly as to those
+	//     sent fast (a server shedding load) are not about rate: the key
+	//     gives its pace back, and the retries answer them
+	//     (ScopeStatus.Blind).
+	// Under a told limit (a Rate, a MinSpacing or a Window of another
+	// scope that applies), a key learns only from refusals, below the
+	// fastest told pace. Rate, when set, is a ceiling the pace never
+	// passes; Burst is not used. After a breaker that closes again the pace resumes at half.
 	// A key forgets what it learned when it goes idle.
 	Adaptive bool
 	// StartRate is the pace of a key an adaptive scope has not learned

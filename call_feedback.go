@@ -41,7 +41,7 @@ func (c *call) feedBack(resp *http.Response, err error, class Class) {
 	// and not once the key's learned pace has seen its server's hints
 	// overstate when its quota comes back.
 	pausesKey := hint > 0 && c.t.gate != nil && (hint > time.Second || !c.paced)
-	pauseUntil := now.Add(hint)
+	var heldUntil time.Time // a learned window's hold, when later than the hint's
 	closed := probed && err == nil && class == Final
 	if c.adaptive.n > 0 && now.IsZero() {
 		now = time.Now()
@@ -56,12 +56,12 @@ func (c *call) feedBack(resp *http.Response, err error, class Class) {
 			// A window the key learned is held for every transport
 			// sharing the gate's store, as a hint's pause is.
 			if held := t.a.WindowHeldUntil(); c.t.gate != nil && c.t.gate.Store != nil && held.After(now) {
-				pausesKey, pauseUntil = true, maxTime(pauseUntil, held)
+				pausesKey, heldUntil = true, held
 			}
 		}
 	})
 	if pausesKey {
-		c.t.gate.pause(c.ctx, c.gateKey(), pauseUntil)
+		c.t.gate.pause(c.ctx, c.gateKey(), maxTime(now.Add(hint), heldUntil))
 	}
 	if err != nil {
 		c.held.release()

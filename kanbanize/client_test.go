@@ -329,11 +329,12 @@ func TestSecondariesInParallelRaceFree(t *testing.T) {
 			})
 		}
 		wg.Wait()
-		// The key's slow start: 1, 2, 4, 8, 16 and 29 of the 60 requests
-		// in flight, one latency apart, as each success lets one more go,
-		// and the last subtasks a latency after their card.
-		if got := time.Since(start); got != 7*time.Second {
-			t.Errorf("20 reads took %v, want 7s", got)
+		// The key's slow start: 1, 2, 4, 8, 16 and the rest of the 60
+		// requests in flight, one latency apart, as each success lets one
+		// more go, and the last subtasks a latency after their card: 6 or
+		// 7 latencies, as the cards and their secondaries take the places.
+		if got := time.Since(start); got < 6*time.Second || got > 7*time.Second {
+			t.Errorf("20 reads took %v, want 6s or 7s", got)
 		}
 	})
 }

@@ -35,21 +35,24 @@ type session struct {
 	seen     []string // every result and notification, as JSON
 }
 
+// syncBuffer is a buffer written and read from several goroutines. Its
+// bytes.Buffer is a field, not embedded: an embedded one would lend it
+// ReadFrom, which os/exec calls to copy a child's stderr, past the lock.
 type syncBuffer struct {
-	mu sync.Mutex
-	bytes.Buffer
+	mu  sync.Mutex
+	buf bytes.Buffer
 }
 
 func (b *syncBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.Buffer.Write(p)
+	return b.buf.Write(p)
 }
 
 func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.Buffer.String()
+	return b.buf.String()
 }
 
 func connect(t *testing.T, cfg kanbanizetest.Config) *session {

@@ -62,7 +62,10 @@ func TestBinaryOverStdio(t *testing.T) {
 	// comments are refused twice and read on the third attempt, the
 	// subtasks refused on all three (kanbanize-rate-limit-plan.md §6, the
 	// partial envelope; §8, the log lines). Refusals name no Retry-After,
-	// so the backoffs are the configured milliseconds.
+	// so the backoffs are the configured milliseconds. The plan told is a
+	// custom one of 6000 a minute: refused under it, the key learns a pace
+	// below it, which stays quick (under the standard plan's 30 a minute,
+	// five refusals would space the next requests seconds apart).
 	bin := buildServer(t)
 	fake := kanbanizetest.New(kanbanizetest.Config{APIKey: secretKey, RetryAfter: kanbanizetest.RetryAfterNone,
 		Scripts: map[kanbanizetest.Endpoint][]kanbanizetest.Fault{
@@ -73,7 +76,7 @@ func TestBinaryOverStdio(t *testing.T) {
 	url := fake.Start()
 
 	cmd := exec.Command(bin)
-	cmd.Env = append(os.Environ(), "KANBANIZE_BASE_URL="+url, "KANBANIZE_API_KEY="+secretKey, "KANBANIZE_PLAN=standard",
+	cmd.Env = append(os.Environ(), "KANBANIZE_BASE_URL="+url, "KANBANIZE_API_KEY="+secretKey, "KANBANIZE_PLAN=6000/100000",
 		"KANBANIZE_RETRY_MAX_ATTEMPTS=3", "KANBANIZE_RETRY_INITIAL_DELAY=5ms", "KANBANIZE_RETRY_MAX_DELAY=20ms")
 	var logs syncBuffer
 	cmd.Stderr = &logs

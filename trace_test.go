@@ -13,8 +13,10 @@ import (
 func TestTraceReportsWaitsAndRetries(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newScript(answer(429, "Retry-After", "3"), answer(503, "Retry-After", "1"), answer(200))
+		// Without learning: two refusals under the told limit would teach a
+		// pace below it, which is not what this test is about.
 		tr := New(s.mock(), WithRetry(RetryPolicy{Jitter: JitterNone, InitialDelay: time.Millisecond}),
-			WithLimit(Limit{Rate: 0.125, Burst: 1})) // a token every 8s, exact in floating point
+			WithoutLearning(), WithLimit(Limit{Rate: 0.125, Burst: 1})) // a token every 8s, exact in floating point
 		var mu sync.Mutex
 		var events []string
 		trace := &Trace{

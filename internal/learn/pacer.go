@@ -156,6 +156,9 @@ type Pacer struct {
 	// searchFloor is the slowest the search for a pace cuts to meanwhile,
 	// 0 once released.
 	searchFloor float64
+	// atFloor is set when a refusal came at or below its hint's floor
+	// (see cutTo).
+	atFloor bool
 	// lastHint is the wait hint of the last refusal no count explained.
 	lastHint time.Duration
 	// refusalCounted is set when the count explained the last refusal:

@@ -68,6 +68,25 @@ func floorRate(hint time.Duration) float64 {
 	return math.Max(1/hint.Seconds(), adaptiveMinRate)
 }
 
+// cutTo is rate cut by cut after a refusal whose hint was hint, with
+// p.mu held: no lower than the hint's floor (floorRate); a rate at the
+// floor already is held there once, and cut below the next time it is
+// refused there. A hint rounded up to whole seconds, or of a bucket that
+// had partly refilled, says a request may pass sooner than the server's
+// rate allows one after another.
+func (p *Pacer) cutTo(rate, cut float64, hint time.Duration) float64 {
+	f := floorRate(hint)
+	switch {
+	case rate > f:
+		p.atFloor = false
+		return math.Max(rate*cut, f)
+	case !p.atFloor:
+		p.atFloor = true
+		return rate
+	}
+	return math.Max(rate*cut, adaptiveMinRate)
+}
+
 // decrease answers a new refusal, with p.mu held.
 func (p *Pacer) decrease(hint time.Duration, now time.Time) {
 	if Trace != nil {
@@ -95,7 +114,7 @@ func (p *Pacer) decrease(hint time.Duration, now time.Time) {
 	case wasUnpaced && !math.IsInf(p.top(), 1):
 		// Refused under a ceiling, or a told limit: the server allows
 		// less. Start a cut below it, and climb back.
-		r := math.Max(p.top()*adaptiveCut, floorRate(hint))
+		r := p.cutTo(p.top(), adaptiveCut, hint)
 		p.setPace(r, p.top(), 0, 0)
 	case wasUnpaced:
 		// Nothing to measure yet: search, from high, halving at each
@@ -112,9 +131,9 @@ func (p *Pacer) decrease(hint time.Duration, now time.Time) {
 		p.searchFloor = p.rampFrom / blindFloorDepth
 	case p.probing:
 		// Refused again too soon to measure: back off half, probe on.
-		p.rampFrom, p.succeeding = p.searchFloored(math.Max(p.rate(now)/2, floorRate(hint))), 0
+		p.rampFrom, p.succeeding = p.searchFloored(p.cutTo(p.rate(now), 0.5, hint)), 0
 	default:
-		r := p.searchFloored(math.Max(p.rate(now)*adaptiveCut, floorRate(hint)))
+		r := p.searchFloored(p.cutTo(p.rate(now), adaptiveCut, hint))
 		p.setPace(r, r, 0, 0)
 	}
 	// The bucket is empty now: the first request at the new pace waits

@@ -19,6 +19,18 @@ import (
 // from the rest (30 a minute rather than 5,000 an hour).
 func isSearch(req *http.Request) bool { return strings.HasPrefix(req.URL.Path, "/search/") }
 
+// getGitHub sends a GET of path on api.github.com through tr and reads
+// its answer, failing t on an error.
+func getGitHub(t *testing.T, tr http.RoundTripper, path string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, "https://api.github.com"+path, nil)
+	resp, err := tr.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readAll(t, resp)
+}
+
 // provider-rate-limiting.md (a provider's separate limits): a scope that
 // Applies only to /search paces those requests, and the others pass it
 // untouched.
@@ -26,15 +38,7 @@ func TestLimitAppliesPacesOnlyWhatItPicks(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newScript(answer(200))
 		tr := New(s.mock(), WithLimit(Limit{Name: "search", Rate: rate.Every(2 * time.Second), Burst: 1, Applies: isSearch}))
-		get := func(path string) {
-			t.Helper()
-			req, _ := http.NewRequest(http.MethodGet, "https://api.github.com"+path, nil)
-			resp, err := tr.RoundTrip(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			readAll(t, resp)
-		}
+		get := func(path string) { t.Helper(); getGitHub(t, tr, path) }
 		start := time.Now()
 		for range 5 {
 			get("/repos/o/r/issues")
@@ -74,15 +78,7 @@ func TestSetLimitKeepsApplies(t *testing.T) {
 		if l.Applies == nil || l.Rate != 1 {
 			t.Fatalf("Limits()[0] = %+v, want Applies kept and Rate 1", l)
 		}
-		get := func(path string) {
-			t.Helper()
-			req, _ := http.NewRequest(http.MethodGet, "https://api.github.com"+path, nil)
-			resp, err := tr.RoundTrip(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			readAll(t, resp)
-		}
+		get := func(path string) { t.Helper(); getGitHub(t, tr, path) }
 		start := time.Now()
 		get("/search/issues")
 		get("/search/issues")

@@ -350,7 +350,10 @@ func (p *Pacer) learn(seq uint64, newEvent bool, an Answer, now time.Time) {
 			p.win.succeeded(now)
 		}
 	}
-	explained := p.counted(seq, an, now)
+	// Under told limits the key learns a pace from refusals alone: a
+	// count of a quota the told limits read otherwise (a sliding window
+	// told as a fixed one) would send bursts it refuses.
+	explained := math.IsInf(p.told, 1) && p.counted(seq, an, now)
 	k, known := p.sentWith(seq)
 	if seq == 0 && an.Flight >= 0 {
 		k, known = an.Flight, true // sent unpaced, in the key's slow start

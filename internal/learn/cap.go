@@ -32,7 +32,7 @@ const (
 	// capGrowAfter is how many successes with the cap full, per request
 	// of the cap, the Pacer waits before raising it by one, at first; each
 	// probe refused doubles it, up to capGrowMax.
-	capGrowAfter = 8
+	capGrowAfter = 32
 	capGrowMax   = 256
 	// capForget halves the counts once they pass it, so that they
 	// follow a server whose cap changes.

@@ -56,17 +56,9 @@ type paceSample struct {
 	ok   bool
 }
 
-// sample notes the answer to request seq, paced at the pace it was sent
-// at, with p.mu held; a request sent unpaced, or too long ago to
-// remember its pace, is not noted.
-func (p *Pacer) sample(seq uint64, ok bool) {
-	if seq == 0 || seq+uint64(len(p.sentPace)) <= p.sent {
-		return
-	}
-	pace := p.sentPace[seq%uint64(len(p.sentPace))]
-	if pace <= 0 {
-		return
-	}
+// sample notes the answer to a request sent at a learned pace, with p.mu
+// held.
+func (p *Pacer) sample(pace float64, ok bool) {
 	p.sampled++
 	if len(p.firstSamples) < blindHalf {
 		p.firstSamples = append(p.firstSamples, paceSample{pace: pace, ok: ok})

@@ -81,7 +81,8 @@ func (p *Pacer) takeLocked(now time.Time) (seq uint64, delay time.Duration, read
 	if delay, ready := p.wait(now); delay > 0 || ready != nil {
 		return 0, delay, ready, false
 	}
-	if r := p.rate(now); !math.IsInf(r, 1) {
+	r := p.rate(now)
+	if !math.IsInf(r, 1) {
 		// A head a little late keeps the learned cadence, which timers
 		// firing late would otherwise slow; a ceiling is kept to the
 		// letter, a full interval after every request. A head that comes
@@ -100,13 +101,13 @@ func (p *Pacer) takeLocked(now time.Time) (seq uint64, delay time.Duration, read
 		}
 	}
 	p.sent++
-	p.sentFlight[p.sent%uint64(len(p.sentFlight))] = int32(p.inFlight + p.untrackedOut)
+	how := sending{flight: int32(p.inFlight + p.untrackedOut)}
+	if !p.unpaced && !math.IsInf(r, 1) {
+		how.pace = r
+	}
+	p.sentWith[p.sent%uint64(len(p.sentWith))] = how
 	p.inFlight++
 	p.lastSend = now
-	p.sentPace[p.sent%uint64(len(p.sentPace))] = 0
-	if r := p.rate(now); !p.unpaced && !math.IsInf(r, 1) {
-		p.sentPace[p.sent%uint64(len(p.sentPace))] = r
-	}
 	if p.count != nil {
 		p.count.markSent(p.sent)
 	}

@@ -128,26 +128,25 @@ type Pacer struct {
 	dry     int
 	dryFrom time.Time
 
-	// sentPace is the pace each of the last requests was sent at, by its
-	// number, 0 when unpaced; firstSamples and samples are the first and
-	// the last of them answered, with their outcome (see blind.go). Refusals proved blind to the pace
-	// leave the key unpaced until blindUntil; blindHold is how long that
-	// was, doubling each time.
-	sentPace     [64]float64
+	// sentWith is how each of the last requests was sent, by its number
+	// (see sentAs).
+	sentWith [64]sending
+	// firstSamples and samples are the first and the last requests sent
+	// at a learned pace answered, with their outcome (see blind.go).
+	// Refusals proved blind to the pace leave the key unpaced until
+	// blindUntil; blindHold is how long that was, doubling each time.
 	firstSamples []paceSample
 	samples      []paceSample
 	sampled      int // samples taken so far
 	blindSeen    int // sampled when the test first said blind, 0 if not since
 	blindUntil   time.Time
 	blindHold    time.Duration
-	// sentFlight is how many of the key's requests were in flight when
-	// each of the last was sent, by its number; flights counts their
-	// answers by it. flightCap is the cap on the key's requests in flight
+	// flights counts the answers by how many of the key's requests were
+	// in flight when each was sent. flightCap is the cap on the key's requests in flight
 	// the server showed, 0 for none; capProbing is set while one more is
 	// tried, capFull counts the successes with the cap full since, and
 	// capGrow is how many of them, per request of the cap, come before
 	// the next try (see cap.go).
-	sentFlight [64]int32
 	flights    flights
 	flightCap  int
 	capProbing bool
@@ -354,12 +353,15 @@ func (p *Pacer) learn(seq uint64, newEvent bool, an Answer, now time.Time) {
 	// count of a quota the told limits read otherwise (a sliding window
 	// told as a fixed one) would send bursts it refuses.
 	explained := math.IsInf(p.told, 1) && p.counted(seq, an, now)
-	k, known := p.sentWith(seq)
+	sent, known := p.sentAs(seq)
+	k := int(sent.flight)
 	if seq == 0 && an.Flight >= 0 {
 		k, known = an.Flight, true // sent unpaced, in the key's slow start
 	}
 	if !explained && an.Remaining < 0 && (an.OK || an.Refused) {
-		p.sample(seq, an.OK)
+		if sent.pace > 0 {
+			p.sample(sent.pace, an.OK)
+		}
 		if known {
 			p.flights.note(k, an.OK)
 		}
@@ -375,14 +377,21 @@ func (p *Pacer) learn(seq uint64, newEvent bool, an Answer, now time.Time) {
 	}
 }
 
-// sentWith returns how many of the key's requests were in flight when
-// request seq was sent, with p.mu held, and false for a request it did
-// not pace or sent too long ago to remember.
-func (p *Pacer) sentWith(seq uint64) (int, bool) {
-	if seq == 0 || seq+uint64(len(p.sentFlight)) <= p.sent {
-		return 0, false
+// sending is how a request was sent: at what learned pace, 0 when none
+// paced it, and with how many of the key's requests in flight, it left
+// out.
+type sending struct {
+	pace   float64
+	flight int32
+}
+
+// sentAs returns how request seq was sent, with p.mu held, and false for
+// a request the Pacer did not let go or sent too long ago to remember.
+func (p *Pacer) sentAs(seq uint64) (sending, bool) {
+	if seq == 0 || seq+uint64(len(p.sentWith)) <= p.sent {
+		return sending{}, false
 	}
-	return int(p.sentFlight[seq%uint64(len(p.sentFlight))]), true
+	return p.sentWith[seq%uint64(len(p.sentWith))], true
 }
 
 // HintPausesKey reports whether the last refusal's long hint should

@@ -84,9 +84,9 @@ func (c *call) admitScopes() error {
 	scopes := c.t.scopes()
 	c.readTold(scopes)
 	c.paced = c.told
-	first := c.t.learned
-	if !c.told {
-		first = nil
+	var first *scope // the LearnedScope, under told limits
+	if c.told {
+		first = c.t.learned
 	}
 	if first != nil {
 		if err := c.admitScope(first); err != nil {

@@ -148,7 +148,8 @@ type Limit struct {
 	// Under a told limit (a Rate, a MinSpacing or a Window of another
 	// scope that applies), a key learns only from refusals, below the
 	// fastest told pace. Rate, when set, is a ceiling the pace never
-	// passes; Burst is not used. After a breaker that closes again the pace resumes at half.
+	// passes; Burst is not used. After a breaker that closes again the
+	// pace resumes at half.
 	// A key forgets what it learned when it goes idle.
 	Adaptive bool
 	// StartRate is the pace of a key an adaptive scope has not learned

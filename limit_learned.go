@@ -28,7 +28,7 @@ func (s *scope) admitLearned(c *call, key string, st *scopeState, deadline time.
 			a = nil
 		}
 		if a == nil && pacedFromStart(l) {
-			a, _ = s.arm(key, st, time.Now())
+			a = s.arm(key, st, time.Now())
 		}
 		switch {
 		case a != nil && c.told:
@@ -260,23 +260,22 @@ func (t adaptiveTicket) cancel() {
 }
 
 // arm returns what the scope learned of key, whose state st is, making
-// it on the key's first rate-limit signal. created reports whether it was
-// made now.
-func (s *scope) arm(key string, st *scopeState, now time.Time) (a *learn.Pacer, created bool) {
+// it on the key's first rate-limit signal.
+func (s *scope) arm(key string, st *scopeState, now time.Time) *learn.Pacer {
 	if a := st.adapt.Load(); a != nil {
-		return a, false
+		return a
 	}
 	l := s.limit()
-	a = learn.New(float64(l.StartRate), adaptiveCeiling(l), now)
+	a := learn.New(float64(l.StartRate), adaptiveCeiling(l), now)
 	st.mu.Lock() // the slow start's successes so far, none missed nor counted twice
 	if !st.adapt.CompareAndSwap(nil, a) {
 		st.mu.Unlock()
-		return st.adapt.Load(), false
+		return st.adapt.Load()
 	}
 	a.Adopt(max(st.startOpen-1, 0), st.startOut, st.startOKFlight)
 	st.mu.Unlock()
 	s.learning(key)
-	return a, true
+	return a
 }
 
 // readAnswer reads a response for the learned pace: its outcome, by the
@@ -311,7 +310,7 @@ func (c *call) learnUntracked(resp *http.Response, class Class, hint time.Durati
 		}
 		key := s.key(c.req)
 		e := s.states.Acquire(key, true)
-		a, _ := s.arm(key, &e.State, now)
+		a := s.arm(key, &e.State, now)
 		if c.told {
 			a.SetTold(c.toldRate) // refused under a told limit: learn below it
 			e.State.toldGen.Store(c.t.toldGen.Load())

@@ -24,9 +24,10 @@ import (
 // end to the next turn the period says, and sends the quota again then,
 // without a refusal a window. Only a refusal says the limit changed: a
 // turn the period foretold that the server had not made yet is learned
-// from its hint again. A window that gives less than two requests is no
-// window: a slow bucket, or a sliding window whose hint overstates the
-// wait, which the learned pace answers instead.
+// from its hint again. A window that gives less than two requests, or
+// well under the last one's quota, is no window: a slow bucket, or a
+// sliding window whose hint overstates the wait, which the learned pace
+// answers instead, from the last window's quota over its length.
 
 const (
 	// windowDrySpan and windowDryRefusals are how long, and through how
@@ -100,9 +101,9 @@ func (p *Pacer) windowRefused(target, now time.Time) bool {
 		Trace("%v window refused: used %d, quota %d, opens in %v", now.Sub(p.firstSend).Round(time.Millisecond),
 			w.used, w.quota, target.Sub(now))
 	}
-	// A window that gave less than two, or a quarter of the last one's
-	// quota, is no window: a slow bucket, or a sliding window, whose
-	// turns give what the last one left.
+	// A window that gave less than two, or under three quarters of the
+	// last one's quota, is no window: a slow bucket, or a sliding window,
+	// whose turns give what the last one left.
 	if w.used < 2 || w.used*4 < w.quota*3 {
 		p.win = nil
 		if held := max(w.held, w.period); w.quota >= 2 && held >= adaptiveMinSample {

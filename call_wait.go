@@ -28,11 +28,17 @@ func (e pastDeadlineError) Is(target error) bool { return target == context.Dead
 // reserve takes a wait of d from the call's budget. It refuses, taking
 // nothing, a wait that does not fit in the budget left (ErrBudgetExhausted)
 // or that would last until the context's deadline, leaving no time to send
-// (context.DeadlineExceeded).
+// (context.DeadlineExceeded); one that fits neither, with the error of the
+// tighter bound.
 func (c *call) reserve(d time.Duration) error {
 	d = max(d, 0)
-	if deadline, ok := c.ctx.Deadline(); ok && time.Until(deadline) <= d {
-		return pastDeadlineError{d}
+	if deadline, ok := c.ctx.Deadline(); ok {
+		// A wait that fits neither is refused by the tighter of the two:
+		// with seconds left before its deadline, a call that gives up on a
+		// smaller budget gave up on its budget.
+		if left := time.Until(deadline); left <= d && c.budgetLeft() >= left {
+			return pastDeadlineError{d}
+		}
 	}
 	if c.shared != nil {
 		now := time.Now()

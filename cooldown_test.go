@@ -219,3 +219,36 @@ func TestCooldownStateKeptWhilePaused(t *testing.T) {
 		}
 	})
 }
+
+// A wait that fits neither the call's budget nor its context's deadline
+// is refused by the tighter of the two: a pause of 600s, with 2m of budget
+// and 10m before the deadline, is the budget's refusal; with 1m before
+// the deadline, the deadline's.
+func TestAWaitPastBothBoundsNamesTheTighter(t *testing.T) {
+	for _, tc := range []struct {
+		deadline time.Duration
+		want     error
+	}{
+		{10 * time.Minute, ErrBudgetExhausted},
+		{time.Minute, context.DeadlineExceeded},
+	} {
+		synctest.Test(t, func(t *testing.T) {
+			s := newScript(answer(429, "Retry-After", "600"), answer(200))
+			tr := New(s.mock())
+			resp, err := tr.RoundTrip(mustRequest(t, http.MethodGet, nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			readAll(t, resp)
+			ctx, cancel := context.WithTimeout(context.Background(), tc.deadline)
+			defer cancel()
+			resp, err = tr.RoundTrip(mustRequest(t, http.MethodGet, nil).WithContext(ctx))
+			if resp != nil || !errors.Is(err, tc.want) {
+				t.Errorf("deadline %v: %v, %v; want %v", tc.deadline, resp, err, tc.want)
+			}
+			if tc.want == ErrBudgetExhausted && errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("deadline %v: %v names the deadline too, with 10m of it left", tc.deadline, err)
+			}
+		})
+	}
+}

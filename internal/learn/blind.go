@@ -27,8 +27,9 @@ import (
 // blind. Meanwhile the
 // search for a pace cuts no lower than an eighth of where it started
 // until the test shows the refusals fall with the pace (or measures take
-// it lower): a slower bucket is reached a few refusals later, and a
-// server blind to the pace is told at a pace that answers soon.
+// it lower), a floor that halves each time the test, blindHalf samples
+// on, still cannot tell: a slower bucket is reached a few refusals later,
+// and a server blind to the pace is told at a pace that answers soon.
 
 const (
 	// blindHalf is how many answered requests the test compares: the
@@ -93,6 +94,14 @@ func (p *Pacer) rateBlind() bool {
 			return false
 		}
 		return p.sampled-p.blindSeen >= blindHalf
+	case p.searchFloor > 0 && p.sampled-p.floorLowered >= blindHalf:
+		// Undecided: the pace has not fallen far enough from the first
+		// samples' to tell. A floor the refusals keep the pace at gives
+		// way by half each blindHalf samples, so that the spread grows
+		// until the test can tell: a bucket far below the floor is found,
+		// and a server blind to the pace is told as such.
+		p.searchFloor /= 2
+		p.floorLowered = p.sampled
 	}
 	return false
 }

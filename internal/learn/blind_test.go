@@ -91,3 +91,69 @@ func TestBucketRefusalsAreNotBlind(t *testing.T) {
 		}
 	}
 }
+
+// TestToldSearchTellsBlindRefusals: under a told limit of 40/s, a server
+// that refuses two requests in three however slowly they come (a host
+// that sheds load) leaves the key unpaced, as it does with no told limit:
+// within 10 minutes in 15 draws of 20 at least; and in half of them, its
+// pace never below 0.3/s before, the search below the told limit holding
+// at its floor, then halving it, until the test can tell (cut at each
+// refusal instead, the pace fell below 0.15/s in half the draws).
+// A bucket of 0.5/s, 2/s, 10/s or 30/s under the same told limit is
+// found: its refusals fall with the pace.
+func TestToldSearchTellsBlindRefusals(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	const told = 40.0
+	soon, held := 0, 0
+	for seed := range uint64(20) {
+		r := rand.New(rand.NewPCG(seed, 2))
+		shed := func(time.Time) Answer {
+			if r.Float64() < 2.0/3 {
+				return refused
+			}
+			return succeeded
+		}
+		a := New(0, math.Inf(1), t0)
+		a.SetTold(told)
+		a.Untracked(refused, 0, t0) // the refusal that armed the key
+		now, slowest := t0, told
+		for range 300 {
+			if now = runPaced(t, a, now, 1, shed); a.blind(now) {
+				break
+			}
+			slowest = math.Min(slowest, a.rate(now))
+		}
+		if a.blind(now) && now.Sub(t0) <= 10*time.Minute {
+			soon++
+		}
+		if slowest >= 0.3 {
+			held++
+		}
+	}
+	if soon < 15 || held < 10 {
+		t.Errorf("unpaced within 10 minutes in %d draws of 20, and never paced below 0.3/s before in %d; want 15 and 10 at least",
+			soon, held)
+	}
+
+	var now time.Time
+	for _, rate := range []float64{0.5, 2, 10, 30} {
+		tokens, last := 0.0, t0
+		bucket := func(at time.Time) Answer {
+			tokens = math.Min(tokens+rate*at.Sub(last).Seconds(), 10)
+			last = at
+			if tokens >= 1 {
+				tokens--
+				return succeeded
+			}
+			return refused
+		}
+		b := New(0, math.Inf(1), t0)
+		b.SetTold(told)
+		b.Untracked(refused, 0, t0)
+		now = runPaced(t, b, t0, int(math.Max(rate*60, 120)), bucket)
+		if got := b.rate(now); got < rate*0.7 || got > rate*1.3 || b.blind(now) {
+			t.Errorf("a bucket of %g/s under a told 40/s: paced at %.2f/s (blind %v) after %v", rate,
+				got, b.blind(now), now.Sub(t0).Round(time.Second))
+		}
+	}
+}

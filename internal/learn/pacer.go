@@ -153,8 +153,9 @@ type Pacer struct {
 	capFull    int
 	capGrow    int
 	// searchFloor is the slowest the search for a pace cuts to meanwhile,
-	// 0 once released.
-	searchFloor float64
+	// 0 once released; floorLowered is sampled when it was last halved.
+	searchFloor  float64
+	floorLowered int
 	// atFloor is set when a refusal came at or below its hint's floor
 	// (see cutTo).
 	atFloor bool

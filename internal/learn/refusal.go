@@ -113,9 +113,13 @@ func (p *Pacer) decrease(hint time.Duration, now time.Time) {
 		p.setMeasure(low, math.Max((s+1)/span.Seconds(), low), span)
 	case wasUnpaced && !math.IsInf(p.top(), 1):
 		// Refused under a ceiling, or a told limit: the server allows
-		// less. Start a cut below it, and climb back.
-		r := p.cutTo(p.top(), adaptiveCut, hint)
-		p.setPace(r, p.top(), 0, 0)
+		// less. Search from a cut below it, as from any start: halving at
+		// each refusal, down to an eighth until the refusals show they
+		// fall with the pace, and climbing back while requests succeed.
+		p.probing = true
+		p.rampFrom = p.cutTo(p.top(), adaptiveCut, hint)
+		p.succeeding = 0
+		p.searchFloor = p.rampFrom / blindFloorDepth
 	case wasUnpaced:
 		// Nothing to measure yet: search, from high, halving at each
 		// refusal and doubling while requests succeed, until a refusal

@@ -416,3 +416,26 @@ func ExampleTransport_AddLimit() {
 	// search: 28 of 30 tokens left
 	// again: ratewise: AddLimit: a limit scope is already named "search": give the new one another Name, or change that one with SetLimit
 }
+
+// Two replicas given one store by WithStore share a told limit's bucket
+// (and pauses, and breakers): what one takes, the other cannot. Between
+// processes the store is ratewise/redis's; a MemoryStore shares between
+// transports of one process.
+func ExampleWithStore() {
+	store := ratewise.NewMemoryStore()
+	replica := func() *ratewise.Transport {
+		return ratewise.New(nil, ratewise.WithStore(store),
+			ratewise.WithLimit(ratewise.Limit{Name: "api", Rate: 1, Burst: 5}))
+	}
+	a, b := replica(), replica()
+	ctx := context.Background()
+	// a takes the whole burst of api.example.com's bucket; b, at once after,
+	// finds none left.
+	fmt.Println("a:", a.Acquire(ctx, "api", "api.example.com", 5, 0))
+	var limited *ratewise.LimitError
+	err := b.Acquire(ctx, "api", "api.example.com", 1, 0)
+	fmt.Println("b refused:", errors.As(err, &limited), limited.Reason)
+	// Output:
+	// a: <nil>
+	// b refused: true fail-fast
+}

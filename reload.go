@@ -45,8 +45,9 @@ func (t *Transport) RetryPolicy() RetryPolicy {
 // and a SetLimit that tries is refused. Every other field may change.
 // Each key's bucket keeps the tokens it has under the new rate and
 // burst; a raised MaxConcurrent lets waiting requests through at once,
-// and a lowered one takes slots back as they free. An invalid l, or one
-// naming no scope, is refused and changes nothing.
+// and a lowered one takes slots back as they free. An l that keeps a
+// token bucket and names no Store takes WithStore's, as in New. An
+// invalid l, or one naming no scope, is refused and changes nothing.
 func (t *Transport) SetLimit(l Limit) error {
 	if err := l.Validate(); err != nil {
 		return err
@@ -57,6 +58,7 @@ func (t *Transport) SetLimit(l Limit) error {
 	if s == nil {
 		return fmt.Errorf("ratewise: no limit scope is named %q", l.Name)
 	}
+	l = t.withStore(l)
 	old := s.limit()
 	l = l.withDefaults()
 	l.Key, l.Applies = old.Key, old.Applies
@@ -98,7 +100,8 @@ func (t *Transport) SetLimit(l Limit) error {
 // counted); until then it keeps counting, open or half-open runs its
 // course, and its next cooldown lasts at least the Cooldown it was built
 // under. Key, Store and IdleTimeout make the breakers what
-// they are and may not change. An invalid p, or a transport built
+// they are and may not change; a p with no Store keeps WithStore's. An
+// invalid p, or a transport built
 // without WithBreaker, is refused and changes nothing.
 func (t *Transport) SetBreakerPolicy(p BreakerPolicy) error {
 	b := t.breakers
@@ -110,6 +113,9 @@ func (t *Transport) SetBreakerPolicy(p BreakerPolicy) error {
 	}
 	p = p.WithDefaults()
 	p.Escalation = slices.Clone(p.Escalation)
+	if p.Store == nil && t.store != nil {
+		p.Store = t.store // WithStore's, as the breakers were built with
+	}
 	t.reloadMu.Lock()
 	defer t.reloadMu.Unlock()
 	old := b.config()
@@ -160,7 +166,8 @@ func sameStore(a, b BreakerStore) bool {
 // added, if any, stays, as it does beside a Limit given to New: under a
 // limit l paces, a key learns only what the server refuses, and the keys
 // l does not limit (other keys, or what l.Applies leaves out) learn as
-// before. AddLimit is safe to call while requests go through the
+// before. An l that keeps a token bucket and names no Store takes
+// WithStore's. AddLimit is safe to call while requests go through the
 // transport.
 func (t *Transport) AddLimit(l Limit) error {
 	t.reloadMu.Lock()
@@ -169,6 +176,7 @@ func (t *Transport) AddLimit(l Limit) error {
 	if l.Name == "" {
 		l.Name = t.nextLimitName()
 	}
+	l = t.withStore(l)
 	if err := l.Validate(); err != nil {
 		return err
 	}

@@ -42,6 +42,8 @@ type Transport struct {
 	// adds of one core do not evict those fields from the others' caches.
 	counters *counters
 	breakers *breakers // nil without WithBreaker
+	// store is WithStore's, given to what has no store of its own.
+	store Store
 	// learns is set when a scope is Adaptive: its keys learn from the
 	// signals of requests it did not pace. noLearning is WithoutLearning.
 	learns     atomic.Bool
@@ -97,6 +99,7 @@ func New(base http.RoundTripper, opts ...Option) *Transport {
 			opt(t)
 		}
 	}
+	t.shareThroughStore()
 	if !t.noLearning && !t.learnsEveryRequest() {
 		t.learned = newScope(Limit{Name: LearnedScope, Adaptive: true})
 		t.addScope(t.learned)

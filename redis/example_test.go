@@ -22,10 +22,10 @@ func ExampleNew() {
 	defer client.Close()
 	store := rwredis.New(client, rwredis.Options{Prefix: "myservice:"})
 
-	tr := ratewise.New(http.DefaultTransport,
-		ratewise.WithLimit(ratewise.Limit{Name: "api", Rate: 20, Burst: 5, Store: store}),
-		ratewise.WithCooldown(ratewise.CooldownPolicy{Store: store}),
-		ratewise.WithBreaker(ratewise.BreakerPolicy{Store: store}),
+	// WithStore shares the limit's bucket, the pauses and the breaker.
+	tr := ratewise.New(http.DefaultTransport, ratewise.WithStore(store),
+		ratewise.WithLimit(ratewise.Limit{Name: "api", Rate: 20, Burst: 5}),
+		ratewise.WithBreaker(ratewise.BreakerPolicy{}),
 	)
 	httpClient := &http.Client{Transport: tr}
 	_ = httpClient // make calls as usual

@@ -7,10 +7,13 @@
 //
 //	client := redis.NewClient(&redis.Options{Addr: "redis:6379", ContextTimeoutEnabled: true})
 //	store := rwredis.New(client, rwredis.Options{})
-//	tr := ratewise.New(http.DefaultTransport,
-//		ratewise.WithLimit(ratewise.Limit{Name: "api", Rate: 20, Burst: 5, Store: store}),
-//		ratewise.WithCooldown(ratewise.CooldownPolicy{Store: store}),
-//		ratewise.WithBreaker(ratewise.BreakerPolicy{Store: store}))
+//	tr := ratewise.New(http.DefaultTransport, ratewise.WithStore(store),
+//		ratewise.WithLimit(ratewise.Limit{Name: "api", Rate: 20, Burst: 5}),
+//		ratewise.WithBreaker(ratewise.BreakerPolicy{}))
+//
+// WithStore shares everything the store keeps; the Store fields of Limit,
+// CooldownPolicy and BreakerPolicy share one part alone, or each through
+// a store of its own.
 //
 // A Store is a ratewise.BucketStore (a GCRA token bucket, atomic in Redis
 // on its clock, that reserves a waiter's turn so that it asks once), a
@@ -112,11 +115,7 @@ type Store struct {
 	recheckAt       time.Time // guarded by mu: during an outage, when Redis may be asked again
 }
 
-var (
-	_ ratewise.BucketStore   = (*Store)(nil)
-	_ ratewise.CooldownStore = (*Store)(nil)
-	_ ratewise.BreakerStore  = (*Store)(nil)
-)
+var _ ratewise.Store = (*Store)(nil)
 
 // New returns a Store on rdb: a *redis.Client, a *redis.ClusterClient (its
 // keys use hash tags, so each script's keys share a slot) or a Ring.

@@ -1,0 +1,77 @@
+package ratewise
+
+// This file is WithStore: one option that puts in a store what a fleet of
+// replicas shares, rather than a store threaded through each policy.
+
+// Store is a store of every kind the transport shares state through: the
+// token buckets of told limits, the cooldown gate's pauses and the
+// breakers' trips. ratewise/redis's Store is one, and so is MemoryStore.
+type Store interface {
+	BucketStore
+	CooldownStore
+	BreakerStore
+}
+
+var _ Store = (*MemoryStore)(nil)
+
+// WithStore shares through store what the transport keeps per key and a
+// fleet of replicas holds in common, so that replicas given the same
+// store behave as one client:
+//
+//   - every told Limit that keeps a token bucket (a finite Rate, and no
+//     MinSpacing, Reserve or Window), given by WithLimit, AddLimit or
+//     SetLimit, takes its turns from the store's bucket;
+//   - the cooldown gate's pauses are the store's: a refusal one replica
+//     sees pauses the key in all;
+//   - the breakers, when WithBreaker adds them, count failures and trip
+//     together.
+//
+// A Store set on a Limit, a CooldownPolicy or a BreakerPolicy wins over
+// this one, whatever the order of the options. WithStore adds nothing
+// that is not configured: no breaker without WithBreaker, and no gate
+// when the CooldownPolicy is Off. A window (Limit.Window), a spacing and
+// the learned pace stay each transport's own. A nil store changes
+// nothing.
+func WithStore(store Store) Option {
+	return func(t *Transport) { t.store = store }
+}
+
+// shareThroughStore gives the transport's store, if any, to what New built
+// from the options, which have all been applied: the told scopes, the gate
+// and the breakers that have no store of their own.
+func (t *Transport) shareThroughStore() {
+	if t.store == nil {
+		return
+	}
+	for _, s := range t.scopes() {
+		if l := s.limit(); l.Store == nil && sharesBucket(*l) {
+			l := *l
+			l.Store = t.store
+			s.cfg.Store(&l)
+		}
+	}
+	if t.gate != nil && t.gate.Store == nil {
+		t.gate.Store = t.store
+	}
+	if b := t.breakers; b != nil && b.store == nil {
+		cfg := *b.config()
+		cfg.policy.Store = t.store
+		b.store = t.store
+		b.cfg.Store(&cfg)
+	}
+}
+
+// withStore is l with the transport's store, for AddLimit and SetLimit,
+// when l keeps a token bucket and names no store of its own.
+func (t *Transport) withStore(l Limit) Limit {
+	if t.store != nil && l.Store == nil && sharesBucket(l) {
+		l.Store = t.store
+	}
+	return l
+}
+
+// sharesBucket reports whether l keeps a token bucket a store can hold:
+// a finite Rate, told, with no spacing, reserve or window.
+func sharesBucket(l Limit) bool {
+	return !l.Adaptive && finiteRate(l.Rate) && l.Rate > 0 && l.MinSpacing == 0 && l.Reserve == 0 && l.Window == 0
+}

@@ -1,0 +1,113 @@
+package ratewise
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// Two transports given one store by WithStore alone share a told limit's
+// bucket, the cooldown gate's pauses and the breaker's trips, as each
+// policy's own Store field would.
+func TestWithStoreSharesLimitPauseAndBreaker(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := NewMemoryStore()
+		rec := &recording{base: newScript(answer(200)).mock()}
+		replica := func() *Transport {
+			return New(rec, WithStore(store), WithLimit(Limit{Name: "api", Rate: 10, Burst: 1}),
+				WithBreaker(BreakerPolicy{ConsecutiveFailures: 2, Cooldown: time.Hour, FailFast: true}))
+		}
+		a, b := replica(), replica()
+		for i := range 10 {
+			tr := []*Transport{a, b}[i%2]
+			if _, err := callOnce(t, tr, context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i := 1; i < len(rec.times); i++ {
+			if gap := rec.times[i].Sub(rec.times[i-1]); gap < 100*time.Millisecond {
+				t.Fatalf("requests %d and %d %v apart: the replicas went over the shared 10/s", i-1, i, gap)
+			}
+		}
+
+		// A 429 with a hint that one replica sees pauses the other.
+		refused := New(newScript(answer(429, "Retry-After", "3")).mock(), WithStore(store), WithRetry(RetryPolicy{MaxAttempts: 1}))
+		start := time.Now()
+		if status, _ := callOnce(t, refused, context.Background()); status != 429 {
+			t.Fatalf("the refused replica got %d", status)
+		}
+		if _, err := callOnce(t, b, context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if sent := rec.times[len(rec.times)-1].Sub(start); sent < 3*time.Second {
+			t.Errorf("b sent %v after another replica's 429 with Retry-After 3, want it held 3s", sent)
+		}
+
+		// Two failures in a row on one replica open the breaker for both.
+		failing := New(newScript(answer(503)).mock(), WithStore(store), WithRetry(RetryPolicy{MaxAttempts: 1}),
+			WithBreaker(BreakerPolicy{ConsecutiveFailures: 2, Cooldown: time.Hour, FailFast: true}))
+		_, _ = callOnce(t, failing, context.Background())
+		_, _ = callOnce(t, failing, context.Background())
+		var open *CircuitOpenError
+		if _, err := callOnce(t, a, context.Background()); !errors.As(err, &open) {
+			t.Errorf("a after another replica's trip: err = %v, want the shared breaker open", err)
+		}
+	})
+}
+
+// A Store a policy names wins over WithStore's, in whichever order the
+// options come; WithStore adds no breaker, and leaves a window, a spacing
+// and the learned pace each transport's own.
+func TestWithStoreYieldsToAPolicysOwnStore(t *testing.T) {
+	mine, fleet := NewMemoryStore(), NewMemoryStore()
+	tr := New(nil, WithLimit(Limit{Name: "own", Rate: 5, Burst: 2, Store: mine}), WithStore(fleet),
+		WithCooldown(CooldownPolicy{Store: mine}), WithLimit(Limit{Name: "shared", Rate: 5, Burst: 2}),
+		WithLimit(Limit{Name: "window", Burst: 3, Window: time.Second}),
+		WithLimit(Limit{Name: "spacing", MinSpacing: time.Second}))
+	if err := tr.err; err != nil {
+		t.Fatal(err)
+	}
+	stores := map[string]BucketStore{}
+	for _, s := range tr.scopes() {
+		stores[s.name] = s.limit().Store
+	}
+	if stores["own"] != BucketStore(mine) || stores["shared"] != BucketStore(fleet) {
+		t.Errorf("stores: own %p, shared %p; want the Limit's own (%p) and WithStore's (%p)", stores["own"], stores["shared"], mine, fleet)
+	}
+	for _, name := range []string{"window", "spacing", LearnedScope} {
+		if stores[name] != nil {
+			t.Errorf("scope %q took a store, want its state kept by the transport", name)
+		}
+	}
+	if tr.gate.Store != CooldownStore(mine) {
+		t.Errorf("the gate's store is %p, want the CooldownPolicy's own (%p)", tr.gate.Store, mine)
+	}
+	if _, ok := tr.BreakerPolicy(); ok {
+		t.Error("WithStore added a breaker")
+	}
+}
+
+// AddLimit and SetLimit give WithStore's store to a bucket that names
+// none, and SetBreakerPolicy with no Store keeps the breakers' shared one
+// rather than refusing to change it.
+func TestWithStoreReachesLimitsAddedOrSetLater(t *testing.T) {
+	fleet := NewMemoryStore()
+	tr := New(nil, WithStore(fleet), WithBreaker(BreakerPolicy{ConsecutiveFailures: 3}))
+	if err := tr.AddLimit(Limit{Name: "later", Rate: 5, Burst: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.SetLimit(Limit{Name: "later", Rate: 2, Burst: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if s := tr.scopeNamed("later"); s.limit().Store != BucketStore(fleet) || s.limit().Rate != 2 {
+		t.Errorf("after AddLimit and SetLimit: %+v, want Rate 2 in WithStore's store", *s.limit())
+	}
+	if err := tr.SetBreakerPolicy(BreakerPolicy{ConsecutiveFailures: 5}); err != nil {
+		t.Errorf("SetBreakerPolicy with no Store on a transport WithStore shares: %v", err)
+	}
+	if p, _ := tr.BreakerPolicy(); p.Store != BreakerStore(fleet) || p.ConsecutiveFailures != 5 {
+		t.Errorf("breaker policy %+v, want 5 failures, in WithStore's store", p)
+	}
+}

@@ -22,7 +22,11 @@ func (b *breakers) admitShared(c *call, key string) (sb SharedBreaker, asked boo
 	cfg := b.config()
 	poll := sharedProbePoll
 	for {
-		sb, err = b.store.BreakerAdmit(c.ctx, key, &cfg.rules)
+		if pre, ok := c.pre.breakerAnswer(key); ok {
+			sb, err = pre, nil
+		} else {
+			sb, err = b.store.BreakerAdmit(c.ctx, key, &cfg.rules)
+		}
 		switch {
 		case err != nil && c.ctx.Err() != nil:
 			return sb, false, c.ctx.Err()

@@ -26,12 +26,15 @@ type call struct {
 	// attempt takes the transport's, which SetRetryPolicy may replace.
 	ownPolicy bool
 	req       *http.Request // the caller's request, never modified
-	out       *http.Request // what the next attempt sends
-	ctx       context.Context
-	stats     *CallStats
-	priority  Priority
-	trace     *Trace
-	endpoint  string
+	// pre is what a store that answers an attempt's questions together
+	// answered (see prefetch); nil without one.
+	pre      *prefetched
+	out      *http.Request // what the next attempt sends
+	ctx      context.Context
+	stats    *CallStats
+	priority Priority
+	trace    *Trace
+	endpoint string
 	// acquireKey is, for a call of Acquire, which sends no request, the
 	// key its waits are traced under.
 	acquireKey string

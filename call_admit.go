@@ -9,6 +9,7 @@ package ratewise
 // reading can cost more than a whole layer's bookkeeping.
 func (c *call) admit() error {
 	for {
+		c.prefetch()
 		if err := c.admitBreaker(); err != nil {
 			return err
 		}

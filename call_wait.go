@@ -71,6 +71,7 @@ func (c *call) waitOr(d time.Duration, kind WaitKind, ready <-chan struct{}) err
 	if d <= 0 {
 		return nil
 	}
+	c.pre.stale()
 	c.traceWait(kind, d)
 	start := time.Now()
 	timer := time.NewTimer(d)
@@ -121,6 +122,7 @@ func (c *call) waitUntil(ready <-chan struct{}, until time.Time, kind WaitKind, 
 	if !until.IsZero() {
 		limit = min(limit, time.Until(until))
 	}
+	c.pre.stale()
 	c.traceWait(kind, expected)
 	start := time.Now()
 	timer := time.NewTimer(max(limit, 0))

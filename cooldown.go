@@ -169,7 +169,11 @@ func (g *gate) paused(key string) bool {
 func (g *gate) admit(c *call, key string) error {
 	for {
 		if g.Store != nil {
-			until, err := g.Store.PausedUntil(c.ctx, key)
+			until, ok := c.pre.pauseAnswer(key)
+			var err error
+			if !ok {
+				until, err = g.Store.PausedUntil(c.ctx, key)
+			}
 			switch {
 			case err != nil && c.ctx.Err() != nil:
 				return c.ctx.Err()

@@ -116,6 +116,9 @@ func (s *scope) pace(c *call, key string, st *scopeState, deadline time.Time, l 
 // request.
 func (s *scope) paceShared(c *call, key string, st *scopeState, deadline time.Time, l *Limit, n int) (done bool, err error) {
 	storeKey := s.storeKey(key)
+	if wait, ok := c.pre.takeAnswer(storeKey); ok && wait <= 0 {
+		return true, nil // taken with the attempt's other questions
+	}
 	for {
 		now := time.Now()
 		st.mu.Lock()

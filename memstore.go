@@ -284,3 +284,34 @@ func (m *MemoryStore) bucketAt(key string, r rate.Limit, burst int, now time.Tim
 	}
 	return lim
 }
+
+// Admit implements AdmitStore: BreakerAdmit, PausedUntil and Take, one
+// after the other, the tokens taken only when the request may go now.
+// (The MemoryStore is the reference of what Admit answers; each step
+// holds its lock alone, which one process can afford.)
+func (m *MemoryStore) Admit(ctx context.Context, ask *AdmitAsk) (AdmitAnswer, error) {
+	var a AdmitAnswer
+	goes := true
+	if ask.Breaker != "" {
+		sb, err := m.BreakerAdmit(ctx, ask.Breaker, ask.Rules)
+		if err != nil {
+			return AdmitAnswer{}, err
+		}
+		a.Breaker, goes = sb, sb.State == BreakerClosed || sb.Probe
+	}
+	if ask.Pause != "" {
+		until, err := m.PausedUntil(ctx, ask.Pause)
+		if err != nil {
+			return AdmitAnswer{}, err
+		}
+		a.PausedUntil, goes = until, goes && !until.After(time.Now())
+	}
+	if ask.Bucket != "" && goes {
+		wait, err := m.Take(ctx, ask.Bucket, max(ask.N, 1), ask.Rate, ask.Burst, 0)
+		if err != nil {
+			return AdmitAnswer{}, err
+		}
+		a.Took, a.Wait = true, wait
+	}
+	return a, nil
+}

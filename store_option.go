@@ -12,7 +12,7 @@ type Store interface {
 	BreakerStore
 }
 
-var _ Store = (*MemoryStore)(nil)
+var _ AdmitStore = (*MemoryStore)(nil)
 
 // WithStore shares through store what the transport keeps per key and a
 // fleet of replicas holds in common, so that replicas given the same
@@ -58,6 +58,11 @@ func (t *Transport) shareThroughStore() {
 		cfg.policy.Store = t.store
 		b.store = t.store
 		b.cfg.Store(&cfg)
+	}
+	if as, ok := t.store.(AdmitStore); ok {
+		t.admitStore = as
+		t.breakerInStore = t.breakers != nil && combinable(t.breakers.store, t.store)
+		t.gateInStore = t.gate != nil && combinable(t.gate.Store, t.store)
 	}
 }
 

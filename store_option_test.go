@@ -3,9 +3,13 @@ package ratewise
 import (
 	"context"
 	"errors"
+	"maps"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"golang.org/x/time/rate"
 )
 
 // Two transports given one store by WithStore alone share a told limit's
@@ -110,4 +114,117 @@ func TestWithStoreReachesLimitsAddedOrSetLater(t *testing.T) {
 	if p, _ := tr.BreakerPolicy(); p.Store != BreakerStore(fleet) || p.ConsecutiveFailures != 5 {
 		t.Errorf("breaker policy %+v, want 5 failures, in WithStore's store", p)
 	}
+}
+
+// countingStore counts the calls made to a MemoryStore, by method.
+type countingStore struct {
+	*MemoryStore
+	mu    sync.Mutex
+	calls map[string]int
+}
+
+func newCountingStore() *countingStore {
+	return &countingStore{MemoryStore: NewMemoryStore(), calls: map[string]int{}}
+}
+
+func (s *countingStore) count(method string) {
+	s.mu.Lock()
+	s.calls[method]++
+	s.mu.Unlock()
+}
+
+func (s *countingStore) counted() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.calls)
+}
+
+func (s *countingStore) Take(ctx context.Context, key string, n int, r rate.Limit, burst int, maxWait time.Duration) (time.Duration, error) {
+	s.count("Take")
+	return s.MemoryStore.Take(ctx, key, n, r, burst, maxWait)
+}
+
+func (s *countingStore) PausedUntil(ctx context.Context, key string) (time.Time, error) {
+	s.count("PausedUntil")
+	return s.MemoryStore.PausedUntil(ctx, key)
+}
+
+func (s *countingStore) BreakerAdmit(ctx context.Context, key string, rules *BreakerRules) (SharedBreaker, error) {
+	s.count("BreakerAdmit")
+	return s.MemoryStore.BreakerAdmit(ctx, key, rules)
+}
+
+func (s *countingStore) BreakerSucceeded(ctx context.Context, key string, probe bool, rules *BreakerRules) error {
+	s.count("BreakerSucceeded")
+	return s.MemoryStore.BreakerSucceeded(ctx, key, probe, rules)
+}
+
+func (s *countingStore) Admit(ctx context.Context, ask *AdmitAsk) (AdmitAnswer, error) {
+	s.count("Admit")
+	return s.MemoryStore.Admit(ctx, ask)
+}
+
+// plainStore hides a store's Admit: its questions are asked one by one.
+type plainStore struct{ Store }
+
+// With WithStore's store an AdmitStore, a call that needs no help asks
+// it once before it is sent, for its breaker, its pause and its told
+// bucket together, where a store that cannot combine is asked three
+// times; the answers are the same.
+func TestWithStoreAsksOnceBeforeSending(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		for _, combine := range []bool{true, false} {
+			counting := newCountingStore()
+			var store Store = counting
+			if !combine {
+				store = plainStore{counting}
+			}
+			rec := &recording{base: newScript(answer(200)).mock()}
+			tr := New(rec, WithStore(store), WithLimit(Limit{Name: "api", Rate: 10, Burst: 1}),
+				WithBreaker(BreakerPolicy{ConsecutiveFailures: 3}))
+			start := time.Now()
+			for range 5 {
+				if _, err := callOnce(t, tr, context.Background()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got := counting.counted()
+			want := map[string]int{"Admit": 5, "Take": 4, "BreakerSucceeded": 5}
+			if !combine {
+				want = map[string]int{"BreakerAdmit": 5, "PausedUntil": 5, "Take": 5, "BreakerSucceeded": 5}
+			}
+			if !maps.Equal(got, want) {
+				t.Errorf("combine %v: the store was asked %v, want %v", combine, got, want)
+			}
+			// The first token was there; each next one 100ms later, which
+			// the Admit's take-if-there-now left to a Take that waits.
+			if at := rec.times[4].Sub(start); at != 400*time.Millisecond {
+				t.Errorf("combine %v: the fifth request went at %v, want 400ms: one bucket of 10/s", combine, at)
+			}
+		}
+	})
+}
+
+// A half-open breaker's probe granted by Admit is the probe: its success
+// closes the shared breaker for every transport.
+func TestWithStoreProbeGrantedTogether(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := NewMemoryStore()
+		policy := BreakerPolicy{ConsecutiveFailures: 1, Cooldown: time.Second, FailFast: true}
+		failing := New(newScript(answer(503)).mock(), WithStore(store), WithRetry(RetryPolicy{MaxAttempts: 1}), WithBreaker(policy))
+		ok := New(newScript(answer(200)).mock(), WithStore(store), WithBreaker(policy))
+		_, _ = callOnce(t, failing, context.Background()) // trips the shared breaker
+		var open *CircuitOpenError
+		if _, err := callOnce(t, ok, context.Background()); !errors.As(err, &open) {
+			t.Fatalf("during the cooldown: %v, want the shared breaker open", err)
+		}
+		time.Sleep(time.Second)
+		if status, err := callOnce(t, ok, context.Background()); err != nil || status != 200 {
+			t.Fatalf("the probe: %d, %v", status, err)
+		}
+		rules := policy.Rules()
+		if sb, _ := store.BreakerRead(context.Background(), host, &rules); sb.State != BreakerClosed {
+			t.Errorf("after the probe's success the shared breaker is %v, want closed", sb.State)
+		}
+	})
 }

@@ -42,8 +42,13 @@ type Transport struct {
 	// adds of one core do not evict those fields from the others' caches.
 	counters *counters
 	breakers *breakers // nil without WithBreaker
-	// store is WithStore's, given to what has no store of its own.
-	store Store
+	// store is WithStore's, given to what has no store of its own;
+	// admitStore is it when it answers an attempt's questions together,
+	// and breakerInStore and gateInStore say whether the breakers and the
+	// gate keep their state in it.
+	store                       Store
+	admitStore                  AdmitStore
+	breakerInStore, gateInStore bool
 	// learns is set when a scope is Adaptive: its keys learn from the
 	// signals of requests it did not pace. noLearning is WithoutLearning.
 	learns     atomic.Bool

@@ -59,7 +59,7 @@ func (s *Store) Give(ctx context.Context, key string, n int, r rate.Limit, _ int
 // holds once it has taken (or not): {wait, tokens}, both as strings, the
 // wait negated when nothing was taken.
 var takeCountedScript = goredis.NewScript(gcraTakeLua + `
-local wait, tokens = take()
+local wait, tokens = take(` + takeArgsLua + `)
 return {tostring(wait), tostring(tokens)}
 `)
 

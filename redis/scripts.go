@@ -17,21 +17,21 @@ end
 return 1
 `)
 
-// gcraTakeLua is the take of a GCRA token bucket that reserves: KEYS[1]
-// the bucket's theoretical arrival time (TAT), in seconds since 2017 on
-// Redis's clock, as redis_rate keeps it; ARGV the seconds per token, the
-// burst, the most the caller may wait in seconds, the tokens to take.
+// gcraTakeLua is the take of a GCRA token bucket that reserves:
+// take(key, interval, burst, maxwait, n) takes n tokens from the bucket
+// whose theoretical arrival time (TAT), in seconds since 2017 on Redis's
+// clock, as redis_rate keeps it, is at key, one token every interval
+// seconds, burst at most, for a caller that may wait maxwait seconds.
 // Tokens that come within that wait are taken, the TAT moved past them;
-// tokens that do not take nothing. take() returns the wait (0: now;
-// negated when nothing was taken) and the tokens the bucket holds after.
-// The key expires when the bucket is full again.
+// tokens that do not take nothing. It returns the wait (0: now; negated
+// when nothing was taken) and the tokens the bucket holds after. The key
+// expires when the bucket is full again.
 const gcraTakeLua = `
 redis.replicate_commands()
-local function take()
-  local interval, burst, maxwait, n = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local function take(key, interval, burst, maxwait, n)
   local t = redis.call('TIME')
   local now = (t[1] - 1483228800) + t[2] / 1000000
-  local tat = math.max(tonumber(redis.call('GET', KEYS[1]) or '0'), now)
+  local tat = math.max(tonumber(redis.call('GET', key) or '0'), now)
   local newtat = tat + n * interval
   local wait = math.max(newtat - burst * interval - now, 0)
   if wait > maxwait then
@@ -39,15 +39,20 @@ local function take()
   end
   local ttl = math.ceil((newtat - now) * 1000)
   if ttl > 0 then
-    redis.call('SET', KEYS[1], newtat, 'PX', ttl)
+    redis.call('SET', key, newtat, 'PX', ttl)
   end
   return wait, burst - (newtat - now) / interval
 end
 `
 
+// takeArgsLua reads a take's arguments as the bucket scripts get them:
+// KEYS[1] the TAT; ARGV the seconds per token, the burst, the most the
+// caller may wait in seconds, the tokens to take.
+const takeArgsLua = `KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])`
+
 // takeScript takes from the bucket (gcraTakeLua) and answers the wait.
 var takeScript = goredis.NewScript(gcraTakeLua + `
-local wait = take()
+local wait = take(` + takeArgsLua + `)
 return tostring(wait)
 `)
 
@@ -73,25 +78,61 @@ return tostring(burst - math.max(tat - now, 0) / interval)
 // level, probe, failures}, state 0 closed, 1 half-open, 2 open; the
 // admission of a probe adds its name.
 
-// breakerAdmitScript: ARGV now, probe timeout. Half-open, the first to
-// ask is the probe until the timeout, or until it is released.
-var breakerAdmitScript = goredis.NewScript(`
-local h = redis.call('HMGET', KEYS[1], 'open', 'until', 'level', 'probe')
+// breakerAdmitLua is a breaker's admission: admitBreaker(hash, failures,
+// now, probe timeout) answers as the breaker scripts do. Half-open, the
+// first to ask is the probe until the timeout, or until it is released.
+const breakerAdmitLua = `
+local function admitBreaker(hkey, fkey, now, probeTimeout)
+  local h = redis.call('HMGET', hkey, 'open', 'until', 'level', 'probe')
+  local level = tonumber(h[3] or '0')
+  if h[1] ~= '1' then
+    return {0, 0, level, 0, tonumber(redis.call('GET', fkey) or '0')}
+  end
+  local untilms = tonumber(h[2])
+  if now < untilms then
+    return {2, untilms, level, 0, 0}
+  end
+  if now < tonumber(h[4] or '0') then
+    return {1, untilms, level, 0, 0}
+  end
+  local id = redis.call('HINCRBY', hkey, 'probes', 1)
+  redis.call('HSET', hkey, 'probe', now + probeTimeout, 'prober', id)
+  return {1, untilms, level, 1, 0, id}
+end
+`
+
+// breakerAdmitScript: ARGV now, probe timeout.
+var breakerAdmitScript = goredis.NewScript(breakerAdmitLua + `
+return admitBreaker(KEYS[1], KEYS[2], tonumber(ARGV[1]), tonumber(ARGV[2]))
+`)
+
+// admitScript answers an attempt's questions together: KEYS the
+// breaker's hash and failures, the pause, the bucket's TAT; ARGV now,
+// the probe timeout, whether the breaker, the pause and the bucket are
+// asked (0/1 each), then the bucket's seconds per token, burst and tokens
+// to take. The bucket gives its tokens only when they are there now, and
+// when the breaker lets the request go (closed, or the probe granted to
+// it) and the pause is over. The answer is the breaker's (5 or 6 values,
+// or {} when not asked), the pause's end (0 for none) and the take's wait
+// as a string, empty when not asked.
+var admitScript = goredis.NewScript(gcraTakeLua + breakerAdmitLua + `
 local now = tonumber(ARGV[1])
-local level = tonumber(h[3] or '0')
-if h[1] ~= '1' then
-  return {0, 0, level, 0, tonumber(redis.call('GET', KEYS[2]) or '0')}
+local goes = true
+local breaker = {}
+if ARGV[3] == '1' then
+  breaker = admitBreaker(KEYS[1], KEYS[2], now, tonumber(ARGV[2]))
+  goes = breaker[1] == 0 or breaker[4] == 1
 end
-local untilms = tonumber(h[2])
-if now < untilms then
-  return {2, untilms, level, 0, 0}
+local paused = 0
+if ARGV[4] == '1' then
+  paused = tonumber(redis.call('GET', KEYS[3]) or '0')
+  goes = goes and paused <= now
 end
-if now < tonumber(h[4] or '0') then
-  return {1, untilms, level, 0, 0}
+local wait = ''
+if ARGV[5] == '1' and goes then
+  wait = tostring(take(KEYS[4], tonumber(ARGV[6]), tonumber(ARGV[7]), 0, tonumber(ARGV[8])))
 end
-local id = redis.call('HINCRBY', KEYS[1], 'probes', 1)
-redis.call('HSET', KEYS[1], 'probe', now + tonumber(ARGV[2]), 'prober', id)
-return {1, untilms, level, 1, 0, id}
+return {breaker, paused, wait}
 `)
 
 // breakerReleaseScript: ARGV the probe's name. The probe is given back

@@ -1,0 +1,97 @@
+package redis
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/ratewise/ratewise"
+)
+
+// This file is the store's ratewise.AdmitStore side: an attempt's
+// breaker, pause and bucket asked in one script, one round trip.
+
+var _ ratewise.AdmitStore = (*Store)(nil)
+
+// Admit implements ratewise.AdmitStore with one script. The keys of one
+// attempt's questions hash to different slots (each names its own key in
+// braces), so a Redis Cluster or a Ring, which may keep them on different
+// nodes, is not asked together: Admit returns ratewise.ErrCannotCombine,
+// and the transport asks one by one.
+func (s *Store) Admit(ctx context.Context, ask *ratewise.AdmitAsk) (ratewise.AdmitAnswer, error) {
+	if _, single := s.rdb.(*goredis.Client); !single {
+		return ratewise.AdmitAnswer{}, ratewise.ErrCannotCombine
+	}
+	keys := make([]string, 4)
+	var probeTimeout int64
+	if ask.Breaker != "" {
+		bk := s.breakerKeys(ask.Breaker)
+		keys[0], keys[1] = bk[0], bk[1]
+		probeTimeout = ask.Rules.ProbeTimeout.Milliseconds()
+	}
+	if ask.Pause != "" {
+		keys[2] = s.key("pause", ask.Pause)
+	}
+	var interval float64
+	if ask.Bucket != "" {
+		keys[3] = s.bucketKey(ask.Bucket)
+		interval = 1 / float64(ask.Rate)
+	}
+	now := time.Now()
+	return call(s, ctx, func(ctx context.Context) (ratewise.AdmitAnswer, error) {
+		v, err := admitScript.Run(ctx, s.rdb, keys, now.UnixMilli(), probeTimeout,
+			flag(ask.Breaker != ""), flag(ask.Pause != ""), flag(ask.Bucket != ""),
+			interval, max(ask.Burst, 1), max(ask.N, 1)).Slice()
+		if err != nil {
+			return ratewise.AdmitAnswer{}, err
+		}
+		return readAdmit(v)
+	})
+}
+
+// readAdmit reads admitScript's answer: the breaker's values, the pause's
+// end and the take's wait.
+func readAdmit(v []any) (ratewise.AdmitAnswer, error) {
+	var a ratewise.AdmitAnswer
+	if len(v) != 3 {
+		return a, fmt.Errorf("admit script answered %d values, want 3", len(v))
+	}
+	breaker, _ := v[0].([]any)
+	if len(breaker) != 0 {
+		if len(breaker) != 5 && len(breaker) != 6 {
+			return a, fmt.Errorf("admit script answered %d breaker values, want 5 or 6", len(breaker))
+		}
+		var n [6]int64
+		for i, x := range breaker {
+			var err error
+			if n[i], err = toInt64(x); err != nil {
+				return a, fmt.Errorf("admit script answered %v for the breaker at %d: %w", x, i, err)
+			}
+		}
+		a.Breaker = sharedBreaker(n[0], n[1], n[2])
+		a.Breaker.Probe, a.Breaker.Failures, a.Breaker.ProbeID = n[3] == 1, int(n[4]), uint64(n[5])
+	}
+	paused, err := toInt64(v[1])
+	if err != nil {
+		return a, fmt.Errorf("admit script answered %v for the pause: %w", v[1], err)
+	}
+	if paused > 0 {
+		a.PausedUntil = time.UnixMilli(paused)
+	}
+	if wait, _ := v[2].(string); wait != "" {
+		secs, err := strconv.ParseFloat(wait, 64)
+		if err != nil {
+			return a, fmt.Errorf("admit script answered %q for the take: %w", wait, err)
+		}
+		// Nothing taken: a wait of at least a nanosecond, however small
+		// the rounding made it.
+		a.Took, a.Wait = true, time.Duration(secs*float64(time.Second))
+		if secs < 0 {
+			a.Wait = max(time.Duration(-secs*float64(time.Second)), time.Nanosecond)
+		}
+	}
+	return a, nil
+}

@@ -1,0 +1,99 @@
+package redis
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/ratewise/ratewise"
+	"github.com/ratewise/ratewise/redis/internal/redistest"
+)
+
+// Admit answers as the MemoryStore, the reference, does, step by step: a
+// closed breaker with its failures, the token taken when there now and
+// not when not; a pause that keeps the token; an open breaker that keeps
+// it too; then, its cooldown over, the probe granted to one asker alone.
+func TestAdmitAnswersAsTheReference(t *testing.T) {
+	srv := redistest.Start(t)
+	store, _ := newStore(t, srv, Options{Prefix: "admit:"})
+	mem := ratewise.NewMemoryStore()
+	rules := ratewise.BreakerPolicy{ConsecutiveFailures: 2, Cooldown: 300 * time.Millisecond}.Rules()
+	ask := &ratewise.AdmitAsk{Breaker: "h", Rules: &rules, Pause: "h", Bucket: "api:h", N: 1, Rate: 1, Burst: 1}
+	ctx := context.Background()
+	type step struct {
+		name string
+		do   func(s ratewise.Store)
+		// what the answer must say: the breaker's state and whether it is
+		// the probe, whether the key is paused, whether the bucket was
+		// asked and its token taken.
+		state               ratewise.BreakerState
+		probe, paused, took bool
+		taken               bool
+		failures            int
+	}
+	steps := []step{
+		{name: "fresh: taken", state: ratewise.BreakerClosed, took: true, taken: true},
+		{name: "no token left: asked, not taken", state: ratewise.BreakerClosed, took: true},
+		{name: "a failure counted", do: func(s ratewise.Store) {
+			_, _ = s.BreakerFailed(ctx, "h", false, ratewise.BreakerCause{}, &rules)
+		}, state: ratewise.BreakerClosed, took: true, failures: 1},
+		{name: "paused: the bucket is not asked", do: func(s ratewise.Store) {
+			_ = s.Pause(ctx, "h", time.Now().Add(time.Hour))
+		}, state: ratewise.BreakerClosed, paused: true, failures: 1},
+	}
+	for _, s := range []struct {
+		name  string
+		store ratewise.AdmitStore
+	}{{"memory", mem}, {"redis", store}} {
+		for _, st := range steps {
+			if st.do != nil {
+				st.do(s.store)
+			}
+			a, err := s.store.Admit(ctx, ask)
+			if err != nil {
+				t.Fatalf("%s, %s: %v", s.name, st.name, err)
+			}
+			if a.Breaker.State != st.state || a.Breaker.Probe != st.probe || a.Breaker.Failures != st.failures ||
+				a.PausedUntil.After(time.Now()) != st.paused || a.Took != st.took || (a.Took && a.Wait == 0) != st.taken {
+				t.Errorf("%s, %s: %+v, want state %v probe %v failures %d paused %v asked %v taken %v",
+					s.name, st.name, a, st.state, st.probe, st.failures, st.paused, st.took, st.taken)
+			}
+		}
+	}
+
+	// An open breaker keeps the token; its cooldown over, one asker is
+	// granted the probe and the bucket's token, the next neither.
+	for _, s := range []struct {
+		name  string
+		store ratewise.AdmitStore
+	}{{"memory", mem}, {"redis", store}} {
+		ask := &ratewise.AdmitAsk{Breaker: "o", Rules: &rules, Bucket: "api:o", N: 1, Rate: 1000, Burst: 10}
+		_, _ = s.store.BreakerFailed(ctx, "o", false, ratewise.BreakerCause{}, &rules)
+		_, _ = s.store.BreakerFailed(ctx, "o", false, ratewise.BreakerCause{}, &rules)
+		if a, _ := s.store.Admit(ctx, ask); a.Breaker.State != ratewise.BreakerOpen || a.Took {
+			t.Errorf("%s, open: %+v, want open and the bucket not asked", s.name, a)
+		}
+		time.Sleep(350 * time.Millisecond) // the cooldown: a real Redis keeps real time
+		first, _ := s.store.Admit(ctx, ask)
+		second, _ := s.store.Admit(ctx, ask)
+		if !first.Breaker.Probe || first.Breaker.ProbeID == 0 || !first.Took || first.Wait != 0 {
+			t.Errorf("%s, cooldown over: %+v, want the probe granted and its token taken", s.name, first)
+		}
+		if second.Breaker.State != ratewise.BreakerHalfOpen || second.Breaker.Probe || second.Took {
+			t.Errorf("%s, while the probe is out: %+v, want half-open, no probe, no token", s.name, second)
+		}
+	}
+}
+
+// A Redis Cluster or a Ring keeps one attempt's keys apart: Admit says it
+// cannot combine them, and the transport asks one by one.
+func TestAdmitRefusesClusterClients(t *testing.T) {
+	ring := goredis.NewRing(&goredis.RingOptions{Addrs: map[string]string{"a": "127.0.0.1:1"}})
+	defer ring.Close()
+	store := New(ring, Options{})
+	if _, err := store.Admit(context.Background(), &ratewise.AdmitAsk{Pause: "h"}); err != ratewise.ErrCannotCombine {
+		t.Errorf("a Ring: err = %v, want ErrCannotCombine", err)
+	}
+}

@@ -1,0 +1,83 @@
+package redis
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/ratewise/ratewise"
+	"github.com/ratewise/ratewise/redis/internal/redistest"
+)
+
+// roundTrips counts the round trips a client makes to Redis: each command
+// sent alone is one, and so is each pipeline.
+type roundTrips struct{ n atomic.Int64 }
+
+func (*roundTrips) DialHook(next goredis.DialHook) goredis.DialHook { return next }
+
+func (r *roundTrips) ProcessHook(next goredis.ProcessHook) goredis.ProcessHook {
+	return func(ctx context.Context, cmd goredis.Cmder) error {
+		r.n.Add(1)
+		return next(ctx, cmd)
+	}
+}
+
+func (r *roundTrips) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []goredis.Cmder) error {
+		r.n.Add(1)
+		return next(ctx, cmds)
+	}
+}
+
+// TestRoundTripsPerCall counts, with a go-redis hook, the round trips to
+// Redis of a call that needs no help (answered 200 at once, nothing
+// paused, no breaker tripped) through a transport that shares its state
+// through WithStore, for each combination of what it shares: one, for
+// the breaker, the pause and the told bucket asked together, and one
+// more with a breaker, whose success clears the failures counted since
+// the call was admitted.
+func TestRoundTripsPerCall(t *testing.T) {
+	srv := redistest.Start(t)
+	client := srv.Client()
+	defer client.Close()
+	hook := &roundTrips{}
+	client.AddHook(hook)
+	api := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	defer api.Close()
+	for _, tc := range []struct {
+		name string
+		opts []ratewise.Option
+		want int64
+	}{
+		{"told limit, pause", []ratewise.Option{ratewise.WithLimit(ratewise.Limit{Name: "api", Rate: 1e6, Burst: 1e6})}, 1},
+		{"told limit, pause, breaker", []ratewise.Option{ratewise.WithLimit(ratewise.Limit{Name: "api", Rate: 1e6, Burst: 1e6}),
+			ratewise.WithBreaker(ratewise.BreakerPolicy{})}, 2},
+		{"learned, pause, breaker", []ratewise.Option{ratewise.WithBreaker(ratewise.BreakerPolicy{})}, 2},
+		{"learned, pause", nil, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store := New(client, Options{Prefix: "rt-" + t.Name() + ":"})
+			tr := ratewise.New(http.DefaultTransport, append([]ratewise.Option{ratewise.WithStore(store)}, tc.opts...)...)
+			defer tr.CloseIdleConnections()
+			if err := get(tr, api.URL); err != nil { // loads the scripts
+				t.Fatal(err)
+			}
+			const calls = 20
+			before := hook.n.Load()
+			for range calls {
+				if err := get(tr, api.URL); err != nil {
+					t.Fatal(err)
+				}
+			}
+			per := float64(hook.n.Load()-before) / calls
+			t.Logf("%s: %.2f round trips a call", tc.name, per)
+			if per != float64(tc.want) {
+				t.Errorf("%s: %.2f round trips a call, want %d", tc.name, per, tc.want)
+			}
+		})
+	}
+}

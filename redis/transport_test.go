@@ -53,21 +53,34 @@ func get(tr http.RoundTripper, url string) error {
 	return resp.Body.Close()
 }
 
+// Redis stopped mid-run and started again: with the store given to each
+// policy, or to the transport by WithStore (whose attempts ask the
+// breaker, the pause and the bucket in one script), calls go on with
+// local state or fail closed as configured, the outage is counted once,
+// and sharing resumes after Recheck.
 func TestRedisStoppedMidRun(t *testing.T) {
 	for _, tt := range []struct {
-		name   string
-		policy Failure
-	}{{"fallback local", FallbackLocal}, {"fail closed", FailClosed}} {
+		name      string
+		policy    Failure
+		withStore bool
+	}{{"fallback local", FallbackLocal, false}, {"fail closed", FailClosed, false},
+		{"WithStore, fallback local", FallbackLocal, true}, {"WithStore, fail closed", FailClosed, true}} {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := redistest.Start(t)
 			client := srv.Client()
 			defer client.Close()
 			store := New(client, Options{OnFailure: tt.policy, Recheck: 100 * time.Millisecond})
 			api := startOK(t, 0)
-			tr := ratewise.New(http.DefaultTransport,
+			opts := []ratewise.Option{
 				ratewise.WithLimit(ratewise.Limit{Name: "api", Rate: 200, Burst: 10, Store: store}),
 				ratewise.WithCooldown(ratewise.CooldownPolicy{Store: store}),
-				ratewise.WithBreaker(ratewise.BreakerPolicy{Store: store}))
+				ratewise.WithBreaker(ratewise.BreakerPolicy{Store: store})}
+			if tt.withStore {
+				opts = []ratewise.Option{ratewise.WithStore(store),
+					ratewise.WithLimit(ratewise.Limit{Name: "api", Rate: 200, Burst: 10}),
+					ratewise.WithBreaker(ratewise.BreakerPolicy{})}
+			}
+			tr := ratewise.New(http.DefaultTransport, opts...)
 			defer tr.CloseIdleConnections()
 			for range 10 {
 				if err := get(tr, api.URL); err != nil {

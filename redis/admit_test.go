@@ -97,3 +97,35 @@ func TestAdmitRefusesClusterClients(t *testing.T) {
 		t.Errorf("a Ring: err = %v, want ErrCannotCombine", err)
 	}
 }
+
+// BenchmarkAdmit is one Admit (a pause and a bucket asked together)
+// against one Take and one PING, each a round trip to Redis on loopback.
+func BenchmarkAdmit(b *testing.B) {
+	srv := redistest.Start(b)
+	client := srv.Client()
+	defer client.Close()
+	store := New(client, Options{})
+	ctx := context.Background()
+	b.Run("ping", func(b *testing.B) {
+		for b.Loop() {
+			if err := client.Ping(ctx).Err(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("take", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := store.Take(ctx, "bench", 1, 1e9, 1<<30, 0); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("admit", func(b *testing.B) {
+		ask := &ratewise.AdmitAsk{Pause: "bench", Bucket: "bench", N: 1, Rate: 1e9, Burst: 1 << 30}
+		for b.Loop() {
+			if _, err := store.Admit(ctx, ask); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

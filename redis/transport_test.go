@@ -249,6 +249,13 @@ func BenchmarkRedisTransport(b *testing.B) {
 			ratewise.WithBreaker(ratewise.BreakerPolicy{}))},
 		{"redis", ratewise.New(http.DefaultTransport, ratewise.WithLimit(ratewise.Limit{Rate: 1e9, Burst: 1 << 30, Store: store}),
 			ratewise.WithCooldown(ratewise.CooldownPolicy{Store: store}), ratewise.WithBreaker(ratewise.BreakerPolicy{Store: store}))},
+		// The same, shared by WithStore: the breaker, the pause and the
+		// bucket asked in one script.
+		{"redis-withstore", ratewise.New(http.DefaultTransport, ratewise.WithStore(store),
+			ratewise.WithLimit(ratewise.Limit{Rate: 1e9, Burst: 1 << 30}), ratewise.WithBreaker(ratewise.BreakerPolicy{}))},
+		{"redis-withstore-nobreaker", ratewise.New(http.DefaultTransport, ratewise.WithStore(store),
+			ratewise.WithLimit(ratewise.Limit{Rate: 1e9, Burst: 1 << 30}))},
+		{"local-nobreaker", ratewise.New(http.DefaultTransport, ratewise.WithLimit(ratewise.Limit{Rate: 1e9, Burst: 1 << 30}))},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
@@ -259,5 +266,12 @@ func BenchmarkRedisTransport(b *testing.B) {
 			}
 			bc.tr.CloseIdleConnections()
 		})
-	}
+	} // One loopback round trip to Redis, for scale.
+	b.Run("ping", func(b *testing.B) {
+		for b.Loop() {
+			if err := client.Ping(context.Background()).Err(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

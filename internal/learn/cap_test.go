@@ -1,6 +1,10 @@
 package learn
 
-import "testing"
+import (
+	"math"
+	"testing"
+	"time"
+)
 
 func TestFlightsCapAt(t *testing.T) {
 	tests := []struct {
@@ -24,6 +28,30 @@ func TestFlightsCapAt(t *testing.T) {
 		}
 		if got := f.capAt(); got != tt.want {
 			t.Errorf("%s: capAt() = %d, want %d", tt.name, got, tt.want)
+		}
+	}
+}
+
+// TestLongHintsAreNoCap: a key's slow start let through with one other in
+// flight, then refused twice with two, each refusal asking for a whole
+// window of 10s (a sliding window run out as the slow start opened up):
+// that is no cap of two in flight, which a refusal with no hint would be.
+func TestLongHintsAreNoCap(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		hint time.Duration
+		want int
+	}{{10 * time.Second, 0}, {0, 2}} {
+		a := New(0, math.Inf(1), t0)
+		ok := Answer{OK: true, Remaining: -1, Flight: 1}
+		no := Answer{Refused: true, Remaining: -1, Flight: 2, Hint: tc.hint}
+		a.Untracked(ok, 0, t0)
+		a.Untracked(ok, 0, t0)
+		a.Untracked(no, 0, t0)
+		a.Untracked(no, 0, t0)
+		a.Outcome(a.sent, Answer{Refused: true, Remaining: -1, Hint: tc.hint}, t0)
+		if a.flightCap != tc.want {
+			t.Errorf("refusals with a hint of %v: capped at %d in flight, want %d", tc.hint, a.flightCap, tc.want)
 		}
 	}
 }

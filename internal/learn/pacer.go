@@ -363,7 +363,10 @@ func (p *Pacer) learn(seq uint64, newEvent bool, an Answer, now time.Time) {
 		if sent.pace > 0 {
 			p.sample(sent.pace, an.OK)
 		}
-		if known {
+		// A refusal that asks for more than a second is a window's (or
+		// a rate's) way, not a cap's, whose slot frees as soon as a
+		// request ends: it says nothing of how many may be in flight.
+		if known && !(an.Refused && an.Hint > time.Second) {
 			p.flights.note(k, an.OK)
 		}
 	}

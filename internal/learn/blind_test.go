@@ -64,22 +64,28 @@ func TestBlindRefusalsGiveThePaceBack(t *testing.T) {
 	}
 }
 
+// bucketOf answers as a token bucket of rate a second and 10 at once,
+// empty at t0, does.
+func bucketOf(rate float64, t0 time.Time) func(at time.Time) Answer {
+	tokens, last := 0.0, t0
+	return func(at time.Time) Answer {
+		tokens = math.Min(tokens+rate*at.Sub(last).Seconds(), 10)
+		last = at
+		if tokens >= 1 {
+			tokens--
+			return succeeded
+		}
+		return refused
+	}
+}
+
 // TestBucketRefusalsAreNotBlind: a token bucket's refusals fall as the
 // pace falls: searched from high above its rate, or from just above, a
 // key never goes blind to them, and ends up paced near the bucket's rate.
 func TestBucketRefusalsAreNotBlind(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for _, rate := range []float64{0.5, 2, 20, 50, 200} {
-		tokens, last := 0.0, t0
-		bucket := func(at time.Time) Answer {
-			tokens = math.Min(tokens+rate*at.Sub(last).Seconds(), 10)
-			last = at
-			if tokens >= 1 {
-				tokens--
-				return succeeded
-			}
-			return refused
-		}
+		bucket := bucketOf(rate, t0)
 		a := New(0, math.Inf(1), t0)
 		a.Untracked(refused, 0, t0)
 		now := runPaced(t, a, t0, int(math.Max(rate*60, 60)), bucket)
@@ -137,16 +143,7 @@ func TestToldSearchTellsBlindRefusals(t *testing.T) {
 
 	var now time.Time
 	for _, rate := range []float64{0.5, 2, 10, 30} {
-		tokens, last := 0.0, t0
-		bucket := func(at time.Time) Answer {
-			tokens = math.Min(tokens+rate*at.Sub(last).Seconds(), 10)
-			last = at
-			if tokens >= 1 {
-				tokens--
-				return succeeded
-			}
-			return refused
-		}
+		bucket := bucketOf(rate, t0)
 		b := New(0, math.Inf(1), t0)
 		b.SetTold(told)
 		b.Untracked(refused, 0, t0)

@@ -27,6 +27,13 @@ func newStore(t *testing.T, srv *redistest.Server, opts Options) (*Store, *gored
 func TestTakeIsATokenBucket(t *testing.T) {
 	srv := redistest.Start(t)
 	s, _ := newStore(t, srv, Options{})
+	tokenBucket(t, s)
+}
+
+// tokenBucket takes from a bucket of 10/s and 2 at once: the burst, then a
+// wait of a token, a refused take that takes nothing, and a take after the
+// wait.
+func tokenBucket(t *testing.T, s *Store) {
 	ctx := context.Background()
 	for i := range 2 {
 		if w, err := s.Take(ctx, "k", 1, 10, 2, 0); err != nil || w != 0 {
@@ -74,6 +81,14 @@ func TestPausesTheLaterWinsAndExpire(t *testing.T) {
 func TestBreakerStateMachine(t *testing.T) {
 	srv := redistest.Start(t)
 	s, client := newStore(t, srv, Options{Prefix: "t:"})
+	breakerStateMachine(t, s)
+	assertAllExpire(t, client, "t:*")
+}
+
+// breakerStateMachine takes a shared breaker through its states: closed,
+// counted, open, half-open with one probe, open a level up, closed; and
+// a local trip published.
+func breakerStateMachine(t *testing.T, s *Store) {
 	ctx := context.Background()
 	rules := ratewise.BreakerPolicy{ConsecutiveFailures: 2, Cooldown: 200 * time.Millisecond,
 		Escalation: []time.Duration{400 * time.Millisecond}, Decay: time.Hour, ProbeTimeout: time.Second}.Rules()
@@ -120,7 +135,6 @@ func TestBreakerStateMachine(t *testing.T) {
 	if sb.State != ratewise.BreakerOpen || sb.Level != 1 || sb.Until.UnixMilli() != until.UnixMilli() {
 		t.Errorf("after BreakerTripped: %+v", sb)
 	}
-	assertAllExpire(t, client, "t:*")
 }
 
 // assertAllExpire fails when a key matching pattern has no expiry.

@@ -24,6 +24,8 @@ type Server struct {
 	port int
 	cmd  *exec.Cmd
 	done chan struct{}
+	// extra are arguments beyond the defaults: a cluster's master's.
+	extra []string
 }
 
 // Start starts a redis-server on a free port of 127.0.0.1 and stops it when
@@ -43,8 +45,9 @@ func Start(t testing.TB) *Server {
 // Start starts the server again on its port, after Stop.
 func (s *Server) Start() {
 	s.t.Helper()
-	s.cmd = exec.Command("redis-server", "--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--protected-mode", "yes", "--loglevel", "warning")
+	args := []string{"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no", "--protected-mode", "yes", "--loglevel", "warning"}
+	s.cmd = exec.Command("redis-server", append(args, s.extra...)...)
 	if err := s.cmd.Start(); err != nil {
 		s.t.Fatalf("starting redis-server: %v", err)
 	}

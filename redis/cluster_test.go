@@ -1,0 +1,88 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/ratewise/ratewise"
+	"github.com/ratewise/ratewise/redis/internal/redistest"
+)
+
+// On a Redis Cluster of three masters, the store works as on one server:
+// each script's keys share a slot (the key's name in braces), so buckets,
+// pauses and the breaker's state machine hold; Admit, whose keys of one
+// call do not, says it cannot combine them, and a transport given the
+// store by WithStore asks its questions one by one and keeps one limit
+// for two replicas. Every key the store wrote expires.
+func TestClusterKeepsEveryOperation(t *testing.T) {
+	cluster := redistest.StartCluster(t)
+	client := cluster.Client()
+	defer client.Close()
+	store := New(client, Options{Prefix: "c:"})
+	ctx := context.Background()
+
+	tokenBucket(t, store)
+	breakerStateMachine(t, store)
+
+	now := time.Now()
+	_ = store.Pause(ctx, "api.test", now.Add(time.Second))
+	_ = store.Pause(ctx, "api.test", now.Add(100*time.Millisecond))
+	if until, err := store.PausedUntil(ctx, "api.test"); err != nil || until.UnixMilli() != now.Add(time.Second).UnixMilli() {
+		t.Errorf("PausedUntil = %v, %v; want the later pause", until.Sub(now), err)
+	}
+
+	if _, err := store.Admit(ctx, &ratewise.AdmitAsk{Pause: "h", Bucket: "api:h", N: 1, Rate: 1, Burst: 1}); !errors.Is(err, ratewise.ErrCannotCombine) {
+		t.Errorf("Admit on a cluster: %v, want ErrCannotCombine", err)
+	}
+
+	var sent atomic.Int64
+	api := startOK(t, 0)
+	replica := func() *ratewise.Transport {
+		return ratewise.New(countingTransport{http.DefaultTransport, &sent}, ratewise.WithStore(store),
+			ratewise.WithLimit(ratewise.Limit{Name: "api", Rate: 20, Burst: 1}), ratewise.WithBreaker(ratewise.BreakerPolicy{}))
+	}
+	a, b := replica(), replica()
+	defer a.CloseIdleConnections()
+	defer b.CloseIdleConnections()
+	start := time.Now()
+	for i := range 10 {
+		if err := get([]*ratewise.Transport{a, b}[i%2], api.URL); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Ten requests of one bucket of 20/s, burst 1: 450 ms at least,
+	// however they are shared between the replicas.
+	if took := time.Since(start); took < 440*time.Millisecond || sent.Load() != 10 {
+		t.Errorf("two replicas sent %d requests in %v, want 10 in 450ms at least", sent.Load(), took)
+	}
+
+	err := client.ForEachMaster(ctx, func(ctx context.Context, master *goredis.Client) error {
+		keys, err := master.Keys(ctx, "c:*").Result()
+		for _, k := range keys {
+			if ttl := master.PTTL(ctx, k).Val(); ttl < 0 {
+				t.Errorf("key %s has no expiry", k)
+			}
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// countingTransport counts the requests it sends.
+type countingTransport struct {
+	base http.RoundTripper
+	n    *atomic.Int64
+}
+
+func (c countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	c.n.Add(1)
+	return c.base.RoundTrip(req)
+}

@@ -10,7 +10,7 @@ BENCHTIME   ?= 1s
 .PHONY: test lint deps fuzz bench bench-fast redis-server nginx
 
 ## test: go test -race over every module (fuzz targets run on their seed corpora),
-## then the learned-pace figures without -race;
+## then the root package's simulations in fake time without -race (see figuref);
 ## the redis module's tests run a real redis-server, and the bench module's
 ## nginx, both installed here when missing
 test: redis-server nginx
@@ -18,8 +18,8 @@ test: redis-server nginx
 		echo "== go test -race $$m"; \
 		(cd $$m && $(GO) test -race -count=1 ./...); \
 	done
-	@echo "== go test -run TestLearnedPaceOnEveryModel . (its figures, without the race detector's shuffled wake-ups)"
-	@$(GO) test -count=1 -run 'TestLearnedPaceOnEveryModel' .
+	@echo "== go test -skip TestSoak . (the figures of the simulations in fake time, without the race detector's shuffled wake-ups)"
+	@$(GO) test -count=1 -skip 'TestSoak$$' .
 
 ## redis-server: install Debian's redis-server when it is not on PATH
 redis-server:

@@ -285,6 +285,8 @@ func (m *MemoryStore) bucketAt(key string, r rate.Limit, burst int, now time.Tim
 	return lim
 }
 
+var _ AdmitStore = (*MemoryStore)(nil)
+
 // Admit implements AdmitStore: BreakerAdmit, PausedUntil and Take, one
 // after the other, the tokens taken only when the request may go now.
 // (The MemoryStore is the reference of what Admit answers; each step

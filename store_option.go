@@ -12,8 +12,6 @@ type Store interface {
 	BreakerStore
 }
 
-var _ AdmitStore = (*MemoryStore)(nil)
-
 // WithStore shares through store what the transport keeps per key and a
 // fleet of replicas holds in common, so that replicas given the same
 // store behave as one client:
@@ -30,7 +28,10 @@ var _ AdmitStore = (*MemoryStore)(nil)
 // this one, whatever the order of the options. WithStore adds nothing
 // that is not configured: no breaker without WithBreaker, and no gate
 // when the CooldownPolicy is Off. A window (Limit.Window), a spacing and
-// the learned pace stay each transport's own. A nil store changes
+// the learned pace stay each transport's own. A store that is an
+// AdmitStore, as both MemoryStore and ratewise/redis's Store are, is
+// asked once before each attempt for its breaker, its pause and its told
+// bucket together, rather than once for each. A nil store changes
 // nothing.
 func WithStore(store Store) Option {
 	return func(t *Transport) { t.store = store }

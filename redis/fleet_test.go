@@ -66,6 +66,11 @@ func fleetWorker() int {
 	switch env("FLEET_MODE") {
 	case "limit":
 		opts = append(opts, ratewise.WithLimit(ratewise.Limit{Name: "api", Rate: 20, Burst: 1, Store: store}))
+	case "store":
+		// The same limit, and a breaker, shared by WithStore: a call asks
+		// Redis for its breaker, its pause and its token in one script.
+		opts = append(opts, ratewise.WithStore(store), ratewise.WithLimit(ratewise.Limit{Name: "api", Rate: 20, Burst: 1}),
+			ratewise.WithBreaker(ratewise.BreakerPolicy{}))
 	case "cooldown":
 		opts = append(opts, ratewise.WithCooldown(ratewise.CooldownPolicy{Store: store}),
 			ratewise.WithLimit(ratewise.Limit{MinSpacing: 50 * time.Millisecond}), ratewise.WithRetry(ratewise.RetryPolicy{MaxAttempts: 1}))
@@ -206,13 +211,23 @@ func startWorker(t *testing.T, redisAddr, url string, w worker) func() workerRep
 	}
 }
 
+// TestFleetOfThreeProcessesHoldsOneLimit: three processes of four
+// goroutines each, sharing a limit of 20/s in Redis (given to the Limit,
+// or by WithStore with a breaker, whose calls ask Redis once), send 20
+// requests a second together, within 5%, refused only in the first second.
 func TestFleetOfThreeProcessesHoldsOneLimit(t *testing.T) {
+	for _, mode := range []string{"limit", "store"} {
+		t.Run(mode, func(t *testing.T) { fleetHoldsOneLimit(t, mode) })
+	}
+}
+
+func fleetHoldsOneLimit(t *testing.T, mode string) {
 	srv := redistest.Start(t)
 	api := startFleetServer(t)
 	start := time.Now().Add(time.Second) // every process started and ready
 	var waits []func() workerReport
 	for i := range 3 {
-		waits = append(waits, startWorker(t, srv.Addr, api.URL, worker{name: fmt.Sprint("w", i), mode: "limit",
+		waits = append(waits, startWorker(t, srv.Addr, api.URL, worker{name: fmt.Sprint("w", i), mode: mode,
 			calls: 100, goroutines: 4, startAt: start}))
 	}
 	for _, wait := range waits {

@@ -24,12 +24,12 @@ import (
 // the key gives its pace back, goes unpaced, and leaves the refusals to
 // the retries, their backoff and the breaker, for blindHoldStart, then
 // learns again, holding twice as long each time the refusals still prove
-// blind. Meanwhile the
-// search for a pace cuts no lower than an eighth of where it started
-// until the test shows the refusals fall with the pace (or measures take
-// it lower), a floor that halves each time the test, blindHalf samples
-// on, still cannot tell: a slower bucket is reached a few refusals later,
-// and a server blind to the pace is told at a pace that answers soon.
+// blind. Meanwhile the search for a pace cuts no lower than an eighth of
+// where it started until the test shows the refusals fall with the pace
+// (or measures take it lower), a floor that halves each time the test,
+// blindHalf samples on, still cannot tell: a slower bucket is reached a
+// few refusals later, and a server blind to the pace is told at a pace
+// that answers soon.
 
 const (
 	// blindHalf is how many answered requests the test compares: the

@@ -31,13 +31,7 @@ func TestBlindRefusalsGiveThePaceBack(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	quick := 0
 	for seed := range uint64(20) {
-		r := rand.New(rand.NewPCG(seed, 1))
-		shed := func(time.Time) Answer {
-			if r.Float64() < 2.0/3 {
-				return refused
-			}
-			return succeeded
-		}
+		shed := shedderOf(seed, 1)
 		a := New(0, math.Inf(1), t0)
 		a.Untracked(refused, 0, t0) // the refusal that armed the key
 		now := t0
@@ -61,6 +55,18 @@ func TestBlindRefusalsGiveThePaceBack(t *testing.T) {
 	}
 	if quick < 15 {
 		t.Errorf("unpaced within 10 minutes in %d draws of 20, want 15 at least", quick)
+	}
+}
+
+// shedderOf answers as a server shedding load does: two requests in three
+// refused, however slowly they come, drawn from the seeds.
+func shedderOf(seed, stream uint64) func(time.Time) Answer {
+	r := rand.New(rand.NewPCG(seed, stream))
+	return func(time.Time) Answer {
+		if r.Float64() < 2.0/3 {
+			return refused
+		}
+		return succeeded
 	}
 }
 
@@ -112,13 +118,7 @@ func TestToldSearchTellsBlindRefusals(t *testing.T) {
 	const told = 40.0
 	soon, held := 0, 0
 	for seed := range uint64(20) {
-		r := rand.New(rand.NewPCG(seed, 2))
-		shed := func(time.Time) Answer {
-			if r.Float64() < 2.0/3 {
-				return refused
-			}
-			return succeeded
-		}
+		shed := shedderOf(seed, 2)
 		a := New(0, math.Inf(1), t0)
 		a.SetTold(told)
 		a.Untracked(refused, 0, t0) // the refusal that armed the key

@@ -142,11 +142,11 @@ type Pacer struct {
 	blindUntil   time.Time
 	blindHold    time.Duration
 	// flights counts the answers by how many of the key's requests were
-	// in flight when each was sent. flightCap is the cap on the key's requests in flight
-	// the server showed, 0 for none; capProbing is set while one more is
-	// tried, capFull counts the successes with the cap full since, and
-	// capGrow is how many of them, per request of the cap, come before
-	// the next try (see cap.go).
+	// in flight when each was sent. flightCap is the cap on the key's
+	// requests in flight the server showed, 0 for none; capProbing is set
+	// while one more is tried, capFull counts the successes with the cap
+	// full since, and capGrow is how many of them, per request of the
+	// cap, come before the next try (see cap.go).
 	flights    flights
 	flightCap  int
 	capProbing bool

@@ -116,10 +116,7 @@ func (p *Pacer) decrease(hint time.Duration, now time.Time) {
 		// less. Search from a cut below it, as from any start: halving at
 		// each refusal, down to an eighth until the refusals show they
 		// fall with the pace, and climbing back while requests succeed.
-		p.probing = true
-		p.rampFrom = p.cutTo(p.top(), adaptiveCut, hint)
-		p.succeeding = 0
-		p.searchFloor = p.rampFrom / blindFloorDepth
+		p.search(p.cutTo(p.top(), adaptiveCut, hint))
 	case wasUnpaced:
 		// Nothing to measure yet: search, from high, halving at each
 		// refusal and doubling while requests succeed, until a refusal
@@ -129,10 +126,7 @@ func (p *Pacer) decrease(hint time.Duration, now time.Time) {
 		if hint > time.Second {
 			start = math.Max(adaptiveProbeStart/hint.Seconds(), adaptiveMinRate)
 		}
-		p.probing = true
-		p.rampFrom = math.Min(start, p.ceiling)
-		p.succeeding = 0
-		p.searchFloor = p.rampFrom / blindFloorDepth
+		p.search(math.Min(start, p.ceiling))
 	case p.probing:
 		// Refused again too soon to measure: back off half, probe on.
 		p.rampFrom, p.succeeding = p.searchFloored(p.cutTo(p.rate(now), 0.5, hint)), 0
@@ -143,6 +137,14 @@ func (p *Pacer) decrease(hint time.Duration, now time.Time) {
 	// The bucket is empty now: the first request at the new pace waits
 	// its interval.
 	p.next = now.Add(interval(p.rate(now)))
+}
+
+// search starts the search for a pace from start, with p.mu held: it
+// halves at each refusal, no lower than an eighth of start until the
+// blind test tells (see blind.go), and doubles while requests succeed.
+func (p *Pacer) search(start float64) {
+	p.probing, p.rampFrom, p.succeeding = true, start, 0
+	p.searchFloor = start / blindFloorDepth
 }
 
 // searchFloored is r, a pace a cut of the search chose, held at the

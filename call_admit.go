@@ -9,7 +9,9 @@ package ratewise
 // reading can cost more than a whole layer's bookkeeping.
 func (c *call) admit() error {
 	for {
-		c.prefetch()
+		if c.t.admitStore != nil {
+			c.prefetch()
+		}
 		if err := c.admitBreaker(); err != nil {
 			return err
 		}

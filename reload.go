@@ -99,10 +99,9 @@ func (t *Transport) SetLimit(l Limit) error {
 // Window and SuccessesToClose once it is clean (closed, no failure
 // counted); until then it keeps counting, open or half-open runs its
 // course, and its next cooldown lasts at least the Cooldown it was built
-// under. Key, Store and IdleTimeout make the breakers what
-// they are and may not change; a p with no Store keeps WithStore's. An
-// invalid p, or a transport built
-// without WithBreaker, is refused and changes nothing.
+// under. Key, Store and IdleTimeout make the breakers what they are and
+// may not change; a p with no Store keeps WithStore's. An invalid p, or a
+// transport built without WithBreaker, is refused and changes nothing.
 func (t *Transport) SetBreakerPolicy(p BreakerPolicy) error {
 	b := t.breakers
 	if b == nil {

@@ -91,16 +91,10 @@ func combinable(x any, s Store) bool {
 // breaker, gate and told bucket would each ask of it, when at least two
 // of them keep their state there. A bucket is asked only for a scope
 // that has no slots (a slot comes before the turn) and is the one such
-// scope of the request in the store.
+// scope of the request in the store. The transport's store is an
+// AdmitStore (admitStore is set).
 func (c *call) prefetch() {
-	as := c.t.admitStore
-	if as == nil {
-		return
-	}
-	if c.pre == nil {
-		c.pre = new(prefetched)
-	}
-	c.pre.valid = false
+	c.pre.stale() // an earlier attempt's answers
 	var ask AdmitAsk
 	parts := 0
 	if b := c.t.breakers; b != nil && c.t.breakerInStore {
@@ -118,9 +112,12 @@ func (c *call) prefetch() {
 	if parts < 2 {
 		return
 	}
-	a, err := as.Admit(c.ctx, &ask)
+	a, err := c.t.admitStore.Admit(c.ctx, &ask)
 	if err != nil {
 		return // each layer asks for itself, and meets the store's failure there
+	}
+	if c.pre == nil {
+		c.pre = new(prefetched)
 	}
 	*c.pre = prefetched{valid: true, breakerKey: ask.Breaker, pauseKey: ask.Pause, bucket: ask.Bucket, answer: a}
 }

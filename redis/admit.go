@@ -59,20 +59,20 @@ func readAdmit(v []any) (ratewise.AdmitAnswer, error) {
 	if len(v) != 3 {
 		return a, fmt.Errorf("admit script answered %d values, want 3", len(v))
 	}
-	breaker, _ := v[0].([]any)
-	if len(breaker) != 0 {
-		if len(breaker) != 5 && len(breaker) != 6 {
-			return a, fmt.Errorf("admit script answered %d breaker values, want 5 or 6", len(breaker))
-		}
-		var n [6]int64
+	if breaker, _ := v[0].([]any); len(breaker) != 0 {
+		var buf [6]int64
+		n := buf[:0]
 		for i, x := range breaker {
-			var err error
-			if n[i], err = toInt64(x); err != nil {
+			num, err := toInt64(x)
+			if err != nil {
 				return a, fmt.Errorf("admit script answered %v for the breaker at %d: %w", x, i, err)
 			}
+			n = append(n, num)
 		}
-		a.Breaker = sharedBreaker(n[0], n[1], n[2])
-		a.Breaker.Probe, a.Breaker.Failures, a.Breaker.ProbeID = n[3] == 1, int(n[4]), uint64(n[5])
+		var err error
+		if a.Breaker, err = breakerAnswer(n); err != nil {
+			return a, err
+		}
 	}
 	paused, err := toInt64(v[1])
 	if err != nil {
@@ -86,12 +86,7 @@ func readAdmit(v []any) (ratewise.AdmitAnswer, error) {
 		if err != nil {
 			return a, fmt.Errorf("admit script answered %q for the take: %w", wait, err)
 		}
-		// Nothing taken: a wait of at least a nanosecond, however small
-		// the rounding made it.
-		a.Took, a.Wait = true, time.Duration(secs*float64(time.Second))
-		if secs < 0 {
-			a.Wait = max(time.Duration(-secs*float64(time.Second)), time.Nanosecond)
-		}
+		a.Took, a.Wait = true, takenWait(secs, 0) // taken only when there now
 	}
 	return a, nil
 }

@@ -108,16 +108,22 @@ func (s *Store) breaker(ctx context.Context, script *goredis.Script, key string,
 		if err != nil {
 			return ratewise.SharedBreaker{}, err
 		}
-		if len(v) != 5 && len(v) != 6 {
-			return ratewise.SharedBreaker{}, fmt.Errorf("breaker script answered %d values, want 5 or 6", len(v))
-		}
-		sb := sharedBreaker(v[0], v[1], v[2])
-		sb.Probe, sb.Failures = v[3] == 1, int(v[4])
-		if len(v) == 6 {
-			sb.ProbeID = uint64(v[5])
-		}
-		return sb, nil
+		return breakerAnswer(v)
 	})
+}
+
+// breakerAnswer reads what a breaker script answers: {state, until,
+// level, probe, failures}, and the probe's name when one was granted.
+func breakerAnswer(v []int64) (ratewise.SharedBreaker, error) {
+	if len(v) != 5 && len(v) != 6 {
+		return ratewise.SharedBreaker{}, fmt.Errorf("breaker script answered %d values, want 5 or 6", len(v))
+	}
+	sb := sharedBreaker(v[0], v[1], v[2])
+	sb.Probe, sb.Failures = v[3] == 1, int(v[4])
+	if len(v) == 6 {
+		sb.ProbeID = uint64(v[5])
+	}
+	return sb, nil
 }
 
 // sharedBreaker reads the state, the end of the cooldown and the level

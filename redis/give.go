@@ -36,10 +36,7 @@ func (s *Store) TakeCounted(ctx context.Context, key string, n int, r rate.Limit
 		if err1 != nil || err2 != nil {
 			return counted{}, fmt.Errorf("take script answered %q", res)
 		}
-		if secs < 0 { // nothing taken: say a wait longer than maxWait, whatever the rounding
-			return counted{max(time.Duration(-secs*float64(time.Second)), maxWait+time.Nanosecond), tokens}, nil
-		}
-		return counted{min(time.Duration(secs*float64(time.Second)), maxWait), tokens}, nil
+		return counted{takenWait(secs, maxWait), tokens}, nil
 	})
 	return c.wait, c.tokens, err
 }

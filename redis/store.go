@@ -311,11 +311,18 @@ func (s *Store) Take(ctx context.Context, key string, n int, r rate.Limit, burst
 		if err != nil {
 			return 0, err
 		}
-		if secs < 0 { // nothing taken: say a wait longer than maxWait, whatever the rounding
-			return max(time.Duration(-secs*float64(time.Second)), maxWait+time.Nanosecond), nil
-		}
-		return min(time.Duration(secs*float64(time.Second)), maxWait), nil
+		return takenWait(secs, maxWait), nil
 	})
+}
+
+// takenWait reads the wait a take script answered, in seconds, for a
+// caller that may wait maxWait: negated when nothing was taken, which is
+// said as a wait longer than maxWait, whatever the rounding.
+func takenWait(secs float64, maxWait time.Duration) time.Duration {
+	if secs < 0 {
+		return max(time.Duration(-secs*float64(time.Second)), maxWait+time.Nanosecond)
+	}
+	return min(time.Duration(secs*float64(time.Second)), maxWait)
 }
 
 // Tokens implements ratewise.BucketStore: the tokens key's bucket holds

@@ -213,7 +213,7 @@ func (l Limit) Validate() error {
 	if l.StartRate < 0 || math.IsNaN(float64(l.StartRate)) || l.StartRate != 0 && !l.Adaptive {
 		bad("StartRate (%v) needs Adaptive and must not be negative", float64(l.StartRate))
 	}
-	if l.Store != nil && (!finiteRate(l.Rate) || l.MinSpacing != 0 || l.Reserve != 0 || l.Adaptive) {
+	if l.Store != nil && !l.keepsBucket() {
 		bad("has a Store: it needs a finite Rate (%v), and takes no MinSpacing (%v), Reserve (%d) or Adaptive (%v)",
 			float64(l.Rate), l.MinSpacing, l.Reserve, l.Adaptive)
 	}
@@ -243,6 +243,13 @@ func (l Limit) Validate() error {
 		bad("IdleTimeout (%v) must not be negative", l.IdleTimeout)
 	}
 	return errors.Join(errs...)
+}
+
+// keepsBucket reports whether l keeps its turns in a token bucket, the
+// one kind of told state a BucketStore holds: a finite Rate, and no
+// MinSpacing, Reserve or Adaptive (a Window takes no Rate).
+func (l *Limit) keepsBucket() bool {
+	return finiteRate(l.Rate) && l.MinSpacing == 0 && l.Reserve == 0 && !l.Adaptive
 }
 
 // WithLimit adds a limit scope; give it once per scope. An invalid Limit

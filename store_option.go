@@ -45,10 +45,10 @@ func (t *Transport) shareThroughStore() {
 		return
 	}
 	for _, s := range t.scopes() {
-		if l := s.limit(); l.Store == nil && sharesBucket(*l) {
-			l := *l
-			l.Store = t.store
-			s.cfg.Store(&l)
+		if old := s.limit(); old.Store == nil {
+			if l := t.withStore(*old); l.Store != nil {
+				s.cfg.Store(&l)
+			}
 		}
 	}
 	if t.gate != nil && t.gate.Store == nil {
@@ -70,14 +70,8 @@ func (t *Transport) shareThroughStore() {
 // withStore is l with the transport's store, for AddLimit and SetLimit,
 // when l keeps a token bucket and names no store of its own.
 func (t *Transport) withStore(l Limit) Limit {
-	if t.store != nil && l.Store == nil && sharesBucket(l) {
+	if t.store != nil && l.Store == nil && l.keepsBucket() {
 		l.Store = t.store
 	}
 	return l
-}
-
-// sharesBucket reports whether l keeps a token bucket a store can hold:
-// a finite Rate, told, with no spacing, reserve or window.
-func sharesBucket(l Limit) bool {
-	return !l.Adaptive && finiteRate(l.Rate) && l.Rate > 0 && l.MinSpacing == 0 && l.Reserve == 0 && l.Window == 0
 }

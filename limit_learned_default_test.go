@@ -111,9 +111,9 @@ func TestSlowStartCostsOneRoundTripOfRefusals(t *testing.T) {
 				if failed > 0 {
 					t.Errorf("%d workers: %d calls failed, want none", workers, failed)
 				}
-				if ratio := wall.Seconds() / ideal.Seconds(); ratio > 1.05 || refused > 0.09 || failed > 0 {
-					figuref(t, "%d workers: %.2f of the ideal, %.3f refused a call, %d failed; want at most 1.05, 0.09, none",
-						workers, ratio, refused, failed)
+				if ratio := wall.Seconds() / ideal.Seconds(); ratio > 1.05 || refused > 0.09 {
+					figuref(t, "%d workers: %.2f of the ideal, %.3f refused a call; want at most 1.05 and 0.09",
+						workers, ratio, refused)
 				}
 			})
 		})

@@ -113,9 +113,9 @@ func testLearnedPace(t *testing.T, m learnedModel, opts []Option) {
 		if failed != 0 {
 			t.Errorf("%d calls failed (%s), want none", failed, why)
 		}
-		if ratio > 1.12 || refused > maxRefused || failed != 0 {
-			figuref(t, "%v, %.2f of the ideal %v; %.3f refused a call; %d failed (%s); want at most 1.12, %.3f, none",
-				wall, ratio, ideal, refused, failed, why, maxRefused)
+		if ratio > 1.12 || refused > maxRefused {
+			figuref(t, "%v, %.2f of the ideal %v; %.3f refused a call; want at most 1.12, %.3f",
+				wall, ratio, ideal, refused, maxRefused)
 		}
 	})
 }
@@ -199,9 +199,9 @@ func TestLearnedWindowHoldsWithoutAsking(t *testing.T) {
 				if failed > 0 {
 					t.Errorf("%d calls failed, want none", failed)
 				}
-				if len(later) > 2 || len(later) > 0 && later[len(later)-1] > 20*time.Second || failed > 0 || wall > cfg.Ideal(150)+time.Second {
-					figuref(t, "150 calls took %v (ideal %v), %d failed, refused after the first window at %v; want none after the second window",
-						wall, cfg.Ideal(150), failed, later)
+				if len(later) > 2 || len(later) > 0 && later[len(later)-1] > 20*time.Second || wall > cfg.Ideal(150)+time.Second {
+					figuref(t, "150 calls took %v (ideal %v), refused after the first window at %v; want none after the second window",
+						wall, cfg.Ideal(150), later)
 				}
 			})
 		})

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/ratewise/ratewise"
-	"github.com/ratewise/ratewise/redis/internal/redistest"
+	"github.com/ratewise/ratewise/internal/redistest"
 )
 
 // adr-009-token-bucket-redis.md, acquire(identifier, tokens) by a Celery

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/ratewise/ratewise"
-	"github.com/ratewise/ratewise/redis/internal/redistest"
+	"github.com/ratewise/ratewise/internal/redistest"
 )
 
 // youtube-remediation-plan.md, Phase 2: the shared breaker keeps when it

@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/ratewise/ratewise v0.0.0-00010101000000-000000000000
+	github.com/ratewise/ratewise/internal/redistest v0.0.0-00010101000000-000000000000
 	github.com/redis/go-redis/v9 v9.23.0
 	go.uber.org/goleak v1.3.0
 	golang.org/x/time v0.16.0
@@ -19,4 +20,7 @@ require (
 )
 
 // The stores are built and tested against the library in this repository.
-replace github.com/ratewise/ratewise => ../
+replace (
+	github.com/ratewise/ratewise => ../
+	github.com/ratewise/ratewise/internal/redistest => ../internal/redistest
+)

@@ -14,7 +14,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/ratewise/ratewise"
-	"github.com/ratewise/ratewise/redis/internal/redistest"
+	"github.com/ratewise/ratewise/internal/redistest"
 )
 
 func newStore(t *testing.T, srv *redistest.Server, opts Options) (*Store, *goredis.Client) {

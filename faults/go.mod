@@ -1,0 +1,37 @@
+module github.com/ratewise/ratewise/faults
+
+go 1.26.0
+
+// The fault tests run the library of this repository and its Redis store.
+replace (
+	github.com/ratewise/ratewise => ../
+	github.com/ratewise/ratewise/internal/redistest => ../internal/redistest
+	github.com/ratewise/ratewise/redis => ../redis
+)
+
+require (
+	github.com/Shopify/toxiproxy/v2 v2.5.0
+	github.com/prometheus/client_golang v1.25.0
+	github.com/ratewise/ratewise v0.0.0-00010101000000-000000000000
+	github.com/rs/zerolog v1.35.1
+)
+
+require (
+	github.com/beorn7/perks v1.0.1 // indirect
+	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/gorilla/mux v1.8.0 // indirect
+	github.com/hashicorp/go-cleanhttp v0.5.2 // indirect
+	github.com/hashicorp/go-retryablehttp v0.7.8 // indirect
+	github.com/mattn/go-colorable v0.1.14 // indirect
+	github.com/mattn/go-isatty v0.0.20 // indirect
+	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
+	github.com/prometheus/client_model v0.6.3 // indirect
+	github.com/prometheus/common v0.72.0 // indirect
+	github.com/prometheus/procfs v0.22.0 // indirect
+	github.com/rs/xid v1.6.0 // indirect
+	github.com/sony/gobreaker/v2 v2.4.0 // indirect
+	golang.org/x/sys v0.48.0 // indirect
+	golang.org/x/time v0.16.0 // indirect
+	google.golang.org/protobuf v1.36.12 // indirect
+	gopkg.in/tomb.v1 v1.0.0-20141024135613-dd632973f1e7 // indirect
+)

@@ -14,6 +14,7 @@ require (
 	github.com/prometheus/client_golang v1.25.0
 	github.com/ratewise/ratewise v0.0.0-00010101000000-000000000000
 	github.com/rs/zerolog v1.35.1
+	go.uber.org/goleak v1.3.0
 )
 
 require (

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -99,6 +100,9 @@ func startTarget(t *testing.T, proto string) *target {
 		_, _ = w.Write(sum[:])
 	})
 	tg.server = httptest.NewUnstartedServer(mux)
+	// The toxics break handshakes and requests on purpose: the server's
+	// complaints about them are noise.
+	tg.server.Config.ErrorLog = log.New(io.Discard, "", 0)
 	if proto == "http2" {
 		tg.server.EnableHTTP2 = true
 		tg.server.StartTLS()
@@ -112,8 +116,8 @@ func startTarget(t *testing.T, proto string) *target {
 	// What a careful user sets: an attempt whose answer does not start
 	// within this is a network error, retried if it may be and counted by
 	// the breaker; a black-holed host does not hold a call forever.
-	tg.base.ResponseHeaderTimeout = 400 * time.Millisecond
-	tg.base.TLSHandshakeTimeout = 400 * time.Millisecond
+	tg.base.ResponseHeaderTimeout = 800 * time.Millisecond
+	tg.base.TLSHandshakeTimeout = 800 * time.Millisecond
 	t.Cleanup(tg.base.CloseIdleConnections)
 	scheme := "http://"
 	if proto == "http2" {

@@ -13,6 +13,8 @@ require (
 	github.com/Shopify/toxiproxy/v2 v2.5.0
 	github.com/prometheus/client_golang v1.25.0
 	github.com/ratewise/ratewise v0.0.0-00010101000000-000000000000
+	github.com/ratewise/ratewise/internal/redistest v0.0.0-00010101000000-000000000000
+	github.com/ratewise/ratewise/redis v0.0.0-00010101000000-000000000000
 	github.com/rs/zerolog v1.35.1
 	go.uber.org/goleak v1.3.0
 )
@@ -29,9 +31,11 @@ require (
 	github.com/prometheus/client_model v0.6.3 // indirect
 	github.com/prometheus/common v0.72.0 // indirect
 	github.com/prometheus/procfs v0.22.0 // indirect
+	github.com/redis/go-redis/v9 v9.23.0 // indirect
 	github.com/rs/xid v1.6.0 // indirect
 	github.com/sony/gobreaker/v2 v2.4.0 // indirect
-	golang.org/x/sys v0.48.0 // indirect
+	go.uber.org/atomic v1.12.0 // indirect
+	golang.org/x/sys v0.50.0 // indirect
 	golang.org/x/time v0.16.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 	gopkg.in/tomb.v1 v1.0.0-20141024135613-dd632973f1e7 // indirect

@@ -3,6 +3,8 @@ package faults
 import (
 	"testing"
 
+	"github.com/rs/zerolog"
+
 	"go.uber.org/goleak"
 )
 
@@ -12,6 +14,7 @@ import (
 // links may stay blocked on a channel after their proxy stops (v2.5.0),
 // which is toxiproxy's to fix, not a leak of the code under test.
 func TestMain(m *testing.M) {
+	zerolog.SetGlobalLevel(zerolog.Disabled) // toxiproxy's toxics log to zerolog's global logger
 	goleak.VerifyTestMain(m,
 		goleak.IgnoreAnyFunction("github.com/Shopify/toxiproxy/v2.(*ToxicLink).read"),
 		goleak.IgnoreAnyFunction("github.com/Shopify/toxiproxy/v2.(*ToxicLink).write"),

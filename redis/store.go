@@ -28,7 +28,10 @@
 // (FallbackLocal, the default) or refuses the request (FailClosed). The
 // store logs one line when an outage starts and one when it ends, counts
 // outages, and while Redis is down asks it again only every
-// Options.Recheck, so that requests do not each wait out a timeout. Give
+// Options.Recheck, with one call, so that requests do not each wait out a
+// timeout; the calls that come while it asks wait for its answer (at most
+// Options.Timeout), so that the first calls after Redis is back take the
+// fleet's state, not each process's own. Give
 // it a client with ContextTimeoutEnabled, so that go-redis itself ends a
 // call at the timeout; see New.
 //
@@ -113,6 +116,9 @@ type Store struct {
 	down            bool      // guarded by mu
 	downSince       time.Time // guarded by mu
 	recheckAt       time.Time // guarded by mu: during an outage, when Redis may be asked again
+	// recheck, guarded by mu, is closed when the call asking Redis
+	// whether an outage is over ends; nil when no call is asking.
+	recheck chan struct{}
 }
 
 var _ ratewise.Store = (*Store)(nil)
@@ -190,8 +196,14 @@ func call[T any](s *Store, ctx context.Context, f func(context.Context) (T, erro
 	if err := ctx.Err(); err != nil {
 		return zero, err
 	}
-	if err := s.skip(); err != nil {
+	rechecking, err := s.skip(ctx)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return zero, ctx.Err()
+	case err != nil:
 		return zero, s.fail(err)
+	case rechecking:
+		defer s.rechecked()
 	}
 	start := time.Now()
 	callCtx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
@@ -239,17 +251,49 @@ func runBounded[T any](s *Store, ctx context.Context, f func(context.Context) (T
 }
 
 // skip returns errSkipped while an outage's recheck time has not come.
-func (s *Store) skip() error {
+// When it has, the call asks Redis (rechecking is true) and others that
+// come meanwhile wait for its answer, as long as a call may take, rather
+// than go on by their local state beside it: the first calls after Redis
+// is back then take the fleet's state, not each replica's own.
+func (s *Store) skip(ctx context.Context) (rechecking bool, err error) {
 	s.mu.Lock()
+	if !s.down {
+		s.mu.Unlock()
+		return false, nil
+	}
+	if asking := s.recheck; asking != nil {
+		s.mu.Unlock()
+		timer := time.NewTimer(s.opts.Timeout)
+		defer timer.Stop()
+		select {
+		case <-asking:
+		case <-timer.C:
+			return false, errSkipped
+		case <-ctx.Done():
+			return false, ctx.Err()
+		}
+		if !s.Available() {
+			return false, errSkipped
+		}
+		return false, nil
+	}
 	defer s.mu.Unlock()
 	now := time.Now()
-	if s.down && now.Before(s.recheckAt) {
-		return errSkipped
+	if now.Before(s.recheckAt) {
+		return false, errSkipped
 	}
-	if s.down {
-		s.recheckAt = now.Add(s.opts.Recheck) // this call asks; the others wait for it
-	}
-	return nil
+	s.recheckAt = now.Add(s.opts.Recheck) // this call asks; the others wait for it
+	s.recheck = make(chan struct{})
+	return true, nil
+}
+
+// rechecked ends the call that asked Redis whether an outage is over:
+// those waiting for its answer go on.
+func (s *Store) rechecked() {
+	s.mu.Lock()
+	close(s.recheck)
+	s.recheck = nil
+	s.mu.Unlock()
 }
 
 func (s *Store) noteUp() {

@@ -209,6 +209,41 @@ func TestOutageFallsBackOrFailsClosed(t *testing.T) {
 	}
 }
 
+// The calls that come while one call asks Redis whether an outage is
+// over wait for its answer, rather than go on by the local state of each
+// replica beside a Redis that is back: otherwise, after every outage,
+// each replica's first calls would take its own bucket's burst on top of
+// the fleet's. Real time: the recheck is timed by the clock, and Redis
+// frozen for 30ms holds the call that asks.
+func TestCallsDuringARecheckWaitForItsAnswer(t *testing.T) {
+	srv := redistest.Start(t)
+	s, _ := newStore(t, srv, Options{Recheck: 50 * time.Millisecond, Timeout: time.Second})
+	ctx := context.Background()
+	srv.Stop()
+	if _, err := s.Take(ctx, "k", 1, 100, 100, 0); err == nil {
+		t.Fatal("a take with Redis stopped succeeded")
+	}
+	srv.Start()
+	srv.Freeze()
+	time.Sleep(60 * time.Millisecond) // past Recheck
+	errs := make(chan error, 9)
+	go func() { _, err := s.Take(ctx, "k", 1, 100, 100, 0); errs <- err }() // asks, and waits for the frozen Redis
+	time.Sleep(10 * time.Millisecond)
+	for range 8 {
+		go func() { _, err := s.Take(ctx, "k", 1, 100, 100, 0); errs <- err }()
+	}
+	time.Sleep(20 * time.Millisecond)
+	srv.Thaw()
+	for range 9 {
+		if err := <-errs; err != nil {
+			t.Errorf("a take while Redis was rechecked: %v, want it to wait for the answer and take from Redis", err)
+		}
+	}
+	if s.Outages() != 1 || !s.Available() {
+		t.Errorf("outages %d, available %v; want 1, available", s.Outages(), s.Available())
+	}
+}
+
 func TestCallersContextIsNoOutage(t *testing.T) {
 	srv := redistest.Start(t)
 	s, _ := newStore(t, srv, Options{})

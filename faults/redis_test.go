@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ratewise/ratewise"
+	"github.com/ratewise/ratewise/admission"
 	"github.com/ratewise/ratewise/internal/redistest"
 	rwredis "github.com/ratewise/ratewise/redis"
 )
@@ -250,5 +251,86 @@ func TestRedisRestartedEmpty(t *testing.T) {
 	f.trip(t)
 	if outages := f.store.Outages(); outages != 1 || f.log.down.Load() != 1 || f.log.up.Load() != 1 {
 		t.Errorf("%d outages counted, %d logged as begun and %d as ended; want 1 each", outages, f.log.down.Load(), f.log.up.Load())
+	}
+}
+
+// admissionReplica is one server of a fleet behind the admission limiter,
+// its scope per client IP kept in the fleet's store.
+func (f *fleet) admissionReplica(t *testing.T) *admission.Handler {
+	t.Helper()
+	h, err := admission.New(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}),
+		admission.WithLimit(ratewise.Limit{Name: "ip", Rate: fleetRate, Burst: fleetBurst, Store: f.store}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// admit has 4 clients per replica, all from one address, knock for d;
+// it returns how many were admitted.
+func admit(t *testing.T, replicas []*admission.Handler, d time.Duration) (admitted int) {
+	t.Helper()
+	var n atomic.Int64
+	end := time.Now().Add(d)
+	var wg sync.WaitGroup
+	for _, h := range replicas {
+		for range 4 {
+			wg.Go(func() {
+				for time.Now().Before(end) {
+					req := httptest.NewRequest(http.MethodGet, "http://api.test/items", nil)
+					req.RemoteAddr = "198.51.100.7:1234"
+					rec := httptest.NewRecorder()
+					start := time.Now()
+					h.ServeHTTP(rec, req)
+					if took := time.Since(start); took > redisTimeout+slack {
+						t.Errorf("a request waited %v for its admission, past the store's timeout and %v", took, slack)
+					}
+					switch rec.Code {
+					case http.StatusOK:
+						n.Add(1)
+					case http.StatusTooManyRequests:
+						time.Sleep(5 * time.Millisecond) // a client told to wait does not spin
+					default:
+						t.Errorf("admission answered %d, want 200 or 429 (the store falls back on local buckets)", rec.Code)
+					}
+				}
+			})
+		}
+	}
+	wg.Wait()
+	return int(n.Load())
+}
+
+// The admission limiter's shared scopes under each toxic between its store
+// and Redis: every request is answered within the store's timeout and a
+// second; what a fleet of two admits is at most the local fallback's
+// allowance under the toxic, and the shared limit's once the toxic is
+// gone.
+func TestAdmissionUnderRedisToxics(t *testing.T) {
+	for _, x := range redisToxics {
+		for _, stream := range streams {
+			x := x
+			x.Stream = stream
+			t.Run(x.String(), func(t *testing.T) {
+				t.Parallel()
+				f := startFleet(t)
+				replicas := []*admission.Handler{f.admissionReplica(t), f.admissionReplica(t)}
+
+				f.proxy.add(t, x)
+				start := time.Now()
+				n := admit(t, replicas, phase)
+				if most := (len(replicas) + 1) * allowance(start, time.Now()); n > most {
+					t.Errorf("under the toxic the fleet admitted %d, past the local fallback's allowance of %d", n, most)
+				}
+
+				f.proxy.remove(t, x)
+				time.Sleep(recheck + redisTimeout) // the store asks Redis again within Recheck
+				start = time.Now()
+				n = admit(t, replicas, phase)
+				if most := allowance(start, time.Now()); n > most {
+					t.Errorf("after the toxic the fleet admitted %d, past the shared limit's %d", n, most)
+				}
+			})
+		}
 	}
 }

@@ -77,6 +77,7 @@ type target struct {
 	base     *http.Transport
 	received *received
 	attempts atomic.Int64 // requests ratewise handed its base transport
+	sent     arrivals     // when it handed each
 }
 
 // startTarget starts the server over proto ("http1" or "http2") and a
@@ -127,14 +128,16 @@ func startTarget(t *testing.T, proto string) *target {
 	return tg
 }
 
-// countingTransport counts the attempts ratewise sends.
+// countingTransport counts the attempts ratewise sends, and notes when.
 type countingTransport struct {
 	base http.RoundTripper
 	n    *atomic.Int64
+	sent *arrivals
 }
 
 func (c countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	c.n.Add(1)
+	c.sent.note()
 	return c.base.RoundTrip(req)
 }
 
@@ -150,7 +153,7 @@ var faultBreaker = ratewise.BreakerPolicy{ConsecutiveFailures: 3, Cooldown: time
 // policies, and opts after them.
 func (tg *target) client(opts ...ratewise.Option) *http.Client {
 	all := append([]ratewise.Option{ratewise.WithRetry(faultPolicy), ratewise.WithBreaker(faultBreaker)}, opts...)
-	return &http.Client{Transport: ratewise.New(countingTransport{base: tg.base, n: &tg.attempts}, all...)}
+	return &http.Client{Transport: ratewise.New(countingTransport{base: tg.base, n: &tg.attempts, sent: &tg.sent}, all...)}
 }
 
 // outcome is what a caller saw of one call: the status (0 with no

@@ -217,8 +217,8 @@ func TestLimitDataMidBody(t *testing.T) {
 			if !o.readErr || o.status != http.StatusOK || len(o.body) >= len(big) {
 				t.Errorf("GET cut mid-body: status %d, %d bytes of %d, error %v (while reading: %v); want a read error", o.status, len(o.body), len(big), o.err, o.readErr)
 			}
-			if tg.proto == "http1" && !errors.Is(o.err, io.ErrUnexpectedEOF) {
-				t.Errorf("GET cut mid-body over HTTP/1.1: %v, want io.ErrUnexpectedEOF", o.err)
+			if !errors.Is(o.err, io.ErrUnexpectedEOF) {
+				t.Errorf("GET cut mid-body: %v, want io.ErrUnexpectedEOF", o.err)
 			}
 			return
 		}

@@ -68,7 +68,10 @@ func TestNginxLimitReqUnderToxics(t *testing.T) {
 				p.add(t, x)
 				down := slices.Contains(hostDown, x.Type) || x.Type == "limit_data" && x.Attributes["bytes"] == 10
 				base := http.DefaultTransport.(*http.Transport).Clone()
-				base.ResponseHeaderTimeout = 800 * time.Millisecond
+				base.ResponseHeaderTimeout = 2 * time.Second // far above what the toxics that let bytes pass add
+				if down {
+					base.ResponseHeaderTimeout = 300 * time.Millisecond // three silent attempts within the deadline
+				}
 				t.Cleanup(base.CloseIdleConnections)
 				var mu sync.Mutex
 				var opened bool

@@ -116,9 +116,11 @@ func startTarget(t *testing.T, proto string) *target {
 	tg.base = tg.server.Client().Transport.(*http.Transport).Clone()
 	// What a careful user sets: an attempt whose answer does not start
 	// within this is a network error, retried if it may be and counted by
-	// the breaker; a black-holed host does not hold a call forever.
-	tg.base.ResponseHeaderTimeout = 800 * time.Millisecond
-	tg.base.TLSHandshakeTimeout = 800 * time.Millisecond
+	// the breaker; a black-holed host does not hold a call forever. Far
+	// above what the toxics that let bytes pass add, on a loaded machine
+	// too; wantHostDown shortens it.
+	tg.base.ResponseHeaderTimeout = 2 * time.Second
+	tg.base.TLSHandshakeTimeout = 2 * time.Second
 	t.Cleanup(tg.base.CloseIdleConnections)
 	scheme := "http://"
 	if proto == "http2" {

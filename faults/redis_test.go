@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -95,6 +96,8 @@ type fleet struct {
 	replicas []*http.Client
 	api      *httptest.Server // answers 200
 	down     *httptest.Server // answers 503
+	pauser   *httptest.Server // answers 429 with Retry-After: 30 the first time
+	paused   atomic.Int64     // requests pauser received
 	arrived  *arrivals
 }
 
@@ -111,6 +114,13 @@ func startFleet(t *testing.T) *fleet {
 		w.WriteHeader(http.StatusServiceUnavailable)
 	}))
 	t.Cleanup(f.down.Close)
+	f.pauser = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if f.paused.Add(1) == 1 {
+			w.Header().Set("Retry-After", "30")
+			w.WriteHeader(http.StatusTooManyRequests)
+		}
+	}))
+	t.Cleanup(f.pauser.Close)
 	for range 2 {
 		f.replicas = append(f.replicas, f.replica(t))
 	}
@@ -180,6 +190,31 @@ func (f *fleet) wantTripped(t *testing.T, when string) {
 	}
 }
 
+// pause has the pauser's 429 pause its host for 30 seconds, in Redis.
+func (f *fleet) pause(t *testing.T) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, f.pauser.URL, nil)
+	if o := do(t, f.replicas[0], req, deadline); o.status != http.StatusTooManyRequests {
+		t.Fatalf("the pauser answered %d, error %v; want its 429", o.status, o.err)
+	}
+	f.wantPaused(t, "after a 429 with Retry-After: 30")
+}
+
+// wantPaused asserts that a replica that never called the pauser finds
+// its host paused, and sends it nothing: the pause is in Redis.
+func (f *fleet) wantPaused(t *testing.T, when string) {
+	t.Helper()
+	c := f.replica(t)
+	if paused, left := c.Transport.(*ratewise.Transport).Blocking(strings.TrimPrefix(f.pauser.URL, "http://")); !paused || left < 10*time.Second {
+		t.Errorf("%s: a new replica sees the pauser's host paused %v for %v; want paused for about 30s", when, paused, left)
+	}
+	req, _ := http.NewRequest(http.MethodGet, f.pauser.URL, nil)
+	do(t, c, req, deadline)
+	if n := f.paused.Load(); n != 1 {
+		t.Errorf("%s: the paused host received %d requests, want only the one it refused", when, n)
+	}
+}
+
 // redisToxics are the toxics put between the store and Redis: latency
 // spikes past the store's timeout, a trickle, a slow close, a black hole,
 // resets, slices, and connections cut mid-script.
@@ -196,8 +231,8 @@ var redisToxics = []toxic{
 // Under each toxic, in each direction, the fleet's calls all end; the API
 // gets at most the local fallback's allowance while the store cannot
 // reach Redis, and no more than the shared limit once it can again; a
-// trip Redis acknowledged is still there after; and each outage is
-// counted and logged once, its end too.
+// trip and a pause Redis acknowledged are still there after; and each
+// outage is counted and logged once, its end too.
 func TestRedisUnderToxics(t *testing.T) {
 	for _, x := range redisToxics {
 		for _, stream := range streams {
@@ -207,6 +242,7 @@ func TestRedisUnderToxics(t *testing.T) {
 				t.Parallel()
 				f := startFleet(t)
 				f.trip(t)
+				f.pause(t)
 
 				f.proxy.add(t, x)
 				from, to := f.run(t, phase)
@@ -223,6 +259,7 @@ func TestRedisUnderToxics(t *testing.T) {
 					t.Errorf("after the toxic the API got %d requests in %v, past the shared limit's %d", n, to.Sub(from), most)
 				}
 				f.wantTripped(t, "after the toxic")
+				f.wantPaused(t, "after the toxic")
 
 				outages := f.store.Outages()
 				if down, up := f.log.down.Load(), f.log.up.Load(); down != outages || up != outages {

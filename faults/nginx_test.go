@@ -60,7 +60,7 @@ func TestNginxLimitReqUnderToxics(t *testing.T) {
 			x.Stream = stream
 			name := x.String()
 			if x.Type == "limit_data" {
-				name = fmtBytes(x) + "/" + stream
+				name = limitDataName(x) + "/" + stream
 			}
 			t.Run(name, func(t *testing.T) {
 				t.Parallel()
@@ -120,8 +120,8 @@ func TestNginxLimitReqUnderToxics(t *testing.T) {
 	}
 }
 
-// fmtBytes names a limit_data toxic by where it cuts.
-func fmtBytes(x toxic) string {
+// limitDataName names a limit_data toxic by where it cuts.
+func limitDataName(x toxic) string {
 	if x.Attributes["bytes"] == 10 {
 		return "limit_data_before_headers"
 	}

@@ -38,21 +38,28 @@ func TestLatency(t *testing.T) {
 	const latency = 100 * time.Millisecond
 	x := toxic{Type: "latency", Attributes: map[string]any{"latency": latency.Milliseconds(), "jitter": 50}}
 	eachTarget(t, x, func(t *testing.T, tg *target) {
-		c := tg.client()
-		data, body := payload(32<<10), payload(24<<10)
-		o := tg.get(t, c, len(data), deadline)
-		tg.wantWhole(t, "GET", o, data)
-		if o.took < latency/2 {
+		if o := wantPassesIntact(t, tg, 32<<10); o.took < latency/2 {
 			t.Errorf("GET took %v through a latency of %v ± 50ms: the toxic did not act", o.took, latency)
 		}
-		tg.wantEcho(t, "POST", tg.post(t, c, body, "", deadline), body)
-		if whole := tg.wantNoWrongBody(t, body); whole != 1 {
-			t.Errorf("the server read the POST's body %d times, want 1", whole)
-		}
-		if n := tg.attempts.Load(); n != 2 {
-			t.Errorf("%d attempts for two calls that succeeded, want 2", n)
-		}
 	})
+}
+
+// wantPassesIntact asserts that a GET of n bytes and a POST of as many
+// pass whole, each in one attempt, and returns the GET's outcome.
+func wantPassesIntact(t *testing.T, tg *target, n int) outcome {
+	t.Helper()
+	c := tg.client()
+	data, body := payload(n), payload(n)
+	o := tg.get(t, c, len(data), deadline)
+	tg.wantWhole(t, "GET", o, data)
+	tg.wantEcho(t, "POST", tg.post(t, c, body, "", deadline), body)
+	if whole := tg.wantNoWrongBody(t, body); whole != 1 {
+		t.Errorf("the server read the POST's body %d times, want 1", whole)
+	}
+	if n := tg.attempts.Load(); n != 2 {
+		t.Errorf("%d attempts for two calls that succeeded, want 2", n)
+	}
+	return o
 }
 
 // A narrow link (64 KB/s) brings every byte, late; a deadline that ends
@@ -108,16 +115,7 @@ func TestSlowClose(t *testing.T) {
 func TestSlicer(t *testing.T) {
 	x := toxic{Type: "slicer", Attributes: map[string]any{"average_size": 64, "size_variation": 32, "delay": 200}}
 	eachTarget(t, x, func(t *testing.T, tg *target) {
-		c := tg.client()
-		data, body := payload(8<<10), payload(8<<10)
-		tg.wantWhole(t, "GET", tg.get(t, c, len(data), deadline), data)
-		tg.wantEcho(t, "POST", tg.post(t, c, body, "", deadline), body)
-		if whole := tg.wantNoWrongBody(t, body); whole != 1 {
-			t.Errorf("the server read the POST's body %d times, want 1", whole)
-		}
-		if n := tg.attempts.Load(); n != 2 {
-			t.Errorf("%d attempts for two calls that succeeded, want 2", n)
-		}
+		wantPassesIntact(t, tg, 8<<10)
 	})
 }
 

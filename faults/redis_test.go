@@ -234,41 +234,33 @@ var redisToxics = []toxic{
 // trip and a pause Redis acknowledged are still there after; and each
 // outage is counted and logged once, its end too.
 func TestRedisUnderToxics(t *testing.T) {
-	for _, x := range redisToxics {
-		for _, stream := range streams {
-			x := x
-			x.Stream = stream
-			t.Run(x.String(), func(t *testing.T) {
-				t.Parallel()
-				f := startFleet(t)
-				f.trip(t)
-				f.pause(t)
+	eachRedisToxic(t, func(t *testing.T, f *fleet, x toxic) {
+		f.trip(t)
+		f.pause(t)
 
-				f.proxy.add(t, x)
-				from, to := f.run(t, phase)
-				// Under the toxic, each replica may fall back on its own
-				// bucket, beside the shared one.
-				if n, most := f.arrived.between(from, to), (len(f.replicas)+1)*allowance(from, to); n > most {
-					t.Errorf("under the toxic the API got %d requests in %v, past the local fallback's allowance of %d", n, to.Sub(from), most)
-				}
-
-				f.proxy.remove(t, x)
-				time.Sleep(recheck + redisTimeout) // the store asks Redis again within Recheck
-				from, to = f.run(t, phase)
-				if n, most := f.arrived.between(from, to), allowance(from, to); n > most {
-					t.Errorf("after the toxic the API got %d requests in %v, past the shared limit's %d", n, to.Sub(from), most)
-				}
-				f.wantTripped(t, "after the toxic")
-				f.wantPaused(t, "after the toxic")
-
-				outages := f.store.Outages()
-				if down, up := f.log.down.Load(), f.log.up.Load(); down != outages || up != outages {
-					t.Errorf("%d outages counted, %d logged as begun and %d as ended; want each once", outages, down, up)
-				}
-				t.Logf("%d outages; %d requests to the API", outages, f.arrived.between(time.Time{}, time.Now()))
-			})
+		f.proxy.add(t, x)
+		from, to := f.run(t, phase)
+		// Under the toxic, each replica may fall back on its own
+		// bucket, beside the shared one.
+		if n, most := f.arrived.between(from, to), (len(f.replicas)+1)*allowance(from, to); n > most {
+			t.Errorf("under the toxic the API got %d requests in %v, past the local fallback's allowance of %d", n, to.Sub(from), most)
 		}
-	}
+
+		f.proxy.remove(t, x)
+		time.Sleep(recheck + redisTimeout) // the store asks Redis again within Recheck
+		from, to = f.run(t, phase)
+		if n, most := f.arrived.between(from, to), allowance(from, to); n > most {
+			t.Errorf("after the toxic the API got %d requests in %v, past the shared limit's %d", n, to.Sub(from), most)
+		}
+		f.wantTripped(t, "after the toxic")
+		f.wantPaused(t, "after the toxic")
+
+		outages := f.store.Outages()
+		if down, up := f.log.down.Load(), f.log.up.Load(); down != outages || up != outages {
+			t.Errorf("%d outages counted, %d logged as begun and %d as ended; want each once", outages, down, up)
+		}
+		t.Logf("%d outages; %d requests to the API", outages, f.arrived.between(time.Time{}, time.Now()))
+	})
 }
 
 // A Redis restarted empty loses what it held, and nothing else: the calls
@@ -344,29 +336,35 @@ func admit(t *testing.T, replicas []*admission.Handler, d time.Duration) (admitt
 // allowance under the toxic, and the shared limit's once the toxic is
 // gone.
 func TestAdmissionUnderRedisToxics(t *testing.T) {
+	eachRedisToxic(t, func(t *testing.T, f *fleet, x toxic) {
+		replicas := []*admission.Handler{f.admissionReplica(t), f.admissionReplica(t)}
+
+		f.proxy.add(t, x)
+		start := time.Now()
+		n := admit(t, replicas, phase)
+		if most := (len(replicas) + 1) * allowance(start, time.Now()); n > most {
+			t.Errorf("under the toxic the fleet admitted %d, past the local fallback's allowance of %d", n, most)
+		}
+
+		f.proxy.remove(t, x)
+		time.Sleep(recheck + redisTimeout) // the store asks Redis again within Recheck
+		start = time.Now()
+		n = admit(t, replicas, phase)
+		if most := allowance(start, time.Now()); n > most {
+			t.Errorf("after the toxic the fleet admitted %d, past the shared limit's %d", n, most)
+		}
+	})
+}
+
+// eachRedisToxic runs test for each Redis toxic and stream, in parallel,
+// each with a fleet of its own; x is not on the proxy yet.
+func eachRedisToxic(t *testing.T, test func(t *testing.T, f *fleet, x toxic)) {
 	for _, x := range redisToxics {
 		for _, stream := range streams {
-			x := x
 			x.Stream = stream
 			t.Run(x.String(), func(t *testing.T) {
 				t.Parallel()
-				f := startFleet(t)
-				replicas := []*admission.Handler{f.admissionReplica(t), f.admissionReplica(t)}
-
-				f.proxy.add(t, x)
-				start := time.Now()
-				n := admit(t, replicas, phase)
-				if most := (len(replicas) + 1) * allowance(start, time.Now()); n > most {
-					t.Errorf("under the toxic the fleet admitted %d, past the local fallback's allowance of %d", n, most)
-				}
-
-				f.proxy.remove(t, x)
-				time.Sleep(recheck + redisTimeout) // the store asks Redis again within Recheck
-				start = time.Now()
-				n = admit(t, replicas, phase)
-				if most := allowance(start, time.Now()); n > most {
-					t.Errorf("after the toxic the fleet admitted %d, past the shared limit's %d", n, most)
-				}
+				test(t, startFleet(t), x)
 			})
 		}
 	}

@@ -64,8 +64,18 @@ func (a *arrivals) between(from, to time.Time) int {
 	return n
 }
 
-// outageLog counts the store's outage lines.
-type outageLog struct{ down, up atomic.Int64 }
+// outageLog counts the store's outage lines, and notes when each came.
+type outageLog struct {
+	down, up atomic.Int64
+	mu       sync.Mutex
+	changes  []storeChange
+}
+
+// storeChange is a line of the store: Redis lost (up false) or found back.
+type storeChange struct {
+	at time.Time
+	up bool
+}
 
 func (l *outageLog) Enabled(context.Context, slog.Level) bool { return true }
 func (l *outageLog) WithAttrs([]slog.Attr) slog.Handler       { return l }
@@ -76,13 +86,58 @@ func (l *outageLog) Handle(_ context.Context, r slog.Record) error {
 			switch a.Value.String() {
 			case "store_down":
 				l.down.Add(1)
+				l.note(r.Time, false)
 			case "store_up":
 				l.up.Add(1)
+				l.note(r.Time, true)
 			}
 		}
 		return true
 	})
 	return nil
+}
+
+func (l *outageLog) note(at time.Time, up bool) {
+	l.mu.Lock()
+	l.changes = append(l.changes, storeChange{at, up})
+	l.mu.Unlock()
+}
+
+// upWithin returns the parts of [from, to] in which the store had Redis,
+// as its lines tell, each begun after settle more: requests a process
+// queued by its own bucket during an outage go when their turn comes,
+// within their MaxWait, after the outage has ended.
+func (l *outageLog) upWithin(from, to time.Time, settle time.Duration) []span {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var spans []span
+	upSince, up := from, true
+	for _, c := range l.changes {
+		switch {
+		case c.at.After(to):
+		case c.up && !up:
+			upSince, up = c.at, true
+		case !c.up && up:
+			if c.at.After(from) {
+				spans = append(spans, span{upSince, c.at})
+			}
+			up = false
+		}
+	}
+	if up {
+		spans = append(spans, span{upSince, to})
+	}
+	var settled []span
+	for _, s := range spans {
+		s.from = s.from.Add(settle)
+		if s.from.Before(from) {
+			s.from = from
+		}
+		if s.to.After(s.from) {
+			settled = append(settled, s)
+		}
+	}
+	return settled
 }
 
 // fleet is a redis-server behind a proxy, a store on it, and two

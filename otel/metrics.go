@@ -1,0 +1,173 @@
+package otel
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/semconv/v1.43.0/httpconv"
+
+	"github.com/ratewise/ratewise"
+)
+
+// This file is the metrics: http.client.request.duration per attempt, by
+// the conventions, and ratewise's own in the ratewise. namespace. Their
+// key attribute, ratewise.key, is what ratewise keys its state by (a
+// host, or a name the user chose), never a URL.
+
+// MaxKeys bounds the keys the gauges report: the first keys seen, in
+// order; the counters and histograms take every key, as ratewise's own
+// Stats do.
+const MaxKeys = 256
+
+// instruments are a transport's metrics.
+type instruments struct {
+	duration    httpconv.ClientRequestDuration
+	calls       metric.Int64Counter
+	retries     metric.Int64Histogram
+	waited      metric.Float64Histogram
+	refusals    metric.Int64Counter
+	transitions metric.Int64Counter
+	breaker     metric.Int64ObservableGauge
+	learned     metric.Float64ObservableGauge
+	meter       metric.Meter
+	reg         metric.Registration
+
+	mu   sync.Mutex
+	keys map[string]bool // the keys the gauges report
+}
+
+// waitBuckets are the bounds of ratewise.client.wait.duration, in
+// seconds: from a pacing turn of a few milliseconds to a minute-long
+// pause.
+var waitBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120}
+
+func newInstruments(m metric.Meter) *instruments {
+	in := &instruments{meter: m, keys: map[string]bool{}}
+	// A meter that cannot make an instrument returns a no-op one with its
+	// error: the transport then reports less, and works all the same.
+	in.duration, _ = httpconv.NewClientRequestDuration(m)
+	in.calls, _ = m.Int64Counter("ratewise.client.calls", metric.WithUnit("{call}"),
+		metric.WithDescription("Calls through ratewise, by outcome: ok, or the reason the call gave up."))
+	in.retries, _ = m.Int64Histogram("ratewise.client.call.retries", metric.WithUnit("{retry}"),
+		metric.WithDescription("Attempts after the first, per call."),
+		metric.WithExplicitBucketBoundaries(0, 1, 2, 3, 4, 5, 10))
+	in.waited, _ = m.Float64Histogram("ratewise.client.wait.duration", metric.WithUnit("s"),
+		metric.WithDescription("Time a call waited, by what it waited for: backoff, cooldown, pacing, concurrency, breaker."),
+		metric.WithExplicitBucketBoundaries(waitBuckets...))
+	in.refusals, _ = m.Int64Counter("ratewise.client.refusals", metric.WithUnit("{response}"),
+		metric.WithDescription("Responses read as refusals or failures, by class: rate-limited, blocked, retryable."))
+	in.transitions, _ = m.Int64Counter("ratewise.client.breaker.transitions", metric.WithUnit("{transition}"),
+		metric.WithDescription("Changes of a key's breaker, from and to: closed, half-open, open."))
+	in.breaker, _ = m.Int64ObservableGauge("ratewise.client.breaker.state", metric.WithUnit("{state}"),
+		metric.WithDescription("A key's breaker: 0 closed, 1 half-open, 2 open."))
+	in.learned, _ = m.Float64ObservableGauge("ratewise.client.limit.learned_rate", metric.WithUnit("{request}/s"),
+		metric.WithDescription("The pace ratewise learned of a key's server, per second; absent while it has learned none."))
+	return in
+}
+
+// Attributes of ratewise's metrics.
+var (
+	attrOutcome   = attribute.Key("ratewise.outcome")
+	attrClass     = attribute.Key("ratewise.refusal.class")
+	attrFrom      = attribute.Key("ratewise.breaker.from")
+	attrTo        = attribute.Key("ratewise.breaker.to")
+	attrScopeName = attribute.Key("ratewise.scope")
+)
+
+// attempt records an attempt's duration with the conventions'
+// attributes: those of the request, and how it ended.
+func (in *instruments) attempt(ctx context.Context, d time.Duration, req *http.Request, m method, ends []attribute.KeyValue) {
+	host, port := serverOf(req)
+	attrs := make([]attribute.KeyValue, 0, 8)
+	attrs = append(attrs, semconv.HTTPRequestMethodKey.String(m.name), semconv.ServerAddress(host),
+		semconv.ServerPort(port), semconv.URLScheme(req.URL.Scheme))
+	attrs = append(attrs, ends...)
+	in.duration.RecordSet(ctx, d.Seconds(), attribute.NewSet(attrs...))
+}
+
+// trace is the transport's hooks that feed the counters and histograms.
+func (in *instruments) trace() *ratewise.Trace {
+	ctx := context.Background()
+	return &ratewise.Trace{
+		CallEnded: func(i ratewise.CallEndInfo) {
+			outcome := "ok"
+			if i.GaveUp != "" {
+				outcome = string(i.GaveUp)
+			}
+			in.calls.Add(ctx, 1, metric.WithAttributes(attrKey.String(i.Key), attrOutcome.String(outcome)))
+			in.retries.Record(ctx, int64(max(i.Attempts-1, 0)), metric.WithAttributes(attrKey.String(i.Key)))
+			in.seen(i.Key)
+		},
+		WaitEnded: func(i ratewise.WaitEndInfo) {
+			in.waited.Record(ctx, i.Waited.Seconds(), metric.WithAttributes(attrKey.String(i.Key), attrWaitKind.String(i.Kind.String())))
+		},
+		ResponseClassified: func(i ratewise.ResponseInfo) {
+			if i.Err == nil && i.Class != ratewise.Final {
+				in.refusals.Add(ctx, 1, metric.WithAttributes(attrKey.String(i.Key), attrClass.String(i.Class.String())))
+			}
+		},
+		BreakerStateChanged: func(c ratewise.BreakerChange) {
+			in.transitions.Add(ctx, 1, metric.WithAttributes(attrKey.String(c.Key),
+				attrFrom.String(c.From.String()), attrTo.String(c.To.String())))
+		},
+	}
+}
+
+// seen adds key to those the gauges report, up to MaxKeys.
+func (in *instruments) seen(key string) {
+	in.mu.Lock()
+	if !in.keys[key] && len(in.keys) < MaxKeys {
+		in.keys[key] = true
+	}
+	in.mu.Unlock()
+}
+
+// observe reports the breakers' states and the learned limits of rw on
+// each collection.
+func (in *instruments) observe(rw *ratewise.Transport) {
+	reg, err := in.meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		for _, b := range rw.BreakerStatuses() {
+			o.ObserveInt64(in.breaker, int64(breakerValue(b.State)), metric.WithAttributes(attrKey.String(b.Key)))
+		}
+		in.mu.Lock()
+		keys := make([]string, 0, len(in.keys))
+		for k := range in.keys {
+			keys = append(keys, k)
+		}
+		in.mu.Unlock()
+		for _, k := range keys {
+			for _, s := range rw.LimitStatus(k).Scopes {
+				if s.Adaptive && s.Rate > 0 {
+					o.ObserveFloat64(in.learned, s.Rate, metric.WithAttributes(attrKey.String(k), attrScopeName.String(s.Name)))
+				}
+			}
+		}
+		return nil
+	}, in.breaker, in.learned)
+	if err == nil {
+		in.reg = reg
+	}
+}
+
+func (in *instruments) close() error {
+	if in.reg == nil {
+		return nil
+	}
+	return in.reg.Unregister()
+}
+
+// breakerValue is the gauge's value of a breaker state.
+func breakerValue(s ratewise.BreakerState) int {
+	switch s {
+	case ratewise.BreakerHalfOpen:
+		return 1
+	case ratewise.BreakerOpen:
+		return 2
+	}
+	return 0
+}

@@ -29,11 +29,13 @@ type recorded struct {
 	tr     *Transport
 	spans  *tracetest.SpanRecorder
 	reader *sdkmetric.ManualReader
+	tp     trace.TracerProvider
 }
 
 func newRecorded(base http.RoundTripper, cfg Config, opts ...ratewise.Option) *recorded {
 	r := &recorded{spans: tracetest.NewSpanRecorder(), reader: sdkmetric.NewManualReader()}
-	cfg.TracerProvider = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(r.spans))
+	r.tp = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(r.spans))
+	cfg.TracerProvider = r.tp
 	cfg.MeterProvider = sdkmetric.NewMeterProvider(sdkmetric.WithReader(r.reader))
 	if cfg.Propagator == nil {
 		cfg.Propagator = propagation.TraceContext{}

@@ -92,30 +92,47 @@ func (in *instruments) attempt(ctx context.Context, d time.Duration, req *http.R
 
 // trace is the transport's hooks that feed the counters and histograms.
 func (in *instruments) trace() *ratewise.Trace {
+	// The hooks build no attributes for an instrument nobody reads (a
+	// no-op provider's).
 	ctx := context.Background()
 	return &ratewise.Trace{
 		CallEnded: func(i ratewise.CallEndInfo) {
-			outcome := "ok"
-			if i.GaveUp != "" {
-				outcome = string(i.GaveUp)
-			}
-			in.calls.Add(ctx, 1, metric.WithAttributes(attrKey.String(i.Key), attrOutcome.String(outcome)))
-			in.retries.Record(ctx, int64(max(i.Attempts-1, 0)), metric.WithAttributes(attrKey.String(i.Key)))
 			in.seen(i.Key)
+			if in.calls.Enabled(ctx) {
+				outcome := "ok"
+				if i.GaveUp != "" {
+					outcome = string(i.GaveUp)
+				}
+				in.calls.Add(ctx, 1, metric.WithAttributes(attrKey.String(i.Key), attrOutcome.String(outcome)))
+			}
+			if in.retries.Enabled(ctx) {
+				in.retries.Record(ctx, int64(max(i.Attempts-1, 0)), metric.WithAttributes(attrKey.String(i.Key)))
+			}
 		},
 		WaitEnded: func(i ratewise.WaitEndInfo) {
-			in.waited.Record(ctx, i.Waited.Seconds(), metric.WithAttributes(attrKey.String(i.Key), attrWaitKind.String(i.Kind.String())))
+			if in.waited.Enabled(ctx) {
+				in.waited.Record(ctx, i.Waited.Seconds(), metric.WithAttributes(attrKey.String(i.Key), attrWaitKind.String(i.Kind.String())))
+			}
 		},
 		ResponseClassified: func(i ratewise.ResponseInfo) {
-			if i.Err == nil && i.Class != ratewise.Final {
+			if i.Err == nil && i.Class != ratewise.Final && in.refusals.Enabled(ctx) {
 				in.refusals.Add(ctx, 1, metric.WithAttributes(attrKey.String(i.Key), attrClass.String(i.Class.String())))
 			}
 		},
 		BreakerStateChanged: func(c ratewise.BreakerChange) {
-			in.transitions.Add(ctx, 1, metric.WithAttributes(attrKey.String(c.Key),
-				attrFrom.String(c.From.String()), attrTo.String(c.To.String())))
+			if in.transitions.Enabled(ctx) {
+				in.transitions.Add(ctx, 1, metric.WithAttributes(attrKey.String(c.Key),
+					attrFrom.String(c.From.String()), attrTo.String(c.To.String())))
+			}
 		},
 	}
+}
+
+// enabled reports whether any of the hooks' instruments records.
+func (in *instruments) enabled() bool {
+	ctx := context.Background()
+	return in.calls.Enabled(ctx) || in.retries.Enabled(ctx) || in.waited.Enabled(ctx) ||
+		in.refusals.Enabled(ctx) || in.transitions.Enabled(ctx)
 }
 
 // seen adds key to those the gauges report, up to MaxKeys.

@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/ratewise/ratewise"
 )
@@ -71,8 +72,17 @@ func New(base http.RoundTripper, cfg Config, opts ...ratewise.Option) *Transport
 		prop = otel.GetTextMapPropagator()
 	}
 	t := &Transport{tracer: tp.Tracer(ScopeName), m: newInstruments(mp.Meter(ScopeName))}
-	if !cfg.NoAttemptSpans {
+	if _, noop := tp.(tracenoop.TracerProvider); noop {
+		t.tracer = nil // no span, nothing to propagate
+	}
+	if !cfg.NoAttemptSpans && t.tracer != nil {
 		base = &attemptTransport{base: base, tracer: t.tracer, prop: prop, m: t.m}
+	}
+	if cfg.MeterProvider != nil && !t.m.enabled() {
+		// A meter provider that records nothing (a no-op one): no hooks,
+		// so that ratewise builds nothing for them.
+		t.rw = ratewise.New(base, opts...)
+		return t
 	}
 	t.rw = ratewise.New(base, append(opts, ratewise.WithTrace(t.m.trace()))...)
 	t.m.observe(t.rw)
@@ -98,17 +108,25 @@ func (t *Transport) Close() error { return t.m.close() }
 // final status; it is an error when the call returns an error or gives
 // up.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if t.tracer == nil {
+		return t.rw.RoundTrip(req)
+	}
 	ctx := req.Context()
 	method := methodAttrs(req.Method)
-	name := "ratewise " + spanName(method, urlTemplate(ctx))
-	ctx, span := t.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindInternal),
-		trace.WithAttributes(requestAttrs(req, method)...))
+	ctx, span := t.tracer.Start(ctx, "ratewise "+spanName(method, urlTemplate(ctx)), trace.WithSpanKind(trace.SpanKindInternal))
 	defer span.End()
-	if span.IsRecording() {
-		c := &call{span: span, req: req}
-		ctx = context.WithValue(ctx, callKey{}, c)
-		ctx = ratewise.WithCallTrace(ctx, c.trace())
+	if !span.IsRecording() {
+		if !span.SpanContext().IsValid() {
+			return t.rw.RoundTrip(req) // nothing to carry: no trace, or no SDK
+		}
+		return t.rw.RoundTrip(req.WithContext(ctx))
 	}
+	// The attributes are set once the span records, so that a call that is
+	// not sampled does not pay for them (a sampler does not see them).
+	span.SetAttributes(requestAttrs(req, method)...)
+	c := &call{span: span, req: req}
+	ctx = context.WithValue(ctx, callKey{}, c)
+	ctx = ratewise.WithCallTrace(ctx, c.trace())
 	return t.rw.RoundTrip(req.WithContext(ctx))
 }
 
@@ -144,27 +162,37 @@ type attemptTransport struct {
 func (a *attemptTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
 	method := methodAttrs(req.Method)
-	attrs := requestAttrs(req, method)
+	resend := 0
 	if c, _ := ctx.Value(callKey{}).(*call); c != nil {
-		if n := c.attempts.Add(1); n > 1 {
-			attrs = append(attrs, semconv.HTTPRequestResendCount(int(n-1)))
-		}
+		resend = int(c.attempts.Add(1)) - 1
 	}
 	start := time.Now()
-	ctx, span := a.tracer.Start(ctx, spanName(method, urlTemplate(ctx)), trace.WithSpanKind(trace.SpanKindClient),
-		trace.WithAttributes(attrs...), trace.WithTimestamp(start))
+	ctx, span := a.tracer.Start(ctx, spanName(method, urlTemplate(ctx)), trace.WithSpanKind(trace.SpanKindClient), trace.WithTimestamp(start))
+	recording, measured := span.IsRecording(), a.m.duration.Enabled(ctx)
+	if recording {
+		span.SetAttributes(requestAttrs(req, method)...)
+		if resend > 0 {
+			span.SetAttributes(semconv.HTTPRequestResendCount(resend))
+		}
+	}
 	if span.SpanContext().IsValid() {
 		req = req.Clone(ctx)
 		a.prop.Inject(ctx, propagation.HeaderCarrier(req.Header))
 	}
 	resp, err := a.base.RoundTrip(req)
 	end := time.Now()
+	if !recording && !measured {
+		span.End(trace.WithTimestamp(end))
+		return resp, err
+	}
 
 	ends := make([]attribute.KeyValue, 0, 3)
 	switch {
 	case err != nil:
 		ends = append(ends, semconv.ErrorType(err))
-		span.SetStatus(codes.Error, ratewise.Redact(err.Error(), req))
+		if recording {
+			span.SetStatus(codes.Error, ratewise.Redact(err.Error(), req))
+		}
 	default:
 		ends = append(ends, semconv.HTTPResponseStatusCode(resp.StatusCode), protocolVersion(resp))
 		if resp.StatusCode >= 400 {
@@ -174,7 +202,9 @@ func (a *attemptTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	}
 	span.SetAttributes(ends...)
 	span.End(trace.WithTimestamp(end))
-	a.m.attempt(ctx, end.Sub(start), req, method, ends)
+	if measured {
+		a.m.attempt(ctx, end.Sub(start), req, method, ends)
+	}
 	return resp, err
 }
 

@@ -14,12 +14,14 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/propagation"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/ratewise/ratewise"
 )
@@ -375,4 +377,19 @@ func pointAttributes(data metricdata.Aggregation) []attribute.Set {
 		}
 	}
 	return sets
+}
+
+// With no-op providers the transport is ratewise alone: no span, no
+// header added to the attempts, no hook (see BenchmarkOverhead).
+func TestNoopProvidersAddNothing(t *testing.T) {
+	base := &scripted{answers: []func(*http.Request) (*http.Response, error){status(200)}}
+	tr := New(base, Config{TracerProvider: tracenoop.NewTracerProvider(), MeterProvider: metricnoop.NewMeterProvider(), Propagator: propagation.TraceContext{}})
+	resp, err := (&http.Client{Transport: tr}).Get("http://api.example.com/items")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if tr.tracer != nil || base.parents[0] != "" {
+		t.Errorf("a no-op tracer provider: tracing %v, traceparent %q; want neither", tr.tracer != nil, base.parents[0])
+	}
 }

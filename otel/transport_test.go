@@ -32,13 +32,15 @@ type recorded struct {
 	spans  *tracetest.SpanRecorder
 	reader *sdkmetric.ManualReader
 	tp     trace.TracerProvider
+	mp     *sdkmetric.MeterProvider
 }
 
 func newRecorded(base http.RoundTripper, cfg Config, opts ...ratewise.Option) *recorded {
 	r := &recorded{spans: tracetest.NewSpanRecorder(), reader: sdkmetric.NewManualReader()}
 	r.tp = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(r.spans))
 	cfg.TracerProvider = r.tp
-	cfg.MeterProvider = sdkmetric.NewMeterProvider(sdkmetric.WithReader(r.reader))
+	r.mp = sdkmetric.NewMeterProvider(sdkmetric.WithReader(r.reader))
+	cfg.MeterProvider = r.mp
 	if cfg.Propagator == nil {
 		cfg.Propagator = propagation.TraceContext{}
 	}

@@ -38,6 +38,9 @@ type call struct {
 	// acquireKey is, for a call of Acquire, which sends no request, the
 	// key its waits are traced under.
 	acquireKey string
+	// scopeName is the limit scope the call is being admitted by, for its
+	// waits' trace; "" outside a scope's admission.
+	scopeName string
 
 	// How the body is sent again: req.GetBody, or bodyData when buffered;
 	// replayable is false for a body that can be sent once only.

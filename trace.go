@@ -116,6 +116,9 @@ type WaitInfo struct {
 	// Attempt is the number of the attempt the wait comes before, from 1.
 	Attempt       int
 	Key, Endpoint string
+	// Scope is the Name of the limit scope a pacing or concurrency wait
+	// is for; "" for the other kinds.
+	Scope string
 }
 
 // WaitEndInfo describes a wait as it ends.
@@ -129,6 +132,9 @@ type WaitEndInfo struct {
 	// running out; nil when it ran its course.
 	Err           error
 	Key, Endpoint string
+	// Scope is the Name of the limit scope a pacing or concurrency wait
+	// is for; "" for the other kinds.
+	Scope string
 }
 
 // RetryInfo describes a retry the transport has decided on.
@@ -294,7 +300,7 @@ func (c *call) traceResponse(resp *http.Response, err error, class Class) {
 func (c *call) traceWait(kind WaitKind, d time.Duration) {
 	if c.traced() {
 		fire(c, func(t *Trace) func(WaitInfo) { return t.WaitStarted },
-			WaitInfo{Kind: kind, Delay: d, Attempt: c.attempts + 1, Key: c.host(), Endpoint: c.endpoint})
+			WaitInfo{Kind: kind, Delay: d, Attempt: c.attempts + 1, Key: c.host(), Endpoint: c.endpoint, Scope: c.scopeName})
 	}
 }
 
@@ -306,7 +312,7 @@ func (c *call) waitEnded(kind WaitKind, planned, waited time.Duration, err error
 	c.t.counters.recordWait(kind, waited)
 	if c.traced() {
 		fire(c, func(t *Trace) func(WaitEndInfo) { return t.WaitEnded }, WaitEndInfo{Kind: kind, Planned: planned,
-			Waited: waited, Attempt: c.attempts + 1, Err: err, Key: c.host(), Endpoint: c.endpoint})
+			Waited: waited, Attempt: c.attempts + 1, Err: err, Key: c.host(), Endpoint: c.endpoint, Scope: c.scopeName})
 	}
 }
 

@@ -16,13 +16,17 @@ func TestTraceReportsWaitsAndRetries(t *testing.T) {
 		// Without learning: two refusals under the told limit would teach a
 		// pace below it, which is not what this test is about.
 		tr := New(s.mock(), WithRetry(RetryPolicy{Jitter: JitterNone, InitialDelay: time.Millisecond}),
-			WithoutLearning(), WithLimit(Limit{Rate: 0.125, Burst: 1})) // a token every 8s, exact in floating point
+			WithoutLearning(), WithLimit(Limit{Name: "api", Rate: 0.125, Burst: 1})) // a token every 8s, exact in floating point
 		var mu sync.Mutex
 		var events []string
 		trace := &Trace{
 			WaitStarted: func(w WaitInfo) {
 				mu.Lock()
-				events = append(events, fmt.Sprintf("wait %s %v before attempt %d of %s", w.Kind, w.Delay, w.Attempt, w.Endpoint))
+				event := fmt.Sprintf("wait %s %v before attempt %d of %s", w.Kind, w.Delay, w.Attempt, w.Endpoint)
+				if w.Scope != "" {
+					event += " in scope " + w.Scope
+				}
+				events = append(events, event)
 				mu.Unlock()
 			},
 			RetryScheduled: func(r RetryInfo) {
@@ -40,10 +44,10 @@ func TestTraceReportsWaitsAndRetries(t *testing.T) {
 		want := []string{
 			"retry 1/5 after 429 in 3s of comments",
 			"wait backoff 3s before attempt 2 of comments",
-			"wait pacing 5s before attempt 2 of comments", // the bucket's next token: 8s after the first
+			"wait pacing 5s before attempt 2 of comments in scope api", // the bucket's next token: 8s after the first
 			"retry 2/5 after 503 in 1s of comments",
 			"wait backoff 1s before attempt 3 of comments",
-			"wait pacing 7s before attempt 3 of comments",
+			"wait pacing 7s before attempt 3 of comments in scope api",
 		}
 		if !slices.Equal(events, want) {
 			t.Errorf("events:\n%q\nwant\n%q", events, want)

@@ -86,6 +86,9 @@ func (c *call) waitEnded(i ratewise.WaitEndInfo) {
 	if i.Endpoint != "" {
 		attrs = append(attrs, attrEndpoint.String(i.Endpoint))
 	}
+	if i.Scope != "" {
+		attrs = append(attrs, attrScopeName.String(i.Scope))
+	}
 	if i.Err != nil {
 		attrs = append(attrs, attrWaitEndedBy.String(ratewise.Redact(i.Err.Error(), c.req)))
 	}

@@ -21,7 +21,8 @@
 //
 //	ratewise.wait     each wait, stamped when it began: its kind (backoff, cooldown,
 //	                  pacing, concurrency, breaker), duration, planned length, the
-//	                  server's hint that set a backoff, and what ended it early
+//	                  limit scope of a pacing or concurrency wait, the server's
+//	                  hint that set a backoff, and what ended it early
 //	ratewise.retry    each retry decided: the attempt that failed, why, the delay
 //	ratewise.refused  a call refused by an open breaker or a limit, and why
 //

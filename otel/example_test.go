@@ -50,7 +50,7 @@ func Example() {
 	//   GET /cards/{id} (client) http.response.status_code=429 error.type=429
 	//   event ratewise.retry ratewise.retry.reason=429
 	//   event ratewise.wait ratewise.wait.kind=backoff
-	//   event ratewise.wait ratewise.wait.kind=pacing
+	//   event ratewise.wait ratewise.wait.kind=pacing ratewise.scope=learned
 	//   GET /cards/{id} (client) http.response.status_code=200 http.request.resend_count=1
 }
 
@@ -58,7 +58,7 @@ func Example() {
 // order they happened, with a few attributes each.
 func printTree(spans []sdktrace.ReadOnlySpan) {
 	shown := []attribute.Key{"ratewise.call.attempts", "http.response.status_code", "error.type",
-		"http.request.resend_count", "ratewise.retry.reason", "ratewise.wait.kind"}
+		"http.request.resend_count", "ratewise.retry.reason", "ratewise.wait.kind", "ratewise.scope"}
 	line := func(indent, head string, attrs []attribute.KeyValue) {
 		var parts []string
 		for _, k := range shown {

@@ -47,7 +47,7 @@ func TestAdmissionDecisionsOnTheServerSpan(t *testing.T) {
 		for _, e := range s.Events() {
 			events[e.Name]++
 			for _, a := range e.Attributes {
-				if a.Value.Emit() == "198.51.100.7" {
+				if a.Value.String() == "198.51.100.7" {
 					t.Errorf("event %s shows the client's address", e.Name)
 				}
 			}
@@ -58,9 +58,9 @@ func TestAdmissionDecisionsOnTheServerSpan(t *testing.T) {
 	byDecision := map[string]int64{}
 	for _, dp := range decisions.DataPoints {
 		v, _ := dp.Attributes.Value(attrDecision)
-		byDecision[v.Emit()] += dp.Value
-		if scope, _ := dp.Attributes.Value(attrScopeName); scope.Emit() != "per-ip" {
-			t.Errorf("a decision of scope %q, want per-ip", scope.Emit())
+		byDecision[v.String()] += dp.Value
+		if scope, _ := dp.Attributes.Value(attrScopeName); scope.String() != "per-ip" {
+			t.Errorf("a decision of scope %q, want per-ip", scope.String())
 		}
 	}
 	t.Logf("codes %v, events %v, decisions %v", codes, events, byDecision)

@@ -64,7 +64,7 @@ func printTree(spans []sdktrace.ReadOnlySpan) {
 		for _, k := range shown {
 			for _, a := range attrs {
 				if a.Key == k {
-					parts = append(parts, string(k)+"="+a.Value.Emit())
+					parts = append(parts, string(k)+"="+a.Value.String())
 				}
 			}
 		}

@@ -141,28 +141,28 @@ func TestCallRefusedTwiceThenAnswered(t *testing.T) {
 			attrs := s.Attributes()
 			for key, want := range map[attribute.Key]string{"http.request.method": "GET", "server.address": "api.example.com",
 				"url.full": "https://api.example.com:8443/cards/7?page=2", "network.protocol.version": "1.1"} {
-				if v, _ := attr(attrs, key); v.Emit() != want {
-					t.Errorf("attempt %d: %s = %q, want %q", i+1, key, v.Emit(), want)
+				if v, _ := attr(attrs, key); v.String() != want {
+					t.Errorf("attempt %d: %s = %q, want %q", i+1, key, v.String(), want)
 				}
 			}
 			if v, _ := attr(attrs, "server.port"); v.AsInt64() != 8443 {
-				t.Errorf("attempt %d: server.port = %v", i+1, v.Emit())
+				t.Errorf("attempt %d: server.port = %v", i+1, v.String())
 			}
 			resend, ok := attr(attrs, "http.request.resend_count")
 			switch {
 			case i == 0 && ok:
-				t.Errorf("the first attempt has http.request.resend_count %v", resend.Emit())
+				t.Errorf("the first attempt has http.request.resend_count %v", resend.String())
 			case i > 0 && resend.AsInt64() != int64(i):
-				t.Errorf("attempt %d: http.request.resend_count = %v, want %d", i+1, resend.Emit(), i)
+				t.Errorf("attempt %d: http.request.resend_count = %v, want %d", i+1, resend.String(), i)
 			}
 			code, _ := attr(attrs, "http.response.status_code")
 			errType, hasErrType := attr(attrs, "error.type")
 			if i < 2 {
-				if code.AsInt64() != 429 || errType.Emit() != "429" || s.Status().Code != codes.Error {
-					t.Errorf("attempt %d: status %v, error.type %q, span status %v; want 429, \"429\", Error", i+1, code.Emit(), errType.Emit(), s.Status().Code)
+				if code.AsInt64() != 429 || errType.String() != "429" || s.Status().Code != codes.Error {
+					t.Errorf("attempt %d: status %v, error.type %q, span status %v; want 429, \"429\", Error", i+1, code.String(), errType.String(), s.Status().Code)
 				}
 			} else if code.AsInt64() != 200 || hasErrType || s.Status().Code != codes.Unset {
-				t.Errorf("attempt 3: status %v, error.type %v, span status %v; want 200, none, Unset", code.Emit(), errType.Emit(), s.Status().Code)
+				t.Errorf("attempt 3: status %v, error.type %v, span status %v; want 200, none, Unset", code.String(), errType.String(), s.Status().Code)
 			}
 			if want := "00-" + s.SpanContext().TraceID().String() + "-" + s.SpanContext().SpanID().String() + "-01"; base.parents[i] != want {
 				t.Errorf("attempt %d carried traceparent %q, want its span's %q", i+1, base.parents[i], want)
@@ -175,7 +175,7 @@ func TestCallRefusedTwiceThenAnswered(t *testing.T) {
 		waitedAttr, _ := attr(cattrs, attrWaited)
 		code, _ := attr(cattrs, "http.response.status_code")
 		if attempts.AsInt64() != 3 || code.AsInt64() != 200 || callSpan.Status().Code != codes.Unset {
-			t.Errorf("the call span: %v attempts, status %v, span status %v; want 3, 200, Unset", attempts.Emit(), code.Emit(), callSpan.Status().Code)
+			t.Errorf("the call span: %v attempts, status %v, span status %v; want 3, 200, Unset", attempts.String(), code.String(), callSpan.Status().Code)
 		}
 		var waitSum float64
 		backoffs := 0
@@ -185,7 +185,7 @@ func TestCallRefusedTwiceThenAnswered(t *testing.T) {
 			}
 			d, _ := attr(e.Attributes, attrWaitDuration)
 			waitSum += d.AsFloat64()
-			if kind, _ := attr(e.Attributes, attrWaitKind); kind.Emit() == "backoff" {
+			if kind, _ := attr(e.Attributes, attrWaitKind); kind.String() == "backoff" {
 				backoffs++
 				hint, _ := attr(e.Attributes, attrWaitHint)
 				if d.AsFloat64() != 1 || hint.AsFloat64() != 1 {
@@ -217,8 +217,8 @@ func TestCallRefusedTwiceThenAnswered(t *testing.T) {
 		calls, _ := m["ratewise.client.calls"].(metricdata.Sum[int64])
 		if len(calls.DataPoints) != 1 || calls.DataPoints[0].Value != 1 {
 			t.Errorf("ratewise.client.calls: %+v, want one call", calls.DataPoints)
-		} else if v, _ := calls.DataPoints[0].Attributes.Value(attrOutcome); v.Emit() != "ok" {
-			t.Errorf("the call's outcome %q, want ok", v.Emit())
+		} else if v, _ := calls.DataPoints[0].Attributes.Value(attrOutcome); v.String() != "ok" {
+			t.Errorf("the call's outcome %q, want ok", v.String())
 		}
 		retries, _ := m["ratewise.client.call.retries"].(metricdata.Histogram[int64])
 		if len(retries.DataPoints) != 1 || retries.DataPoints[0].Sum != 2 {
@@ -263,12 +263,12 @@ func TestRefusedByTheBreaker(t *testing.T) {
 			t.Errorf("the refused call's span status %v, want Error", callSpan.Status())
 		}
 		reason, _ := attr(callSpan.Attributes(), attrGiveUp)
-		if reason.Emit() != "breaker_open" {
-			t.Errorf("give-up reason %q, want breaker_open", reason.Emit())
+		if reason.String() != "breaker_open" {
+			t.Errorf("give-up reason %q, want breaker_open", reason.String())
 		}
 		var refused bool
 		for _, e := range callSpan.Events() {
-			if by, _ := attr(e.Attributes, attrRefusedBy); e.Name == "ratewise.refused" && by.Emit() == "breaker" {
+			if by, _ := attr(e.Attributes, attrRefusedBy); e.Name == "ratewise.refused" && by.String() == "breaker" {
 				refused = true
 			}
 		}
@@ -279,8 +279,8 @@ func TestRefusedByTheBreaker(t *testing.T) {
 		transitions, _ := m["ratewise.client.breaker.transitions"].(metricdata.Sum[int64])
 		if len(transitions.DataPoints) != 1 || transitions.DataPoints[0].Value != 1 {
 			t.Errorf("breaker transitions %+v, want one, closed to open", transitions.DataPoints)
-		} else if to, _ := transitions.DataPoints[0].Attributes.Value(attrTo); to.Emit() != "open" {
-			t.Errorf("the transition went to %q, want open", to.Emit())
+		} else if to, _ := transitions.DataPoints[0].Attributes.Value(attrTo); to.String() != "open" {
+			t.Errorf("the transition went to %q, want open", to.String())
 		}
 		state, _ := m["ratewise.client.breaker.state"].(metricdata.Gauge[int64])
 		if len(state.DataPoints) != 1 || state.DataPoints[0].Value != 2 {
@@ -315,8 +315,8 @@ func TestNoSecretIsExported(t *testing.T) {
 		check := func(where string, attrs []attribute.KeyValue) {
 			for _, a := range attrs {
 				seen = append(seen, string(a.Key))
-				if strings.Contains(a.Value.Emit(), secret) {
-					t.Errorf("%s: %s = %q shows a secret", where, a.Key, a.Value.Emit())
+				if strings.Contains(a.Value.String(), secret) {
+					t.Errorf("%s: %s = %q shows a secret", where, a.Key, a.Value.String())
 				}
 			}
 		}

@@ -149,7 +149,8 @@ func (in *instruments) seen(key string) {
 func (in *instruments) observe(rw *ratewise.Transport) {
 	reg, err := in.meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		for _, b := range rw.BreakerStatuses() {
-			o.ObserveInt64(in.breaker, int64(breakerValue(b.State)), metric.WithAttributes(attrKey.String(b.Key)))
+			// BreakerState's values are the gauge's: 0 closed, 1 half-open, 2 open.
+			o.ObserveInt64(in.breaker, int64(b.State), metric.WithAttributes(attrKey.String(b.Key)))
 		}
 		in.mu.Lock()
 		keys := make([]string, 0, len(in.keys))
@@ -176,15 +177,4 @@ func (in *instruments) close() error {
 		return nil
 	}
 	return in.reg.Unregister()
-}
-
-// breakerValue is the gauge's value of a breaker state.
-func breakerValue(s ratewise.BreakerState) int {
-	switch s {
-	case ratewise.BreakerHalfOpen:
-		return 1
-	case ratewise.BreakerOpen:
-		return 2
-	}
-	return 0
 }

@@ -78,6 +78,19 @@ type tools struct {
 	defaults kanbanize.RetryOptions // with every default filled in
 	log      *slog.Logger
 	notify   notifyFunc // sends a progress notification
+	// calls, when set, ends when the server stops taking calls: the
+	// calls in flight then end too, each with what it read.
+	calls context.Context
+}
+
+// untilStopped is ctx, ended also when the server stops taking calls.
+func (t *tools) untilStopped(ctx context.Context) (context.Context, func()) {
+	if t.calls == nil {
+		return ctx, func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(t.calls, cancel)
+	return ctx, func() { stop(); cancel() }
 }
 
 // newServer returns the MCP server with its three tools.
@@ -161,6 +174,8 @@ func (t *tools) retrySchema() (*jsonschema.Schema, error) {
 }
 
 func (t *tools) readCard(ctx context.Context, _ *mcp.CallToolRequest, args readCardArgs) (*mcp.CallToolResult, *kanbanize.CardDetails, error) {
+	ctx, done := t.untilStopped(ctx)
+	defer done()
 	d, err := t.client.ReadCard(ctx, string(args.CardID))
 	if err != nil {
 		t.log.Info("read_card failed", "event", "tool_error", "tool", "read_card", "error", err)
@@ -170,6 +185,8 @@ func (t *tools) readCard(ctx context.Context, _ *mcp.CallToolRequest, args readC
 }
 
 func (t *tools) readCardWithRetry(ctx context.Context, req *mcp.CallToolRequest, args readCardWithRetryArgs) (*mcp.CallToolResult, *kanbanize.Envelope, error) {
+	ctx, done := t.untilStopped(ctx)
+	defer done()
 	opts := args.options(t.defaults)
 	if err := opts.Validate(); err != nil {
 		return nil, nil, err

@@ -34,13 +34,14 @@ import (
 // hour ("hour", "hourly", "h") the per-hour one, and any other entry is
 // left out. A limit written as a string of digits is read too.
 
-// LimitsRereadInterval is the least time between two reads of an
-// account's limits under PlanAuto. A refusal that a client paced under
+// LimitsRereadInterval is the time between two reads of an account's
+// limits under PlanAuto, at least. A refusal that a client paced under
 // the limits it read should not have met (a 429, or error code RL02)
-// says they may have changed: the next call then reads them again, once
-// this long has passed since the last read, and the client paces under
-// what it reads. A read every five minutes at most, while refusals last,
-// costs an account of 600 requests an hour 2% of them.
+// says they may have been lowered; and a raised limit says nothing. So
+// the first call this long after the last read reads them again, whether
+// or not a refusal came meanwhile, and the client paces under what it
+// reads. An idle client reads nothing; a busy one reads every five
+// minutes, which costs an account of 600 requests an hour 2% of them.
 const LimitsRereadInterval = 5 * time.Minute
 
 // limitsReadCap bounds the waits of one read of the limits: its retries
@@ -86,6 +87,9 @@ type autoLimits struct {
 	mu      sync.Mutex
 	reading chan struct{} // closed when the read in flight ends; nil when none; guarded by mu
 	readAt  time.Time     // when the last read ended; guarded by mu
+	// stale is when the last read goes stale (LimitsRereadInterval after
+	// it), in Unix nanoseconds: what a call checks without the lock.
+	stale atomic.Int64
 	limits  Limits        // what the last read that told them said; guarded by mu
 }
 
@@ -115,11 +119,11 @@ func (a *autoLimits) told() (Limits, bool) {
 
 // prepare readies a call of c: at the client's first call it reads the
 // limits (the calls beside it wait for that read, as long as ctx lets
-// them); after a refusal, once LimitsRereadInterval has passed since the
-// last read, it reads them again (the other calls go on meanwhile). It
-// returns ctx with the trace that counts the call's refusals, or ctx
-// as it is when the limits are never read again. Past the first call
-// and while nothing is refused, it costs two atomic loads and the trace.
+// them); once LimitsRereadInterval has passed since the last read, it
+// reads them again (the other calls go on meanwhile). It returns ctx with
+// the trace that counts the call's refusals, or ctx as it is when the
+// limits are never read again. Past the first call and between reads, it
+// costs three atomic loads, a clock read and the trace.
 func (a *autoLimits) prepare(ctx context.Context, c *Client) (context.Context, error) {
 	switch limitsState(a.state.Load()) {
 	case limitsOff:
@@ -132,7 +136,7 @@ func (a *autoLimits) prepare(ctx context.Context, c *Client) (context.Context, e
 			return ctx, nil
 		}
 	default:
-		if a.refusals.Load() > 0 {
+		if a.refusals.Load() > 0 || time.Now().UnixNano() >= a.stale.Load() {
 			a.reread(ctx, c)
 		}
 	}
@@ -182,6 +186,7 @@ func (a *autoLimits) adopt() bool {
 	}
 	a.limits = Limits{PerMinute: toldLimit(minute), PerHour: toldLimit(hour)}
 	a.readAt = time.Now()
+	a.stale.Store(a.readAt.Add(LimitsRereadInterval).UnixNano())
 	a.state.Store(int32(limitsTold))
 	return true
 }
@@ -251,9 +256,12 @@ func (a *autoLimits) settle(limits Limits, err error, answered int64, gaveUp boo
 		return limitsNote{}
 	}
 	a.readAt = time.Now()
+	a.stale.Store(a.readAt.Add(LimitsRereadInterval).UnixNano())
 	a.refusals.Add(-answered)
 	state := limitsState(a.state.Load())
-	if err == nil {
+	if err == nil && (state != limitsTold || limits != a.limits) {
+		// Unchanged limits are left as they are: told again, a scope
+		// would trust them anew over what the key learned below them.
 		err = a.install(limits, state == limitsTold)
 	}
 	switch {

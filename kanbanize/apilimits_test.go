@@ -291,6 +291,43 @@ func TestAutoPlanRereadsWhenRefusalsShowAChange(t *testing.T) {
 	})
 }
 
+// A limit raised on the account causes no refusal to say so: the first
+// call LimitsRereadInterval after the last read reads the limits again,
+// and the client paces under the raise. Within the interval, nothing is
+// read again.
+func TestAutoPlanNoticesARaisedLimit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var logs logBuffer
+		c, fake := newClient(t, kanbanizetest.Config{PerMinute: 30, PerHour: 600, Latency: time.Millisecond},
+			kanbanize.WithPlan(kanbanize.PlanAuto), kanbanize.WithLogger(logs.logger()))
+		if _, err := c.ReadCard(context.Background(), "100"); err != nil {
+			t.Fatal(err)
+		}
+		fake.SetLimits(60, 900) // the account moves to a larger plan
+		time.Sleep(kanbanize.LimitsRereadInterval - time.Second)
+		if _, err := c.ReadCard(context.Background(), "101"); err != nil {
+			t.Fatal(err)
+		}
+		if n := limitsReads(fake); n != 1 {
+			t.Fatalf("%d reads of the limits within %v of the first, want 1", n, kanbanize.LimitsRereadInterval)
+		}
+		time.Sleep(time.Second)
+		if _, err := c.ReadCard(context.Background(), "102"); err != nil {
+			t.Fatal(err)
+		}
+		if l, ok := c.Limits(); !ok || l != (kanbanize.Limits{PerMinute: 60, PerHour: 900}) || limitsReads(fake) != 2 {
+			t.Fatalf("Limits() = %+v, %v after %d reads; want the raised 60 and 900 after 2", l, ok, limitsReads(fake))
+		}
+		if minute, _ := autoScope(c.Transport(), "per minute"); minute.Burst != 60 {
+			t.Errorf("the per-minute scope's Burst = %d, want 60", minute.Burst)
+		}
+		want := `level=INFO msg="the account's API limits changed" event=api_limits outcome=changed per_minute=60 per_hour=900`
+		if got := logs.matching("outcome=changed"); len(got) != 1 || got[0] != want {
+			t.Errorf("log lines of the change = %q, want\n%s", got, want)
+		}
+	})
+}
+
 // kanbanize-rate-limit-plan.md §1: clients sharing a transport read the
 // limits once per key: a second client of the key takes the scopes the
 // first one added, and a client of another key reads its own.

@@ -89,8 +89,8 @@ type autoLimits struct {
 	readAt  time.Time     // when the last read ended; guarded by mu
 	// stale is when the last read goes stale (LimitsRereadInterval after
 	// it), in Unix nanoseconds: what a call checks without the lock.
-	stale atomic.Int64
-	limits  Limits        // what the last read that told them said; guarded by mu
+	stale  atomic.Int64
+	limits Limits // what the last read that told them said; guarded by mu
 }
 
 func newAutoLimits(apiKey string, rw *ratewise.Transport) *autoLimits {

@@ -221,6 +221,30 @@ func addScopes(rw *ratewise.Transport, scopes []ratewise.Limit) error {
 	return nil
 }
 
+// LimitStatus says what holds the client's calls back now, keyed by the
+// API's host: the scopes of its plan and its breaker, kept per API key
+// (the plan told by WithPlan, or read from the API under PlanAuto), and
+// the transport's own scopes and pause, kept per host (the pace learned
+// from the API's refusals among them). The API key shows only as the
+// hash its state is kept under.
+func (c *Client) LimitStatus() ratewise.LimitStatus {
+	host := ""
+	if u, err := url.Parse(c.base); err == nil {
+		host = u.Host
+	}
+	st := c.rw.LimitStatus(host)
+	keyed := c.rw.LimitStatus(ratewise.ByHeader("apikey")(&http.Request{Header: http.Header{apiKeyHeader: {c.apiKey}}}))
+	for i, s := range st.Scopes {
+		// A plan's scope (limitScopes): its state is the key's. A scope
+		// added between the two looks keeps the host's.
+		if strings.HasPrefix(s.Name, "kanbanize ") && i < len(keyed.Scopes) && keyed.Scopes[i].Name == s.Name {
+			st.Scopes[i] = keyed.Scopes[i]
+		}
+	}
+	st.Breaker = keyed.Breaker // the client's breaker is per API key
+	return st
+}
+
 // Transport returns the ratewise transport the client calls through: the
 // one it built, or the one WithHTTPClient brought. Ask it what it is doing
 // (Stats, LimitStatus, BreakerStatuses) or turn it down at run time

@@ -460,3 +460,31 @@ func TestRetryOptionsWithDefaults(t *testing.T) {
 		t.Errorf("WithDefaults = %+v, want %+v", got, want)
 	}
 }
+
+// LimitStatus shows the plan's scopes by the API key's hash, never the
+// key, and the learned scope, pause and breaker by the host.
+func TestClientLimitStatus(t *testing.T) {
+	c, _ := newClient(t, kanbanizetest.Config{}, kanbanize.WithPlan(kanbanize.PlanStandard))
+	if _, err := c.ReadCard(context.Background(), "100"); err != nil {
+		t.Fatal(err)
+	}
+	st := c.LimitStatus()
+	b, _ := json.Marshal(st)
+	if strings.Contains(string(b), kanbanizetest.DefaultAPIKey) {
+		t.Errorf("LimitStatus shows the API key: %s", b)
+	}
+	names := map[string]ratewise.ScopeStatus{}
+	for _, s := range st.Scopes {
+		names[s.Name] = s
+	}
+	minute, ok := names["kanbanize standard per minute"]
+	if !ok || !strings.HasPrefix(minute.Key, "apikey:") || minute.Burst != 30 || minute.Tokens >= 28 {
+		t.Errorf("the plan's per-minute scope: %+v, want it keyed by the key's hash, 30 a minute, three tokens spent", minute)
+	}
+	if learned, ok := names[ratewise.LearnedScope]; !ok || learned.Key != st.Key || st.Key == "" {
+		t.Errorf("the learned scope: %+v under %q, want it by the host", learned, st.Key)
+	}
+	if st.Breaker == nil || st.Breaker.Key != minute.Key {
+		t.Errorf("the breaker: %+v, want the API key's", st.Breaker)
+	}
+}

@@ -160,7 +160,14 @@ func TestHTTPSessionsShareOnePace(t *testing.T) {
 	if took > ideal*110/100 {
 		t.Errorf("%v, past 1.10 × the ideal %v", took, ideal)
 	}
-	wantNoSecret(t, srv.logs.String())
+	res, err := css[0].CallTool(ctx, &mcp.CallToolParams{Name: "get_throttle_stats", Arguments: map[string]any{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stats := text(res); !strings.Contains(stats, `"name":"kanbanize standard per minute"`) || !strings.Contains(stats, `"key":"apikey:`) || !strings.Contains(stats, `"name":"learned"`) {
+		t.Errorf("get_throttle_stats = %s, want the plan's scopes by the key's hash and the learned one", stats)
+	}
+	wantNoSecret(t, srv.logs.String()+text(res))
 }
 
 // A request without the bearer token gets 401 before anything reads it,

@@ -118,11 +118,12 @@ const (
 },
 ` + cardDefs + `}`
 
-	// throttleStatsOutput is get_throttle_stats's result: ratewise.Stats
-	// and the transport's ratewise.BreakerStatus values.
+	// throttleStatsOutput is get_throttle_stats's result: ratewise.Stats,
+	// the transport's ratewise.BreakerStatus values and the account's
+	// ratewise.LimitStatus.
 	throttleStatsOutput = `{
 "type": "object",
-"required": ["stats", "breakers"],
+"required": ["stats", "breakers", "limits"],
 "additionalProperties": false,
 "properties": {
   "stats": {"type": "object",
@@ -159,7 +160,23 @@ const (
         "reset_in_seconds": {"type": "number", "minimum": 0},
         "opened_at": {"type": "string"},
         "cause": {"type": "object"}
-      }}}
+      }}},
+  "limits": {"type": "object", "description": "what holds calls back now, keyed by the API's host",
+    "required": ["key", "paused_for_seconds"],
+    "properties": {
+      "key": {"type": "string"},
+      "paused_for_seconds": {"type": "number", "minimum": 0, "description": "what is left of a pause the API asked for"},
+      "scopes": {"type": "array", "description": "the plan's limits, per API key (its hash), and the pace learned from refusals",
+        "items": {"type": "object", "required": ["name", "key", "tokens", "rate_per_second", "burst"],
+          "properties": {
+            "name": {"type": "string"}, "key": {"type": "string"},
+            "tokens": {"type": "number"}, "rate_per_second": {"type": "number", "minimum": 0},
+            "burst": {"type": "integer", "minimum": 0},
+            "adaptive": {"type": "boolean"}, "learned_rate_per_second": {"type": "number", "minimum": 0},
+            "windowed": {"type": "boolean"}, "counted": {"type": "boolean"}
+          }}},
+      "breaker": {"type": "object"}
+    }}
 }
 }`
 )

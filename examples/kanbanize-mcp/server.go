@@ -20,7 +20,9 @@ const (
 	readCardWithRetryDescription = "Fetches a card and its comments and subtasks using exponential full-jitter backoff " +
 		"that honours Retry-After. Returns an envelope with attempts, wait time and partial errors."
 	throttleStatsDescription = "Reports what the server's rate-limit-aware client has done since it started: requests, " +
-		"attempts, retries, 429s, waits by kind, calls given up by reason, the last error, and each API key's circuit breaker."
+		"attempts, retries, 429s, waits by kind, calls given up by reason, the last error, and each API key's circuit breaker; " +
+		"and what holds calls back now: the plan's limits (told, or read from the API) and their tokens, the pace learned " +
+		"from refusals, a pause the API asked for, and the breaker with its cause."
 )
 
 // readCardArgs are read_card's arguments.
@@ -137,6 +139,10 @@ func (t *tools) server() (*mcp.Server, error) {
 type throttleStats struct {
 	Stats    ratewise.Stats           `json:"stats"`
 	Breakers []ratewise.BreakerStatus `json:"breakers"`
+	// Limits is what holds the account's calls back now: the plan's
+	// limits (told, or read from the API under auto), the pace learned
+	// from refusals, a pause and the breaker, with their state.
+	Limits ratewise.LimitStatus `json:"limits"`
 }
 
 func (t *tools) throttleStats(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, throttleStats, error) {
@@ -145,7 +151,7 @@ func (t *tools) throttleStats(context.Context, *mcp.CallToolRequest, struct{}) (
 	if breakers == nil {
 		breakers = []ratewise.BreakerStatus{}
 	}
-	return nil, throttleStats{Stats: rw.Stats(), Breakers: breakers}, nil
+	return nil, throttleStats{Stats: rw.Stats(), Breakers: breakers, Limits: t.client.LimitStatus()}, nil
 }
 
 // retrySchema is the inferred schema of read_card_with_retry's arguments,

@@ -488,3 +488,32 @@ func TestClientLimitStatus(t *testing.T) {
 		t.Errorf("the breaker: %+v, want the API key's", st.Breaker)
 	}
 }
+
+// The envelope says why a read waited: for the account's pace, or after
+// refusals. A read refused waits after its refusals; reads past the
+// plan's minute quota wait for their turn; and the two, summed over the
+// three reads, cover at least the time the read waited.
+func TestEnvelopeSaysWhyTheReadWaited(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, _ := newClient(t, kanbanizetest.Config{Scripts: scripts(kanbanizetest.EndpointComments, kanbanizetest.Fault429)},
+			kanbanize.WithPlan(kanbanize.PlanStandard))
+		opts := kanbanize.RetryOptions{InitialDelayMs: 100, MaxDelayMs: 1000}
+		var paced bool
+		for id := 101; id < 113; id++ { // 36 requests: past the 30 of a minute
+			env, err := c.ReadCardWithRetry(context.Background(), kanbanize.ID(id).String(), opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if id == 101 && (env.RefusalWaitSeconds <= 0 || env.RateLimitHits != 1) {
+				t.Errorf("card 101, its comments refused once: refusal_wait_seconds %v, rate_limit_hits %d", env.RefusalWaitSeconds, env.RateLimitHits)
+			}
+			if env.PaceWaitSeconds+env.RefusalWaitSeconds < env.WaitSeconds-1e-9 {
+				t.Errorf("card %d: pace %vs and refusals %vs, under the %vs it waited", id, env.PaceWaitSeconds, env.RefusalWaitSeconds, env.WaitSeconds)
+			}
+			paced = paced || env.PaceWaitSeconds > 0
+		}
+		if !paced {
+			t.Error("no read past the minute's quota waited for the pace")
+		}
+	})
+}

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ratewise/ratewise"
@@ -171,9 +172,17 @@ type Envelope struct {
 	Attempts map[string]int `json:"attempts"`
 	// WaitSeconds is the time during which the read waited: waits of the
 	// comments and subtasks side by side count once.
-	WaitSeconds   float64         `json:"wait_seconds"`
-	RateLimitHits int             `json:"rate_limit_hits"`
-	Completed     map[string]bool `json:"completed"`
+	WaitSeconds float64 `json:"wait_seconds"`
+	// PaceWaitSeconds is the time the reads waited for their turn in the
+	// account's pace (the plan's limits, or the pace learned from the
+	// API), and RefusalWaitSeconds the time they waited because the API
+	// refused (backoffs, a pause it asked for, the breaker): why the read
+	// waited. Each is summed over the three reads, so that waits side by
+	// side count twice, unlike in WaitSeconds; absent when zero.
+	PaceWaitSeconds    float64         `json:"pace_wait_seconds,omitempty"`
+	RefusalWaitSeconds float64         `json:"refusal_wait_seconds,omitempty"`
+	RateLimitHits      int             `json:"rate_limit_hits"`
+	Completed          map[string]bool `json:"completed"`
 	// PartialError says why each endpoint that failed did; absent when
 	// every endpoint completed.
 	PartialError map[string]string `json:"partial_error,omitempty"`
@@ -214,6 +223,15 @@ func (c *Client) ReadCardWithRetry(ctx context.Context, card string, opts RetryO
 	}
 	o := opts.WithDefaults()
 	ctx = ratewise.WithRetryPolicy(ctx, o.RetryPolicy())
+	var paceWaited, refusalWaited atomic.Int64 // nanoseconds, the three reads together
+	ctx = ratewise.WithCallTrace(ctx, &ratewise.Trace{WaitEnded: func(w ratewise.WaitEndInfo) {
+		switch w.Kind {
+		case ratewise.WaitPacing, ratewise.WaitConcurrency:
+			paceWaited.Add(int64(w.Waited))
+		default:
+			refusalWaited.Add(int64(w.Waited))
+		}
+	}})
 	if o.Progress != nil {
 		var mu sync.Mutex // the comments and subtasks wait side by side
 		ctx = ratewise.WithCallTrace(ctx, &ratewise.Trace{WaitStarted: func(w ratewise.WaitInfo) {
@@ -257,6 +275,8 @@ func (c *Client) ReadCardWithRetry(ctx context.Context, card string, opts RetryO
 		}
 	}
 	env.WaitSeconds = res.BudgetSpent.Seconds()
+	env.PaceWaitSeconds = time.Duration(paceWaited.Load()).Seconds()
+	env.RefusalWaitSeconds = time.Duration(refusalWaited.Load()).Seconds()
 	env.RateLimitHits = res.RateLimitHits()
 	env.Data.Title, env.Data.Card = cardData.Title, &cardData
 	if env.Completed[EndpointComments] && comments != nil {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/ratewise/ratewise/internal/redistest"
 	"github.com/ratewise/ratewise/kanbanize"
 	"github.com/ratewise/ratewise/kanbanize/kanbanizetest"
 )
@@ -168,6 +169,41 @@ func TestHTTPSessionsShareOnePace(t *testing.T) {
 		t.Errorf("get_throttle_stats = %s, want the plan's scopes by the key's hash and the learned one", stats)
 	}
 	wantNoSecret(t, srv.logs.String()+text(res))
+}
+
+// Two replicas of the server, each with its own agent, share the
+// account's pace through one Redis (KANBANIZE_REDIS_URL): as one client,
+// the fake API refuses at most one request and gets at most 5% more than
+// the calls need. Real time: about six seconds.
+func TestHTTPReplicasShareOnePaceThroughRedis(t *testing.T) {
+	const scale, cards = 20, 30
+	fake := kanbanizetest.New(kanbanizetest.Config{APIKey: secretKey, PerMinute: 30, PerHour: 600, TimeScale: scale, PerAccount: true})
+	defer fake.Close()
+	redis := redistest.Start(t)
+	env := []string{"KANBANIZE_BASE_URL=" + fake.Start(), "KANBANIZE_API_KEY=" + secretKey, "KANBANIZE_PLAN=standard",
+		"KANBANIZE_TIME_SCALE=" + strconv.Itoa(scale), "KANBANIZE_MCP_RATE=1000", "KANBANIZE_MCP_BURST=1000",
+		"KANBANIZE_REDIS_URL=redis://" + redis.Addr + "/0"}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	css := []*mcp.ClientSession{startHTTP(t, env...).connect(t, ctx, ""), startHTTP(t, env...).connect(t, ctx, "")}
+	var wg sync.WaitGroup
+	for i := range cards {
+		cs := css[i%len(css)]
+		wg.Go(func() {
+			if env, err := readCard(ctx, cs, 101+i%10); err != nil || len(env.PartialError) > 0 {
+				t.Errorf("card %d: %v %v", 101+i%10, err, env.PartialError)
+			}
+		})
+	}
+	wg.Wait()
+	st := fake.Stats()
+	t.Logf("%d cards by 2 replicas: the fake API got %d requests, refused %d", cards, st.Requests, st.Limited)
+	if st.Limited > 1 {
+		t.Errorf("the fake API refused %d requests, want at most 1: the replicas share one pace", st.Limited)
+	}
+	if most := cards * 3 * 105 / 100; st.Requests > most {
+		t.Errorf("the fake API got %d requests for %d, want at most %d", st.Requests, cards*3, most)
+	}
 }
 
 // A request without the bearer token gets 401 before anything reads it,

@@ -41,7 +41,7 @@ func tokenBucket(t *testing.T, s *Store) {
 		}
 	}
 	w, err := s.Take(ctx, "k", 1, 10, 2, 0)
-	if err != nil || w <= 50*time.Millisecond || w > 100*time.Millisecond {
+	if err != nil || w <= 0 || w > 100*time.Millisecond {
 		t.Fatalf("third take: wait %v, %v; want up to the 100ms of one token at 10/s", w, err)
 	}
 	// A refused take takes nothing: the wait shrinks, it does not grow.
@@ -186,7 +186,7 @@ func TestOutageFallsBackOrFailsClosed(t *testing.T) {
 	for range 20 { // within Recheck: Redis is not asked, no timeout is waited
 		_, _ = fallback.Take(ctx, "k", 1, 100, 10, 0)
 	}
-	if took := time.Since(start); took > 50*time.Millisecond {
+	if took := time.Since(start); took > time.Second { // waiting for Redis, they would take 20 timeouts, 4s
 		t.Errorf("20 takes during an outage took %v: each waited for Redis", took)
 	}
 	if _, err := closed.Take(ctx, "k", 1, 100, 10, 0); !errors.Is(err, ratewise.ErrStoreUnavailable) {
@@ -348,7 +348,7 @@ func TestTimeoutBoundsACallToAStuckRedis(t *testing.T) {
 			client := goredis.NewClient(&goredis.Options{Addr: srv.Addr, ContextTimeoutEnabled: honours})
 			defer client.Close()
 			s := New(client, Options{Timeout: 100 * time.Millisecond, Recheck: time.Minute})
-			caller := New(client, Options{Timeout: 100 * time.Millisecond})
+			caller := New(client, Options{Timeout: 5 * time.Second}) // far past the caller's context below
 			ctx := context.Background()
 			if _, err := s.Take(ctx, "k", 1, 10, 1, 0); err != nil {
 				t.Fatal(err)
@@ -367,7 +367,7 @@ func TestTimeoutBoundsACallToAStuckRedis(t *testing.T) {
 			cctx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
 			defer cancel()
 			start = time.Now()
-			if _, err := caller.PausedUntil(cctx, "k"); !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 80*time.Millisecond {
+			if _, err := caller.PausedUntil(cctx, "k"); !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 2*time.Second {
 				t.Errorf("PausedUntil with a 20ms context: %v after %v; want the context's end", err, time.Since(start))
 			}
 		})
@@ -403,7 +403,7 @@ func TestCallPastTimeoutIsAnOutageThoughTheCallerGaveUp(t *testing.T) {
 		t.Fatalf("outages %d, available %v; want a call of 150ms past a 50ms Timeout counted", s.Outages(), s.Available())
 	}
 	start := time.Now()
-	if _, err := s.PausedUntil(context.Background(), "k"); err == nil || time.Since(start) > 10*time.Millisecond {
+	if _, err := s.PausedUntil(context.Background(), "k"); err == nil || time.Since(start) > 100*time.Millisecond { // asked, it would take the hook's 150ms
 		t.Errorf("the next call: %v after %v; want it skipped until Recheck", err, time.Since(start))
 	}
 }

@@ -147,6 +147,19 @@ func WithCallTrace(ctx context.Context, t *Trace) context.Context {
 	return withOptions(ctx, func(o *callOptions) { o.trace = composeTraces(o.trace, t) })
 }
 
+// WithoutCallTrace returns ctx without the traces given to it with
+// [WithCallTrace]: its calls report to none of them (the transport's
+// own, from [WithTrace], still hear them). Use it where a call's base
+// transport makes calls of its own with the attempt's context, a nested
+// client, so that the outer call's hooks do not hear the inner calls as
+// its own.
+func WithoutCallTrace(ctx context.Context) context.Context {
+	if o := optionsFrom(ctx); o == nil || o.trace == nil {
+		return ctx
+	}
+	return withOptions(ctx, func(o *callOptions) { o.trace = nil })
+}
+
 // WithEndpoint returns a context whose calls carry the label name, such as
 // "card" or "comments", in their trace events.
 func WithEndpoint(ctx context.Context, name string) context.Context {

@@ -68,3 +68,23 @@ func TestTraceWaitKinds(t *testing.T) {
 		}
 	}
 }
+
+// A call made with WithoutCallTrace reports to none of the traces its
+// context was given: a base transport's own calls are not the outer
+// call's. Other traces given after it are heard.
+func TestWithoutCallTrace(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tr := New(newScript(answer(200), answer(200)).mock())
+		var outer, inner int
+		ctx := WithCallTrace(context.Background(), &Trace{CallEnded: func(CallEndInfo) { outer++ }})
+		if status, err := callOnce(t, tr, WithCallTrace(WithoutCallTrace(ctx), &Trace{CallEnded: func(CallEndInfo) { inner++ }})); status != 200 {
+			t.Fatalf("call = %d, %v", status, err)
+		}
+		if outer != 0 || inner != 1 {
+			t.Errorf("the outer trace heard %d calls, the inner one %d; want 0 and 1", outer, inner)
+		}
+		if got := WithoutCallTrace(context.Background()); got != context.Background() {
+			t.Error("WithoutCallTrace of a context with no trace made a new one")
+		}
+	})
+}

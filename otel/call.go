@@ -54,13 +54,13 @@ type call struct {
 	span     trace.Span
 	req      *http.Request // for redacting errors
 	attempts atomic.Int32  // attempts sent so far
-	hint     time.Duration // the last attempt's wait hint; the call's goroutine only
+	hint     atomic.Int64  // the last attempt's wait hint, in nanoseconds
 }
 
 // trace is the call's hooks into ratewise: each writes to the call span.
 func (c *call) trace() *ratewise.Trace {
 	return &ratewise.Trace{
-		ResponseClassified: func(i ratewise.ResponseInfo) { c.hint = i.Hint },
+		ResponseClassified: func(i ratewise.ResponseInfo) { c.hint.Store(int64(i.Hint)) },
 		RetryScheduled:     c.retryScheduled,
 		WaitEnded:          c.waitEnded,
 		CallEnded:          c.ended,
@@ -80,8 +80,8 @@ func (c *call) waitEnded(i ratewise.WaitEndInfo) {
 	if i.Planned > 0 {
 		attrs = append(attrs, attrWaitPlanned.Float64(i.Planned.Seconds()))
 	}
-	if i.Kind == ratewise.WaitBackoff && c.hint > 0 {
-		attrs = append(attrs, attrWaitHint.Float64(c.hint.Seconds()))
+	if hint := time.Duration(c.hint.Load()); i.Kind == ratewise.WaitBackoff && hint > 0 {
+		attrs = append(attrs, attrWaitHint.Float64(hint.Seconds()))
 	}
 	if i.Endpoint != "" {
 		attrs = append(attrs, attrEndpoint.String(i.Endpoint))

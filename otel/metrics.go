@@ -19,9 +19,12 @@ import (
 // key attribute, ratewise.key, is what ratewise keys its state by (a
 // host, or a name the user chose), never a URL.
 
-// MaxKeys bounds the keys the gauges report: the first keys seen, in
-// order; the counters and histograms take every key, as ratewise's own
-// Stats do.
+// MaxKeys bounds the keys each gauge reports: the learned rates of the
+// first keys seen, and the first breakers ratewise lists. The counters
+// and histograms take every key, as ratewise's own Stats do. A
+// collection reads each of those keys' status (Transport.LimitStatus,
+// BreakerStatuses): with a Store, that asks the store, a round trip per
+// shared scope, pause and breaker of each key.
 const MaxKeys = 256
 
 // instruments are a transport's metrics.
@@ -148,7 +151,8 @@ func (in *instruments) seen(key string) {
 // each collection.
 func (in *instruments) observe(rw *ratewise.Transport) {
 	reg, err := in.meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
-		for _, b := range rw.BreakerStatuses() {
+		breakers := rw.BreakerStatuses()
+		for _, b := range breakers[:min(len(breakers), MaxKeys)] {
 			// BreakerState's values are the gauge's: 0 closed, 1 half-open, 2 open.
 			o.ObserveInt64(in.breaker, int64(b.State), metric.WithAttributes(attrKey.String(b.Key)))
 		}

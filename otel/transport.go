@@ -3,6 +3,7 @@ package otel
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -73,18 +74,19 @@ func New(base http.RoundTripper, cfg Config, opts ...ratewise.Option) *Transport
 	}
 	t := &Transport{tracer: tp.Tracer(ScopeName), m: newInstruments(mp.Meter(ScopeName))}
 	if _, noop := tp.(tracenoop.TracerProvider); noop {
-		t.tracer = nil // no span, nothing to propagate
+		t.tracer = nil // no span of its own; a caller's trace context still goes on
 	}
-	if !cfg.NoAttemptSpans && t.tracer != nil {
+	// A meter provider that records nothing (a no-op one) gets no hooks,
+	// so that ratewise builds nothing for them.
+	metered := cfg.MeterProvider == nil || t.m.enabled()
+	if !cfg.NoAttemptSpans {
 		base = &attemptTransport{base: base, tracer: t.tracer, prop: prop, m: t.m}
 	}
-	if cfg.MeterProvider != nil && !t.m.enabled() {
-		// A meter provider that records nothing (a no-op one): no hooks,
-		// so that ratewise builds nothing for them.
+	if !metered {
 		t.rw = ratewise.New(base, opts...)
 		return t
 	}
-	t.rw = ratewise.New(base, append(opts, ratewise.WithTrace(t.m.trace()))...)
+	t.rw = ratewise.New(base, slices.Concat(opts, []ratewise.Option{ratewise.WithTrace(t.m.trace())})...)
 	t.m.observe(t.rw)
 	return t
 }
@@ -109,7 +111,7 @@ func (t *Transport) Close() error { return t.m.close() }
 // up.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if t.tracer == nil {
-		return t.rw.RoundTrip(req)
+		return t.rw.RoundTrip(req) // the attempts carry the caller's trace context, if any
 	}
 	ctx := req.Context()
 	method := methodAttrs(req.Method)
@@ -161,28 +163,47 @@ type attemptTransport struct {
 // the one http.client.request.duration records.
 func (a *attemptTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
+	if a.tracer == nil && !a.m.duration.Enabled(ctx) {
+		// Nothing to record: only the caller's trace context, if any, to
+		// carry on.
+		if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+			req = req.Clone(ctx)
+			a.prop.Inject(ctx, propagation.HeaderCarrier(req.Header))
+		}
+		return a.base.RoundTrip(req)
+	}
 	method := methodAttrs(req.Method)
 	resend := 0
 	if c, _ := ctx.Value(callKey{}).(*call); c != nil {
 		resend = int(c.attempts.Add(1)) - 1
 	}
 	start := time.Now()
-	ctx, span := a.tracer.Start(ctx, spanName(method, urlTemplate(ctx)), trace.WithSpanKind(trace.SpanKindClient), trace.WithTimestamp(start))
-	recording, measured := span.IsRecording(), a.m.duration.Enabled(ctx)
+	span := trace.SpanFromContext(ctx) // the caller's, when there is no tracer: it still goes on
+	if a.tracer != nil {
+		ctx, span = a.tracer.Start(ctx, spanName(method, urlTemplate(ctx)), trace.WithSpanKind(trace.SpanKindClient), trace.WithTimestamp(start))
+	}
+	recording, measured := a.tracer != nil && span.IsRecording(), a.m.duration.Enabled(ctx)
 	if recording {
 		span.SetAttributes(requestAttrs(req, method)...)
 		if resend > 0 {
 			span.SetAttributes(semconv.HTTPRequestResendCount(resend))
 		}
 	}
+	// What the base sends of its own with this context (a nested client)
+	// is not this call's: neither its attempts nor its hooks.
+	ctx = ratewise.WithoutCallTrace(context.WithValue(ctx, callKey{}, (*call)(nil)))
 	if span.SpanContext().IsValid() {
 		req = req.Clone(ctx)
 		a.prop.Inject(ctx, propagation.HeaderCarrier(req.Header))
+	} else {
+		req = req.WithContext(ctx)
 	}
 	resp, err := a.base.RoundTrip(req)
 	end := time.Now()
 	if !recording && !measured {
-		span.End(trace.WithTimestamp(end))
+		if a.tracer != nil {
+			span.End(trace.WithTimestamp(end))
+		}
 		return resp, err
 	}
 
@@ -197,11 +218,17 @@ func (a *attemptTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		ends = append(ends, semconv.HTTPResponseStatusCode(resp.StatusCode), protocolVersion(resp))
 		if resp.StatusCode >= 400 {
 			ends = append(ends, semconv.ErrorTypeKey.String(strconv.Itoa(resp.StatusCode)))
-			span.SetStatus(codes.Error, "")
+			if recording {
+				span.SetStatus(codes.Error, "")
+			}
 		}
 	}
-	span.SetAttributes(ends...)
-	span.End(trace.WithTimestamp(end))
+	if recording {
+		span.SetAttributes(ends...)
+	}
+	if a.tracer != nil {
+		span.End(trace.WithTimestamp(end))
+	}
 	if measured {
 		a.m.attempt(ctx, end.Sub(start), req, method, ends)
 	}

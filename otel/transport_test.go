@@ -395,3 +395,71 @@ func TestNoopProvidersAddNothing(t *testing.T) {
 		t.Errorf("a no-op tracer provider: tracing %v, traceparent %q; want neither", tr.tracer != nil, base.parents[0])
 	}
 }
+
+// With a no-op tracer and a recording meter, the attempts are still
+// measured; and a caller's trace context still goes on in the attempts'
+// headers.
+func TestMetricsWithoutTracing(t *testing.T) {
+	base := &scripted{answers: []func(*http.Request) (*http.Response, error){status(200)}}
+	r := newRecorded(nil, Config{})
+	tr := New(base, Config{TracerProvider: tracenoop.NewTracerProvider(), MeterProvider: r.mp, Propagator: propagation.TraceContext{}})
+	parent, span := r.tp.Tracer("caller").Start(context.Background(), "caller")
+	defer span.End()
+	req, _ := http.NewRequestWithContext(parent, http.MethodGet, "http://api.example.com/items", nil)
+	resp, err := (&http.Client{Transport: tr}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	dur, _ := r.metrics(t)["http.client.request.duration"].(metricdata.Histogram[float64])
+	if len(dur.DataPoints) != 1 || dur.DataPoints[0].Count != 1 {
+		t.Errorf("http.client.request.duration: %+v, want the attempt", dur.DataPoints)
+	}
+	sc := span.SpanContext()
+	if want := "00-" + sc.TraceID().String() + "-" + sc.SpanID().String() + "-01"; base.parents[0] != want {
+		t.Errorf("the attempt carried traceparent %q, want the caller's %q", base.parents[0], want)
+	}
+}
+
+// A base transport that makes calls of its own through another ratewise
+// transport, with the attempt's context: those calls are not the outer
+// call's. Its span keeps its own attempts, waits and outcome.
+func TestNestedCallsAreNotTheOuterCall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		inner := ratewise.New(&scripted{answers: []func(*http.Request) (*http.Response, error){status(429), status(429), status(200)}},
+			ratewise.WithRetry(ratewise.RetryPolicy{InitialDelay: 100 * time.Millisecond, MaxDelay: 500 * time.Millisecond}))
+		nesting := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			var wg sync.WaitGroup
+			for range 2 { // two calls of its own, side by side
+				wg.Go(func() {
+					sub, _ := http.NewRequestWithContext(req.Context(), http.MethodGet, "http://other.example.com/token", nil)
+					if resp, err := inner.RoundTrip(sub); err == nil {
+						resp.Body.Close()
+					}
+				})
+			}
+			wg.Wait()
+			return status(200)(req)
+		})
+		r := newRecorded(nesting, Config{})
+		resp, err := (&http.Client{Transport: r.tr}).Get("http://api.example.com/items")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		var callSpan sdktrace.ReadOnlySpan
+		for _, s := range r.spans.Ended() {
+			if s.SpanKind() == trace.SpanKindInternal {
+				callSpan = s
+			}
+		}
+		attempts, _ := attr(callSpan.Attributes(), attrAttempts)
+		if attempts.AsInt64() != 1 || len(callSpan.Events()) != 0 || callSpan.Status().Code != codes.Unset {
+			t.Errorf("the outer call span: %v attempts, %d events, status %v; want 1, none, unset", attempts.AsInt64(), len(callSpan.Events()), callSpan.Status())
+		}
+	})
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }

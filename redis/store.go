@@ -197,13 +197,14 @@ func call[T any](s *Store, ctx context.Context, f func(context.Context) (T, erro
 		return zero, err
 	}
 	rechecking, err := s.skip(ctx)
+	answered := true // but for a recheck the caller gave up
 	switch {
 	case err != nil && ctx.Err() != nil:
 		return zero, ctx.Err()
 	case err != nil:
 		return zero, s.fail(err)
 	case rechecking:
-		defer s.rechecked()
+		defer s.rechecked(&answered)
 	}
 	start := time.Now()
 	callCtx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
@@ -214,6 +215,7 @@ func call[T any](s *Store, ctx context.Context, f func(context.Context) (T, erro
 		s.noteUp()
 		return v, nil
 	case ctx.Err() != nil && time.Since(start) < s.opts.Timeout:
+		answered = false
 		return zero, ctx.Err() // the caller's own context ended first: Redis is not to blame
 	}
 	s.noteDown(err)
@@ -254,43 +256,56 @@ func runBounded[T any](s *Store, ctx context.Context, f func(context.Context) (T
 // When it has, the call asks Redis (rechecking is true) and others that
 // come meanwhile wait for its answer, as long as a call may take, rather
 // than go on by their local state beside it: the first calls after Redis
-// is back then take the fleet's state, not each replica's own.
+// is back then take the fleet's state, not each process's own. An asking
+// call that ends with no answer (its caller went away) leaves the
+// recheck due, and one of those waiting asks in its place.
 func (s *Store) skip(ctx context.Context) (rechecking bool, err error) {
-	s.mu.Lock()
-	if !s.down {
-		s.mu.Unlock()
-		return false, nil
-	}
-	if asking := s.recheck; asking != nil {
-		s.mu.Unlock()
-		timer := time.NewTimer(s.opts.Timeout)
-		defer timer.Stop()
-		select {
-		case <-asking:
-		case <-timer.C:
-			return false, errSkipped
-		case <-ctx.Done():
-			return false, ctx.Err()
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
 		}
-		if !s.Available() {
+	}()
+	for {
+		s.mu.Lock()
+		if !s.down {
+			s.mu.Unlock()
+			return false, nil
+		}
+		if asking := s.recheck; asking != nil {
+			s.mu.Unlock()
+			if timer == nil {
+				timer = time.NewTimer(s.opts.Timeout) // the whole wait, however many askers
+			}
+			select {
+			case <-asking:
+				continue
+			case <-timer.C:
+				return false, errSkipped
+			case <-ctx.Done():
+				return false, ctx.Err()
+			}
+		}
+		now := time.Now()
+		if now.Before(s.recheckAt) {
+			s.mu.Unlock()
 			return false, errSkipped
 		}
-		return false, nil
+		s.recheckAt = now.Add(s.opts.Recheck) // this call asks; the others wait for it
+		s.recheck = make(chan struct{})
+		s.mu.Unlock()
+		return true, nil
 	}
-	defer s.mu.Unlock()
-	now := time.Now()
-	if now.Before(s.recheckAt) {
-		return false, errSkipped
-	}
-	s.recheckAt = now.Add(s.opts.Recheck) // this call asks; the others wait for it
-	s.recheck = make(chan struct{})
-	return true, nil
 }
 
 // rechecked ends the call that asked Redis whether an outage is over:
-// those waiting for its answer go on.
-func (s *Store) rechecked() {
+// those waiting for its answer go on. answered is false when the call
+// ended with no answer: the recheck is due again at once.
+func (s *Store) rechecked(answered *bool) {
 	s.mu.Lock()
+	if !*answered {
+		s.recheckAt = time.Time{}
+	}
 	close(s.recheck)
 	s.recheck = nil
 	s.mu.Unlock()

@@ -244,6 +244,41 @@ func TestCallsDuringARecheckWaitForItsAnswer(t *testing.T) {
 	}
 }
 
+// A call that asks Redis whether an outage is over, and whose caller
+// goes away before the answer, leaves the question open: a call waiting
+// for its answer asks in its place, and takes from Redis once it answers.
+// Real time, as above.
+func TestARecheckWithNoAnswerIsAskedAgain(t *testing.T) {
+	srv := redistest.Start(t)
+	s, _ := newStore(t, srv, Options{Recheck: 50 * time.Millisecond, Timeout: 2 * time.Second})
+	srv.Stop()
+	if _, err := s.Take(context.Background(), "k", 1, 100, 100, 0); err == nil {
+		t.Fatal("a take with Redis stopped succeeded")
+	}
+	srv.Start()
+	srv.Freeze()
+	time.Sleep(60 * time.Millisecond) // past Recheck
+	// The asker's caller gives it 30ms (a deadline, which go-redis
+	// honours mid-call); the waiter comes 10ms in.
+	askerCtx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+	defer cancel()
+	asker, waiter := make(chan error, 1), make(chan error, 1)
+	go func() { _, err := s.Take(askerCtx, "k", 1, 100, 100, 0); asker <- err }()
+	time.Sleep(10 * time.Millisecond)
+	go func() { _, err := s.Take(context.Background(), "k", 1, 100, 100, 0); waiter <- err }()
+	if err := <-asker; !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("the asking call whose caller went away: %v, want context.DeadlineExceeded", err)
+	}
+	time.Sleep(10 * time.Millisecond) // the waiter asks now, and waits for the frozen Redis
+	srv.Thaw()
+	if err := <-waiter; err != nil {
+		t.Errorf("the call that waited: %v, want it to ask in the asker's place and take from Redis", err)
+	}
+	if s.Outages() != 1 || !s.Available() {
+		t.Errorf("outages %d, available %v; want 1, available", s.Outages(), s.Available())
+	}
+}
+
 func TestCallersContextIsNoOutage(t *testing.T) {
 	srv := redistest.Start(t)
 	s, _ := newStore(t, srv, Options{})

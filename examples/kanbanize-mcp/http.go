@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
 	"fmt"
@@ -130,9 +131,13 @@ func requireToken(token string, next http.Handler) http.Handler {
 	if token == "" {
 		return next
 	}
-	want := []byte("Bearer " + token)
+	want := sha256.Sum256([]byte(token))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
+		// The scheme is read ignoring case (RFC 9110); the tokens are
+		// compared by their hashes, in constant time and length.
+		scheme, got, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+		sum := sha256.Sum256([]byte(got))
+		if !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare(sum[:], want[:]) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="kanbanize-mcp"`)
 			http.Error(w, "a bearer token is required", http.StatusUnauthorized)
 			return
@@ -144,8 +149,9 @@ func requireToken(token string, next http.Handler) http.Handler {
 // serveHTTP serves handler on ln until ctx ends, then shuts down: calls in
 // flight get cfg.grace to finish, then endCalls ends their contexts, and
 // each returns what it read so far (read_card_with_retry's partial
-// envelope) or its error.
-func serveHTTP(ctx context.Context, ln net.Listener, handler http.Handler, cfg httpConfig, endCalls func(), log *slog.Logger) error {
+// envelope) or its error. stopSignals gives the signals that ended ctx
+// back their default, so that a second one ends the process.
+func serveHTTP(ctx context.Context, ln net.Listener, handler http.Handler, cfg httpConfig, endCalls, stopSignals func(), log *slog.Logger) error {
 	calls, cancelCalls := context.WithCancel(context.Background())
 	defer cancelCalls()
 	streams, endStreams := context.WithCancel(context.Background())
@@ -160,6 +166,7 @@ func serveHTTP(ctx context.Context, ln net.Listener, handler http.Handler, cfg h
 		return err
 	case <-ctx.Done():
 	}
+	stopSignals() // a second SIGINT or SIGTERM ends the process at once
 	log.Info("shutting down", "event", "shutdown", "grace_ms", cfg.grace.Milliseconds())
 	endStreams() // the sessions' open streams carry no call: they end now
 	grace, cancel := context.WithTimeout(context.Background(), cfg.grace)
@@ -181,8 +188,8 @@ func serveHTTP(ctx context.Context, ln net.Listener, handler http.Handler, cfg h
 }
 
 // endingStreams ends the GET requests (a session's stream of server
-// messages, which stays open) when streams ends, so that a shutdown waits
-// only for the calls in flight.
+// messages, which stays open and carries no call) when streams ends, so
+// that a shutdown waits only for the calls in flight.
 func endingStreams(streams context.Context, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodGet {

@@ -237,6 +237,13 @@ func TestHTTPRequiresTheToken(t *testing.T) {
 	if _, err := readCard(ctx, srv.connect(t, ctx, secretToken), 101); err != nil {
 		t.Errorf("with the token: %v", err)
 	}
+	req, _ := http.NewRequest(http.MethodGet, srv.url+"/mcp", nil)
+	req.Header.Set("Authorization", "bearer "+secretToken) // the scheme's case does not matter (RFC 9110)
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode == http.StatusUnauthorized {
+		t.Errorf("a lower-case bearer scheme: %v %v, want it let through", resp, err)
+	} else {
+		resp.Body.Close()
+	}
 	resp, err := http.Get(srv.url + "/healthz")
 	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Errorf("/healthz: %v %v", resp, err)
@@ -339,5 +346,40 @@ func wantNoSecret(t *testing.T, logs string) {
 		if strings.Contains(logs, secret) {
 			t.Errorf("the logs show a secret %q", secret[:8]+"...")
 		}
+	}
+}
+
+// The streams a session holds open for the server's messages carry no
+// call: a shutdown ends them at once, not after the grace. The client
+// here listens for tool-list changes, which opens such a stream.
+func TestHTTPShutdownEndsIdleStreamsAtOnce(t *testing.T) {
+	fake := kanbanizetest.New(kanbanizetest.Config{APIKey: secretKey})
+	defer fake.Close()
+	srv := startHTTP(t, "KANBANIZE_BASE_URL="+fake.Start(), "KANBANIZE_API_KEY="+secretKey, "KANBANIZE_MCP_SHUTDOWN_GRACE=10s")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"},
+		&mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {}})
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: srv.url + "/mcp"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if _, err := readCard(ctx, cs, 101); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond) // the streams are open
+	sent := time.Now()
+	if err := srv.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-srv.done:
+		srv.done <- err
+		if took := time.Since(sent); err != nil || took > 3*time.Second {
+			t.Errorf("the server exited %v after %v, want 0 well before its 10s grace: no call was in flight", err, took)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatalf("the server did not exit after SIGTERM\n%s", srv.logs.String())
 	}
 }

@@ -120,7 +120,11 @@ func main() {
 	if err != nil {
 		fail(1, err)
 	}
-	if err := serveHTTP(ctx, ln, handler, httpCfg, endCalls, log); err != nil {
+	if httpCfg.token == "" && !loopback(ln.Addr().String()) {
+		// The flag's host said loopback, but the name resolved elsewhere.
+		fail(2, fmt.Errorf("-http %s listens on %s, beyond loopback: set KANBANIZE_MCP_TOKEN", *httpAddr, ln.Addr()))
+	}
+	if err := serveHTTP(ctx, ln, handler, httpCfg, endCalls, stop, log); err != nil {
 		log.Error("server stopped", "event", "stop", "error", err)
 		os.Exit(1)
 	}

@@ -22,27 +22,40 @@ import (
 func BenchmarkMCPEndpoint(b *testing.B) {
 	fake := kanbanizetest.New(kanbanizetest.Config{APIKey: secretKey})
 	defer fake.Close()
-	client, err := kanbanize.NewClient(fake.Start(), secretKey)
-	if err != nil {
-		b.Fatal(err)
-	}
+	url := fake.Start()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	server, err := newServer(client, kanbanize.RetryOptions{}, log)
-	if err != nil {
-		b.Fatal(err)
+	// Each run gets a server of its own, so that what one run leaves (its
+	// session) does not slow the next.
+	newMCPServer := func(b *testing.B) *mcp.Server {
+		client, err := kanbanize.NewClient(url, secretKey)
+		if err != nil {
+			b.Fatal(err)
+		}
+		server, err := newServer(client, kanbanize.RetryOptions{}, log)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return server
 	}
-	served, err := httpHandler(server, httpConfig{token: secretToken, rate: 1e9, burst: 1 << 30, limitBy: "ip"}, log)
-	if err != nil {
-		b.Fatal(err)
-	}
-	bare := http.NewServeMux()
-	bare.Handle("/mcp", mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil))
 	for _, c := range []struct {
 		name    string
-		handler http.Handler
-	}{{"bare", bare}, {"token+admission", served}} {
+		handler func(*mcp.Server) http.Handler
+	}{
+		{"bare", func(s *mcp.Server) http.Handler {
+			mux := http.NewServeMux()
+			mux.Handle("/mcp", mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
+			return mux
+		}},
+		{"token+admission", func(s *mcp.Server) http.Handler {
+			h, err := httpHandler(s, httpConfig{token: secretToken, rate: 1e9, burst: 1 << 30, limitBy: "ip"}, log)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return h
+		}},
+	} {
 		b.Run(c.name, func(b *testing.B) {
-			srv := httptest.NewServer(c.handler)
+			srv := httptest.NewServer(c.handler(newMCPServer(b)))
 			defer srv.Close()
 			hc := &http.Client{Transport: bearer{secretToken, http.DefaultTransport}}
 			cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).Connect(context.Background(),

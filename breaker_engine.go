@@ -249,11 +249,11 @@ func (b *breakers) recordChange(st *breakerState, gen uint64, from, to BreakerSt
 		st.probes, st.openUntil, st.closedAt = 0, time.Time{}, now
 	}
 	st.wakeLocked()
-	if cfg.notify != nil {
-		st.changes = append(st.changes, BreakerChange{From: from, To: to, Level: st.level,
-			OpenedAt: st.openedAt, ResetIn: resetIn, Cause: st.cause})
-		st.hasChanges.Store(true)
-	}
+	// Recorded whether or not the transport listens: the trace of the
+	// call that caused it may.
+	st.changes = append(st.changes, BreakerChange{From: from, To: to, Level: st.level,
+		OpenedAt: st.openedAt, ResetIn: resetIn, Cause: st.cause})
+	st.hasChanges.Store(true)
 }
 
 // retripped reports whether a trip now comes within the RetripWindow of
@@ -278,7 +278,11 @@ func decayedLevel(level int, since, now time.Time, decay time.Duration) int {
 }
 
 // report tells the listeners of the changes recorded, outside any lock.
-func (b *breakers) report(key string, st *breakerState) {
+func (b *breakers) report(key string, st *breakerState) { b.reportTo(key, st, nil) }
+
+// reportTo is report, which also tells heard, the trace of the call whose
+// attempt caused the changes, when it listens.
+func (b *breakers) reportTo(key string, st *breakerState, heard func(BreakerChange)) {
 	if !st.hasChanges.Load() {
 		return
 	}
@@ -288,12 +292,14 @@ func (b *breakers) report(key string, st *breakerState) {
 	st.hasChanges.Store(false)
 	st.mu.Unlock()
 	notify := b.config().notify
-	if notify == nil {
-		return
-	}
 	for _, c := range changes {
 		c.Key = key
-		notify(c)
+		if notify != nil {
+			notify(c)
+		}
+		if heard != nil {
+			heard(c)
+		}
 	}
 }
 

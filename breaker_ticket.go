@@ -50,6 +50,9 @@ type breakerTicket struct {
 	sharedProbe   bool
 	sharedClosed  bool
 	sharedProbeID uint64
+	// heard is the call's own trace's BreakerStateChanged, which hears
+	// the changes the attempt's outcome causes; nil for none.
+	heard func(BreakerChange)
 }
 
 // openedSince reports whether the breaker that admitted the attempt has
@@ -208,7 +211,7 @@ func (t breakerTicket) report(result error, cause BreakerCause) {
 		}
 		st.mu.Unlock()
 	}
-	t.b.report(t.key, st)
+	t.b.reportTo(t.key, st, t.heard)
 }
 
 // settled reports whether no failure was reported since failuresBefore,

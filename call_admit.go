@@ -43,6 +43,9 @@ func (c *call) admitBreaker() error {
 		t.breakers.states.Release(e)
 		return err
 	}
+	if c.trace != nil {
+		ticket.heard = c.trace.BreakerStateChanged
+	}
 	c.ticket = ticket // holds e until the outcome
 	return nil
 }

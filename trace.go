@@ -31,11 +31,12 @@ type Trace struct {
 	// the wait ends, however it ends.
 	WaitStarted func(WaitInfo)
 	WaitEnded   func(WaitEndInfo)
-	// BreakerStateChanged is called when a key's breaker changes state. It
-	// is a transport's event, not a call's: only the trace given to
-	// WithTrace sees it, in the goroutine that found the change: a request
-	// that caused it, a probe's timer, or a status read (LimitStatus,
-	// BreakerStatuses) that saw an open breaker go half-open.
+	// BreakerStateChanged is called when a key's breaker changes state.
+	// The trace given to WithTrace hears every change, in the goroutine
+	// that found it: a request that caused it, a probe's timer, or a status
+	// read (LimitStatus, BreakerStatuses) that saw an open breaker go
+	// half-open. A trace given with WithCallTrace hears the changes its
+	// call's attempts caused by their outcomes, in the call's goroutine.
 	BreakerStateChanged func(BreakerChange)
 	// CallGaveUp is called when a call ends without the answer it was
 	// retrying for: attempts, budget or time ran out, or it was refused.

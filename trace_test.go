@@ -88,3 +88,29 @@ func TestWithoutCallTrace(t *testing.T) {
 		}
 	})
 }
+
+// A call's own trace hears the breaker changes its attempts caused, and
+// only those: the next call, refused by the open breaker, changes nothing.
+func TestCallTraceHearsTheBreakerChangeItCaused(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tr := New(newScript(answer(503), answer(503)).mock(), WithRetry(RetryPolicy{MaxAttempts: 1}),
+			WithBreaker(BreakerPolicy{ConsecutiveFailures: 1, FailFast: true}))
+		var heard []string
+		ctx := WithCallTrace(context.Background(), &Trace{BreakerStateChanged: func(b BreakerChange) {
+			heard = append(heard, b.From.String()+" to "+b.To.String())
+		}})
+		if status, _ := callOnce(t, tr, ctx); status != 503 {
+			t.Fatalf("the first call = %d, want the 503", status)
+		}
+		if !slices.Equal(heard, []string{"closed to open"}) {
+			t.Errorf("the call that tripped the breaker heard %q, want closed to open", heard)
+		}
+		heard = nil
+		if _, err := callOnce(t, tr, ctx); err == nil {
+			t.Fatal("the second call went through an open breaker")
+		}
+		if len(heard) != 0 {
+			t.Errorf("the refused call heard %q, want nothing: it changed nothing", heard)
+		}
+	})
+}

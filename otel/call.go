@@ -62,8 +62,18 @@ func (c *call) trace() *ratewise.Trace {
 	return &ratewise.Trace{
 		ResponseClassified: func(i ratewise.ResponseInfo) { c.hint.Store(int64(i.Hint)) },
 		RetryScheduled:     c.retryScheduled,
-		WaitEnded:          c.waitEnded,
-		CallEnded:          c.ended,
+		BreakerStateChanged: func(b ratewise.BreakerChange) {
+			attrs := []attribute.KeyValue{attrKey.String(b.Key), attrFrom.String(b.From.String()), attrTo.String(b.To.String())}
+			if b.To == ratewise.BreakerOpen {
+				attrs = append(attrs, attrRetryIn.Float64(b.ResetIn.Seconds()), attribute.Int("ratewise.breaker.level", b.Level))
+				if b.Cause.StatusCode != 0 {
+					attrs = append(attrs, semconv.HTTPResponseStatusCode(b.Cause.StatusCode))
+				}
+			}
+			c.span.AddEvent("ratewise.breaker", trace.WithAttributes(attrs...))
+		},
+		WaitEnded: c.waitEnded,
+		CallEnded: c.ended,
 	}
 }
 

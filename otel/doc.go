@@ -25,6 +25,8 @@
 //	                  hint that set a backoff, and what ended it early
 //	ratewise.retry    each retry decided: the attempt that failed, why, the delay
 //	ratewise.refused  a call refused by an open breaker or a limit, and why
+//	ratewise.breaker  a breaker change the call's attempt caused: from, to, and
+//	                  when opened, how long for, its level and the status that tripped it
 //
 // The metrics (ratewise.key is a host, or a key the user chose):
 //

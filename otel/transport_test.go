@@ -266,6 +266,17 @@ func TestRefusedByTheBreaker(t *testing.T) {
 		if reason.String() != "breaker_open" {
 			t.Errorf("give-up reason %q, want breaker_open", reason.String())
 		}
+		var tripped bool
+		for _, s := range spans {
+			for _, e := range s.Events() {
+				if to, _ := attr(e.Attributes, attrTo); e.Name == "ratewise.breaker" && to.String() == "open" {
+					tripped = s.SpanContext().SpanID() != callSpan.SpanContext().SpanID() // the first call's, not the refused one's
+				}
+			}
+		}
+		if !tripped {
+			t.Error("the span of the call that tripped the breaker has no ratewise.breaker event")
+		}
 		var refused bool
 		for _, e := range callSpan.Events() {
 			if by, _ := attr(e.Attributes, attrRefusedBy); e.Name == "ratewise.refused" && by.String() == "breaker" {

@@ -111,10 +111,13 @@ type BreakerPolicy struct {
 	// means DefaultBreakerCooldown.
 	Cooldown time.Duration
 	// Escalation lists the cooldowns after failed probes and quick
-	// re-trips: the first opens the breaker for Escalation[0], the next
-	// for Escalation[1], and so on, staying at the last (e.g. 1h, 6h,
-	// 12h, 24h, 48h). Each must be at least Cooldown. Empty means
-	// Cooldown every time.
+	// re-trips, beyond Cooldown, which is the first: a trip opens the
+	// breaker for Cooldown, the first failed probe (or quick re-trip) for
+	// Escalation[0], the next for Escalation[1], and so on, staying at the
+	// last. For cooldowns of 1h, 6h, 12h, 24h and 48h, set Cooldown to 1h
+	// and Escalation to 6h, 12h, 24h, 48h; with 1h in Escalation too, the
+	// breaker would wait 1h twice. Each must be at least Cooldown. Empty
+	// means Cooldown every time.
 	Escalation []time.Duration
 	// Decay is the quiet time, without a trip, after which the cooldown
 	// steps one level back down; zero means DefaultBreakerDecay.

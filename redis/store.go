@@ -40,6 +40,7 @@
 package redis
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -214,12 +215,24 @@ func call[T any](s *Store, ctx context.Context, f func(context.Context) (T, erro
 	case err == nil || errors.Is(err, goredis.Nil):
 		s.noteUp()
 		return v, nil
-	case ctx.Err() != nil && time.Since(start) < s.opts.Timeout:
+	case callerEnded(ctx) && time.Since(start) < s.opts.Timeout:
 		answered = false
-		return zero, ctx.Err() // the caller's own context ended first: Redis is not to blame
+		// The caller's own context ended first: Redis is not to blame.
+		return zero, cmp.Or(ctx.Err(), context.DeadlineExceeded)
 	}
 	s.noteDown(err)
 	return zero, s.fail(err)
+}
+
+// callerEnded reports whether ctx has ended, or reached its deadline: a
+// client that honours contexts times its socket out at the deadline, and
+// its error can come a moment before ctx.Err() says so.
+func callerEnded(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	deadline, ok := ctx.Deadline()
+	return ok && !time.Now().Before(deadline)
 }
 
 // runBounded runs f, ended by ctx's deadline even when the client ignores

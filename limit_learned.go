@@ -267,6 +267,9 @@ func (s *scope) arm(key string, st *scopeState, now time.Time) *learn.Pacer {
 	}
 	l := s.limit()
 	a := learn.New(float64(l.StartRate), adaptiveCeiling(l), now)
+	if s.learnTrace != nil {
+		a.SetTrace(s.learnTrace)
+	}
 	st.mu.Lock() // the slow start's successes so far, none missed nor counted twice
 	if !st.adapt.CompareAndSwap(nil, a) {
 		st.mu.Unlock()

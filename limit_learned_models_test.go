@@ -11,7 +11,6 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/ratewise/ratewise/internal/learn"
 	"github.com/ratewise/ratewise/ratewisetest"
 )
 
@@ -98,14 +97,14 @@ func testLearnedPace(t *testing.T, m learnedModel, opts []Option) {
 		srv := ratewisetest.NewBucket(m.cfg)
 		// The pacer's decisions, logged when the run misses its target.
 		var logs []string
-		learn.Trace = func(f string, a ...any) { logs = append(logs, fmt.Sprintf(f, a...)) }
-		defer func() { learn.Trace = nil }()
 		defer func() {
 			if t.Failed() {
 				t.Log(strings.Join(logs, "\n"))
 			}
 		}()
-		wall, failed, why := goodputErr(New(srv, opts...), m.workers, m.calls)
+		tr := New(srv, opts...)
+		traceLearning(tr, func(f string, a ...any) { logs = append(logs, fmt.Sprintf(f, a...)) })
+		wall, failed, why := goodputErr(tr, m.workers, m.calls)
 		ideal := m.cfg.Ideal(m.calls)
 		ratio := wall.Seconds() / ideal.Seconds()
 		refused := float64(srv.Stats().Limited) / float64(m.calls)
@@ -298,4 +297,12 @@ func TestLearnedSlowBucket(t *testing.T) {
 				ratio, cfg.Ideal(120), refused, failed)
 		}
 	})
+}
+
+// traceLearning makes f see every decision the learned pacers of tr's
+// scopes take; call it before tr's first request.
+func traceLearning(tr *Transport, f func(format string, args ...any)) {
+	for _, s := range tr.scopes() {
+		s.learnTrace = f
+	}
 }

@@ -10,7 +10,6 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/ratewise/ratewise/internal/learn"
 	"github.com/ratewise/ratewise/ratewisetest"
 )
 
@@ -103,12 +102,11 @@ func TestAdaptiveGoodputInFakeTime(t *testing.T) {
 	}{{50, 10, 20, 500, 0, false}, {20, 10, 50, 300, 0, false}, {50, 10, 200, 500, 0, false}, {50, 10, 20, 500, 5 * time.Millisecond, false},
 		{50, 10, 20, 500, 0, true}, {20, 10, 50, 300, 0, true}} {
 		synctest.Test(t, func(t *testing.T) {
-			if testing.Verbose() {
-				learn.Trace = t.Logf
-				defer func() { learn.Trace = nil }()
-			}
 			srv := bucketAPI(sc.r, sc.burst, sc.latency, sc.headers)
 			tr := New(srv, WithRetry(RetryPolicy{MaxAttempts: 10}))
+			if testing.Verbose() {
+				traceLearning(tr, t.Logf)
+			}
 			wall, failed := goodput(tr, sc.w, sc.n)
 			ideal := float64(sc.n-sc.burst) / sc.r
 			ratio, refused := wall.Seconds()/ideal, float64(srv.Stats().Limited)/float64(sc.n)

@@ -32,6 +32,9 @@ type scope struct {
 	// whose slow start ended (see admitStarting): a key's hash in the slot
 	// its hash picks.
 	warm [warmSlots]atomic.Uint64
+	// learnTrace, set by tests before the first request, sees every
+	// decision the scope's pacers take (learn.Pacer.SetTrace).
+	learnTrace func(format string, args ...any)
 }
 
 // warmSlots is how many keys an adaptive scope remembers as answered

@@ -112,8 +112,8 @@ func (p *Pacer) rateBlind() bool {
 func (p *Pacer) blindTest() (blind, rated bool) {
 	earlyPace, earlyOK := halfOf(p.firstSamples)
 	latePace, lateOK := halfOf(p.samples)
-	if Trace != nil {
-		Trace("blind test: early %.2f/s ok %.2f, late %.2f/s ok %.2f", earlyPace, earlyOK, latePace, lateOK)
+	if p.trace != nil {
+		p.trace("blind test: early %.2f/s ok %.2f, late %.2f/s ok %.2f", earlyPace, earlyOK, latePace, lateOK)
 	}
 	if earlyPace < blindSpread*latePace || lateOK == 0 {
 		return false, false
@@ -148,8 +148,8 @@ func halfOf(samples []paceSample) (pace, ok float64) {
 func (p *Pacer) goBlind(now time.Time) {
 	p.blindHold = min(max(2*p.blindHold, blindHoldStart), blindHoldMax)
 	p.blindUntil = now.Add(p.blindHold)
-	if Trace != nil {
-		Trace("%v blind: refusals do not fall with the pace; unpaced for %v",
+	if p.trace != nil {
+		p.trace("%v blind: refusals do not fall with the pace; unpaced for %v",
 			now.Sub(p.firstSend).Round(time.Millisecond), p.blindHold)
 	}
 	p.unpaced, p.probing, p.next = true, false, time.Time{}

@@ -94,15 +94,15 @@ func (f *flights) capAt() int {
 func (p *Pacer) capRefused(k int, now time.Time) bool {
 	if p.flightCap == 0 {
 		c := p.flights.capAt()
-		if Trace != nil {
-			Trace("cap test at k=%d: ok %v refused %v -> %d", k, p.flights.ok[:8], p.flights.refused[:8], c)
+		if p.trace != nil {
+			p.trace("cap test at k=%d: ok %v refused %v -> %d", k, p.flights.ok[:8], p.flights.refused[:8], c)
 		}
 		if c == 0 {
 			return false
 		}
 		p.flightCap, p.capGrow, p.capFull = c, capGrowAfter, 0
-		if Trace != nil {
-			Trace("%v capped: %d in flight", now.Sub(p.firstSend).Round(time.Millisecond), c)
+		if p.trace != nil {
+			p.trace("%v capped: %d in flight", now.Sub(p.firstSend).Round(time.Millisecond), c)
 		}
 		// The cap, not a pace, holds the key's requests.
 		p.unpaced, p.probing, p.next, p.win = true, false, time.Time{}, nil

@@ -84,8 +84,9 @@ const (
 // channel for the caller to wait on, with the lock released.
 type Pacer struct {
 	mu      sync.Mutex
-	ceiling float64 // the Limit's Rate, or +Inf
-	told    float64 // the pace of the told limits the key goes under, or +Inf
+	ceiling float64                          // the Limit's Rate, or +Inf
+	told    float64                          // the pace of the told limits the key goes under, or +Inf
+	trace   func(format string, args ...any) // SetTrace's; nil traces nothing
 
 	head     chan struct{} // holds a token while no request is at the head of the line
 	queued   int           // requests in the line, the head included
@@ -189,7 +190,7 @@ type Pacer struct {
 // faster than ceiling (+Inf for no ceiling). A start of 0 or +Inf leaves
 // the key unpaced, up to the ceiling, until its first refusal; a count of
 // the server's quota governs meanwhile. now is when the key's first
-// request went, zero when it goes later; it only dates what Trace sees.
+// request went, zero when it goes later; it only dates what a trace (SetTrace) sees.
 func New(start, ceiling float64, now time.Time) *Pacer {
 	p := &Pacer{ceiling: ceiling, told: math.Inf(1), changed: make(chan struct{}), head: make(chan struct{}, 1), firstSend: now}
 	p.head <- struct{}{}
@@ -440,6 +441,6 @@ func (p *Pacer) Pause(until time.Time) {
 	}
 }
 
-// Trace, set by tests before any Pacer is in use, sees every decision a
-// Pacer takes, for tuning; nil, the default, traces nothing.
-var Trace func(format string, args ...any)
+// SetTrace makes f see every decision the Pacer takes, for tuning; set
+// it before the Pacer is used. Without it, nothing is traced.
+func (p *Pacer) SetTrace(f func(format string, args ...any)) { p.trace = f }

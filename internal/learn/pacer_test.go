@@ -1,8 +1,10 @@
 package learn
 
 import (
+	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -167,5 +169,22 @@ func TestAdaptiveCeilingHoldsOverAnySpan(t *testing.T) {
 	// within the interval.
 	if _, delay, _, sent := a.Take(t0.Add(2 * time.Second)); sent || delay != 990*time.Millisecond {
 		t.Errorf("at 2s: sent %v, delay %v; want a wait of 990ms, a second after the last", sent, delay)
+	}
+}
+
+// SetTrace sees the Pacer's decisions; a Pacer without one, the default,
+// traces nothing and needs none.
+func TestSetTraceSeesDecisions(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var lines []string
+	a := New(100, math.Inf(1), time.Time{})
+	a.SetTrace(func(f string, args ...any) { lines = append(lines, fmt.Sprintf(f, args...)) })
+	quiet := New(100, math.Inf(1), time.Time{})
+	for _, p := range []*Pacer{a, quiet} {
+		seq, now := sendAt(t, p, t0)
+		p.Outcome(seq, refused, now)
+	}
+	if len(lines) == 0 || !strings.Contains(lines[0], "decrease") {
+		t.Errorf("the trace saw %q, want the refusal's decrease", lines)
 	}
 }

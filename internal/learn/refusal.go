@@ -89,9 +89,9 @@ func (p *Pacer) cutTo(rate, cut float64, hint time.Duration) float64 {
 
 // decrease answers a new refusal, with p.mu held.
 func (p *Pacer) decrease(hint time.Duration, now time.Time) {
-	if Trace != nil {
+	if p.trace != nil {
 		defer func(before float64) {
-			Trace("%v decrease: rate %.1f -> %.1f (probing %v, climb %.1f->%.1f) successes %d in %v",
+			p.trace("%v decrease: rate %.1f -> %.1f (probing %v, climb %.1f->%.1f) successes %d in %v",
 				now.Sub(p.firstSend).Round(time.Millisecond), before, p.rate(now), p.probing, p.rampFrom, p.rampTo,
 				p.successes-p.successesAtEmpty, now.Sub(p.lastEmpty).Round(time.Millisecond))
 		}(p.rate(now))
@@ -172,8 +172,8 @@ func (p *Pacer) measureAll(now time.Time) bool {
 	} else if p.firstSend.IsZero() || span < adaptiveMinSample || s < 2 {
 		return false
 	}
-	if Trace != nil {
-		Trace("%v measured all: %.0f successes in %v", span.Round(time.Millisecond), s, span.Round(time.Millisecond))
+	if p.trace != nil {
+		p.trace("%v measured all: %.0f successes in %v", span.Round(time.Millisecond), s, span.Round(time.Millisecond))
 	}
 	low := (s - 1) / span.Seconds()
 	p.unpaced, p.cutAt, p.slack = false, p.sent, false

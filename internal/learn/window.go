@@ -97,8 +97,8 @@ func (p *Pacer) windowRefused(target, now time.Time) bool {
 		}
 		return true
 	}
-	if Trace != nil {
-		Trace("%v window refused: used %d, quota %d, opens in %v", now.Sub(p.firstSend).Round(time.Millisecond),
+	if p.trace != nil {
+		p.trace("%v window refused: used %d, quota %d, opens in %v", now.Sub(p.firstSend).Round(time.Millisecond),
 			w.used, w.quota, target.Sub(now))
 	}
 	// A window that gave less than two, or under three quarters of the
@@ -133,8 +133,8 @@ func (p *Pacer) becomeWindowed(opens, now time.Time) {
 	if opens.IsZero() || !opens.After(now) {
 		opens = now.Add(windowProbeStart)
 	}
-	if Trace != nil {
-		Trace("%v windowed: opens in %v", now.Sub(p.firstSend).Round(time.Millisecond), opens.Sub(now))
+	if p.trace != nil {
+		p.trace("%v windowed: opens in %v", now.Sub(p.firstSend).Round(time.Millisecond), opens.Sub(now))
 	}
 	p.win = &learnedWindow{opens: opens, probe: windowProbeStart, held: opens.Sub(now)}
 	switch {

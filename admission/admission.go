@@ -28,6 +28,7 @@ type Handler struct {
 	exempts    []string
 	logger     *slog.Logger
 	hooks      Hooks
+	respond    func(http.ResponseWriter, *http.Request, Refusal) // WithRefusalResponse's; nil writes the problem document
 	epoch      time.Time
 
 	// Requests are counted as they end, each in one of these.
@@ -48,6 +49,7 @@ type config struct {
 	paths      []string
 	logger     *slog.Logger
 	hooks      Hooks
+	respond    func(http.ResponseWriter, *http.Request, Refusal)
 }
 
 // WithLimit adds a scope; give it once per scope. Requests go through the
@@ -116,6 +118,28 @@ func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l }
 // WithHooks calls hooks as the Handler decides (see Hooks).
 func WithHooks(hooks Hooks) Option { return func(c *config) { c.hooks = hooks } }
 
+// Refusal is how the Handler refuses a request, as WithRefusalResponse's
+// func gets it.
+type Refusal struct {
+	// Status is 429 when a scope has no turn for the request, or 503 when
+	// a store that fails closed failed or the request ended while it
+	// waited.
+	Status int
+	// RetryAfter is when to come back, 0 when the Handler cannot say.
+	RetryAfter time.Duration
+	// Scopes are the Names of the scopes that refused it.
+	Scopes []string
+}
+
+// WithRefusalResponse makes respond answer each refused request instead
+// of the problem document (RFC 9457) the Handler writes by default: the
+// RateLimit fields and Retry-After are in w's header already, and
+// respond writes the status (refusal.Status, or another of its choice)
+// and the body.
+func WithRefusalResponse(respond func(w http.ResponseWriter, r *http.Request, refusal Refusal)) Option {
+	return func(c *config) { c.respond = respond }
+}
+
 // New returns next limited by the scopes the options give. It reports
 // every option that is out of range at once, in one error.
 func New(next http.Handler, opts ...Option) (*Handler, error) {
@@ -127,7 +151,7 @@ func New(next http.Handler, opts ...Option) (*Handler, error) {
 	if next == nil {
 		errs = append(errs, errors.New("ratewise: admission: New needs the handler to limit; it got nil"))
 	}
-	h := &Handler{next: next, headers: c.headers, logger: c.logger, hooks: c.hooks, epoch: time.Now()}
+	h := &Handler{next: next, headers: c.headers, logger: c.logger, hooks: c.hooks, respond: c.respond, epoch: time.Now()}
 	ip, err := newIPResolver(c.clientIP)
 	errs = append(errs, err)
 	h.ip = ip
@@ -200,10 +224,32 @@ const maxHeld = 8
 // scope refused it, 503 when a scope's store failed closed or r's
 // context ended while it waited. A scope that refuses takes nothing
 // from those before it.
-func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.serve(w, r, h.next) }
+
+// Middleware returns h as a router's middleware, of the shape chi's
+// r.Use and most routers take: each handler it wraps is limited by h's
+// scopes, whose turns it shares with h and with the others it wraps.
+func (h *Handler) Middleware() func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.serve(w, r, next) })
+	}
+}
+
+// NewMiddleware returns the limiter the options give (see New) as a
+// router's middleware, and its Handler, for its Stats and Status.
+func NewMiddleware(opts ...Option) (func(http.Handler) http.Handler, *Handler, error) {
+	h, err := New(http.NotFoundHandler(), opts...) // the handler is the one each use wraps
+	if err != nil {
+		return nil, nil, err
+	}
+	return h.Middleware(), h, nil
+}
+
+// serve admits, queues or refuses r, and hands what it admits to next.
+func (h *Handler) serve(w http.ResponseWriter, r *http.Request, next http.Handler) {
 	if h.isExempt(r) {
 		h.exempt.Add(1)
-		h.next.ServeHTTP(w, r)
+		next.ServeHTTP(w, r)
 		return
 	}
 	ctx := r.Context()
@@ -261,7 +307,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		t.s.done(t.e)
 	}
-	h.next.ServeHTTP(w, r)
+	next.ServeHTTP(w, r)
 }
 
 // queue waits for the turns to come, as long as the longest of their
@@ -301,7 +347,7 @@ func (h *Handler) queue(w http.ResponseWriter, r *http.Request, turns []turn, wa
 		}
 		t.s.done(t.e)
 	}
-	h.writeProblem(w, http.StatusServiceUnavailable, problemCanceled, nil, 0)
+	h.writeProblem(w, r, http.StatusServiceUnavailable, problemCanceled, nil, 0)
 	return false
 }
 
@@ -320,11 +366,11 @@ func (h *Handler) refuse(w http.ResponseWriter, r *http.Request, turns []turn, n
 	switch no.reason {
 	case reasonStoreUnavailable:
 		h.releaseAll(turns)
-		h.writeProblem(w, http.StatusServiceUnavailable, problemStoreDown, []*scope{no.s}, int64(time.Second))
+		h.writeProblem(w, r, http.StatusServiceUnavailable, problemStoreDown, []*scope{no.s}, int64(time.Second))
 		return
 	case reasonCanceled:
 		h.releaseAll(turns)
-		h.writeProblem(w, http.StatusServiceUnavailable, problemCanceled, nil, 0)
+		h.writeProblem(w, r, http.StatusServiceUnavailable, problemCanceled, nil, 0)
 		return
 	}
 	h.refuseLimited(w, r, turns, no, now)

@@ -105,3 +105,31 @@ func Example_ratewiseClient() {
 	// Output:
 	// answered 200: 7, refused: 0
 }
+
+// The limiter as a router's middleware (chi's r.Use takes this shape),
+// with a refusal written as plain text instead of a problem document.
+func ExampleNewMiddleware() {
+	use, limiter, err := admission.NewMiddleware(
+		admission.WithLimit(ratewise.Limit{Name: "ip", Rate: rate.Every(time.Minute), Burst: 1}),
+		admission.WithRefusalResponse(func(w http.ResponseWriter, _ *http.Request, r admission.Refusal) {
+			w.WriteHeader(r.Status)
+			fmt.Fprintf(w, "over the %s limit, come back in %v\n", r.Scopes[0], r.RetryAfter.Round(time.Second))
+		}))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/cards", use(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "cards\n") })))
+	for range 2 {
+		req := httptest.NewRequest(http.MethodGet, "http://api.test/cards", nil)
+		rec := httptest.NewRecorder()
+		mux.ServeHTTP(rec, req)
+		fmt.Print(rec.Code, " ", rec.Body.String())
+	}
+	fmt.Println("admitted", limiter.Stats().Admitted)
+	// Output:
+	// 200 cards
+	// 429 over the ip limit, come back in 1m0s
+	// admitted 1
+}

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Headers picks the rate-limit fields a Handler writes, as a set of
@@ -236,7 +237,7 @@ func (h *Handler) refuseLimited(w http.ResponseWriter, r *http.Request, turns []
 		}
 	}
 	h.writeFields(w.Header(), views, binding)
-	h.writeProblem(w, http.StatusTooManyRequests, problemQuota, violated, max(retry, 1))
+	h.writeProblem(w, r, http.StatusTooManyRequests, problemQuota, violated, max(retry, 1))
 }
 
 // problemKind is what a problem document says.
@@ -261,13 +262,21 @@ const problemJSON = "application/problem+json"
 // nanoseconds, is above 0) and a problem document (RFC 9457) of kind,
 // naming the violated scopes and the wait in its "violated-policies"
 // and "retry-after" members.
-func (h *Handler) writeProblem(w http.ResponseWriter, status int, kind problemKind, violated []*scope, retryAfter int64) {
+func (h *Handler) writeProblem(w http.ResponseWriter, r *http.Request, status int, kind problemKind, violated []*scope, retryAfter int64) {
 	secs := max(ceilSeconds(retryAfter), 1)
 	hdr := w.Header()
-	hdr["Content-Type"] = []string{problemJSON}
 	if retryAfter > 0 && h.headers&HeaderRetryAfter != 0 {
 		hdr[hRetryAfter] = []string{strconv.FormatInt(secs, 10)}
 	}
+	if h.respond != nil {
+		refusal := Refusal{Status: status, RetryAfter: time.Duration(retryAfter)}
+		for _, s := range violated {
+			refusal.Scopes = append(refusal.Scopes, s.name)
+		}
+		h.respond(w, r, refusal)
+		return
+	}
+	hdr["Content-Type"] = []string{problemJSON}
 	b := make([]byte, 0, 256)
 	switch kind {
 	case problemQuota:

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -219,8 +220,11 @@ func TestLimitDataMidBody(t *testing.T) {
 			if !o.readErr || o.status != http.StatusOK || len(o.body) >= len(big) {
 				t.Errorf("GET cut mid-body: status %d, %d bytes of %d, error %v (while reading: %v); want a read error", o.status, len(o.body), len(big), o.err, o.readErr)
 			}
-			if !errors.Is(o.err, io.ErrUnexpectedEOF) {
-				t.Errorf("GET cut mid-body: %v, want io.ErrUnexpectedEOF", o.err)
+			// How the cut reads depends on how the proxy's close meets the
+			// bytes in flight: the body's end comes too soon, or the
+			// connection is reset.
+			if !errors.Is(o.err, io.ErrUnexpectedEOF) && !errors.Is(o.err, syscall.ECONNRESET) {
+				t.Errorf("GET cut mid-body: %v, want io.ErrUnexpectedEOF or a reset", o.err)
 			}
 			return
 		}

@@ -180,7 +180,7 @@ func wantHostDown(t *testing.T, tg *target) {
 	var open *ratewise.CircuitOpenError
 	if !errors.As(o.err, &open) {
 		t.Errorf("GET after %d failed attempts: error %v, want a *ratewise.CircuitOpenError", sent, o.err)
-	} else if o.took > 100*time.Millisecond {
+	} else if o.took > 500*time.Millisecond { // at once: nothing is sent; the bound is for a loaded machine
 		t.Errorf("the open breaker refused after %v, want at once", o.took)
 	}
 	if n := tg.attempts.Load(); n != sent {

@@ -383,3 +383,42 @@ func TestHTTPShutdownEndsIdleStreamsAtOnce(t *testing.T) {
 		t.Fatalf("the server did not exit after SIGTERM\n%s", srv.logs.String())
 	}
 }
+
+// A call with a progress token is told of its waits over Streamable HTTP
+// as over stdio: notifications/progress while it waits for the API.
+func TestHTTPProgressNotifications(t *testing.T) {
+	// Refusals with Retry-After: 1, so that each wait lasts a second, time
+	// enough for its notification on a loaded machine too.
+	fake := kanbanizetest.New(kanbanizetest.Config{APIKey: secretKey, RetryAfter: kanbanizetest.RetryAfterSeconds,
+		Scripts: map[kanbanizetest.Endpoint][]kanbanizetest.Fault{kanbanizetest.EndpointComments: repeat(kanbanizetest.Fault429, 2)}})
+	defer fake.Close()
+	srv := startHTTP(t, "KANBANIZE_BASE_URL="+fake.Start(), "KANBANIZE_API_KEY="+secretKey, "KANBANIZE_PLAN=6000/100000",
+		"KANBANIZE_RETRY_INITIAL_DELAY=5ms", "KANBANIZE_RETRY_MAX_DELAY=20ms")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var mu sync.Mutex
+	var progress []string
+	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			mu.Lock()
+			defer mu.Unlock()
+			progress = append(progress, req.Params.Message)
+		},
+	})
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: srv.url + "/mcp"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	params := &mcp.CallToolParams{Name: "read_card_with_retry", Arguments: map[string]any{"card_id": 104}}
+	params.SetProgressToken("http-1")
+	res, err := cs.CallTool(ctx, params)
+	if err != nil || res.IsError {
+		t.Fatalf("read_card_with_retry: %v %s", err, text(res))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(progress) == 0 || !strings.Contains(progress[0], "comments") {
+		t.Errorf("progress notifications %q, want the comments' waits", progress)
+	}
+}

@@ -3,7 +3,10 @@ package ratewise
 import (
 	"context"
 	"errors"
+	"net/http"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -204,6 +207,143 @@ func TestBreakerHalfOpenWaiterTakesAProbeGivenBack(t *testing.T) {
 		defer s.mu.Unlock()
 		if len(s.times) != 2 || s.times[1].Sub(start).Round(time.Millisecond) != 10*time.Second {
 			t.Errorf("sent at %v after the cooldown, want the waiter alone, at the pause's end 10s", offsetsFrom(start, s.times[1:]))
+		}
+	})
+}
+
+func TestBreakerHalfOpenLetsExactlyTheProbesThrough(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fail := true
+		var mu sync.Mutex
+		sent := 0
+		base := roundTripFunc(func(*http.Request) (*http.Response, error) {
+			mu.Lock()
+			sent++
+			failing := fail
+			mu.Unlock()
+			if failing {
+				return &http.Response{StatusCode: 503, Body: http.NoBody}, nil
+			}
+			time.Sleep(time.Second) // the probes take a while
+			return &http.Response{StatusCode: 200, Body: http.NoBody}, nil
+		})
+		tr := breakerTransport(base, BreakerPolicy{ConsecutiveFailures: 2, HalfOpenProbes: 2})
+		for range 2 {
+			_, _ = callOnce(t, tr, noWait())
+		}
+		mu.Lock()
+		fail, sent = false, 0
+		mu.Unlock()
+		time.Sleep(DefaultBreakerCooldown)
+
+		var wg sync.WaitGroup
+		results := make(chan error, 10)
+		for range 10 {
+			wg.Go(func() {
+				_, err := callOnce(t, tr, noWait())
+				results <- err
+			})
+		}
+		wg.Wait()
+		close(results)
+		var halfOpen, passed int
+		for err := range results {
+			var coe *CircuitOpenError
+			switch {
+			case err == nil:
+				passed++
+			case errors.As(err, &coe) && coe.State == "half-open":
+				halfOpen++
+			default:
+				t.Errorf("unexpected error %v", err)
+			}
+		}
+		if passed != 2 || halfOpen != 8 || sent != 2 {
+			t.Errorf("%d passed, %d refused half-open, %d sent; want 2, 8, 2", passed, halfOpen, sent)
+		}
+	})
+}
+
+func TestBreakerProbeTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		hang := make(chan struct{})
+		var mu sync.Mutex
+		calls := 0
+		base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			mu.Lock()
+			calls++
+			n := calls
+			mu.Unlock()
+			if n == 1 {
+				return &http.Response{StatusCode: 503, Body: http.NoBody}, nil
+			}
+			<-hang // the probe hangs
+			return &http.Response{StatusCode: 200, Body: http.NoBody}, nil
+		})
+		tr := breakerTransport(base, BreakerPolicy{ConsecutiveFailures: 1, Cooldown: time.Minute,
+			Escalation: []time.Duration{time.Hour}, ProbeTimeout: 10 * time.Second})
+		_, _ = callOnce(t, tr, noWait())
+		time.Sleep(time.Minute)
+		done := goCallOnce(t, tr, noWait())
+		time.Sleep(10*time.Second + time.Millisecond)
+		st := tr.LimitStatus(host).Breaker
+		if st.State != BreakerOpen || st.ResetIn != time.Hour-time.Millisecond {
+			t.Errorf("breaker %v, resets in %v, while the probe hangs past its timeout; want open for 1h", st.State, st.ResetIn)
+		}
+		close(hang)
+		<-done
+	})
+}
+
+func TestProbeTimeoutStartsWhenSent(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// A 429 asking for 120s trips the breaker for 60s and pauses the key
+		// for 120s: the probe waits 60s in the cooldown before it is sent,
+		// longer than its timeout, and must not count as hanging.
+		s := newScript(answer(429, "Retry-After", "120"), answer(200))
+		tr := New(s.mock(), WithRetry(RetryPolicy{MaxAttempts: 1}),
+			WithBreaker(BreakerPolicy{ConsecutiveFailures: 1, Cooldown: time.Minute,
+				Escalation: []time.Duration{time.Hour}, ProbeTimeout: 10 * time.Second}))
+		_, _ = callOnce(t, tr, context.Background())
+		time.Sleep(time.Minute)
+		if status, err := callOnce(t, tr, context.Background()); status != 200 {
+			t.Fatalf("probe = %d, %v; want 200", status, err)
+		}
+		if st := tr.LimitStatus(host).Breaker; st.State != BreakerClosed || st.Level != 0 {
+			t.Errorf("breaker %v at level %d after a good probe that queued, want closed at 0", st.State, st.Level)
+		}
+	})
+}
+
+// TestBreakerHalfOpenProbesBelowSuccessesToClose: HalfOpenProbes bounds
+// the probes in flight even when more successes are needed to close.
+func TestBreakerHalfOpenProbesBelowSuccessesToClose(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var fail atomic.Bool
+		fail.Store(true)
+		var sent atomic.Int32
+		base := roundTripFunc(func(*http.Request) (*http.Response, error) {
+			sent.Add(1)
+			if fail.Load() {
+				return &http.Response{StatusCode: 503, Body: http.NoBody}, nil
+			}
+			time.Sleep(time.Second)
+			return &http.Response{StatusCode: 200, Body: http.NoBody}, nil
+		})
+		tr := breakerTransport(base, BreakerPolicy{ConsecutiveFailures: 2, HalfOpenProbes: 1, SuccessesToClose: 3})
+		for range 2 {
+			_, _ = callOnce(t, tr, noWait())
+		}
+		fail.Store(false)
+		sent.Store(0)
+		time.Sleep(DefaultBreakerCooldown)
+		var wg sync.WaitGroup
+		for range 10 {
+			wg.Go(func() { _, _ = callOnce(t, tr, noWait()) })
+		}
+		wg.Wait()
+		if n := sent.Load(); n != 1 {
+			t.Errorf("%d probes sent at once, want HalfOpenProbes = 1", n)
 		}
 	})
 }

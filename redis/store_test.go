@@ -327,9 +327,10 @@ func TestTakeNAndTokens(t *testing.T) {
 	srv := redistest.Start(t)
 	s, client := newStore(t, srv, Options{})
 	ctx := context.Background()
-	// The bucket refills 10 a second: a read finds what the last take
-	// left, plus what refilled since, which a loaded machine makes more
-	// than a few hundredths. taken is when the last take began.
+	// The bucket refills 10 a second: a read finds what the takes left,
+	// plus what refilled since the bucket was last exactly known (the
+	// first take, which a full bucket answers whatever the time), which a
+	// loaded machine makes more than a few hundredths.
 	var taken time.Time
 	near := func(got, want float64) bool {
 		return got >= want && got <= want+10*time.Since(taken).Seconds()+0.01
@@ -355,15 +356,20 @@ func TestTakeNAndTokens(t *testing.T) {
 	if n := tokens(); !near(n, 1) {
 		t.Errorf("after taking 3 of 4: %v tokens, want 1", n)
 	}
-	// 2 more: one is there, the other up to 100ms away at 10/s.
-	taken = time.Now()
+	// 2 more: one is there, the other up to 100ms away at 10/s. A machine
+	// so loaded that the second has come already cannot tell a refused
+	// take from a granted one: the steps above have held, and the test
+	// ends there.
+	if since := time.Since(taken); since > 80*time.Millisecond {
+		t.Logf("%v since the first take: the second token may be there; the refused takes are not checked", since)
+		return
+	}
 	if w, err := s.Take(ctx, "k", 2, 10, 4, 0); err != nil || w <= 0 || w > 100*time.Millisecond {
 		t.Errorf("taking 2 with 1 there: wait %v, %v; want up to the 100ms until the second", w, err)
 	}
 	if n := tokens(); !near(n, 1) {
 		t.Errorf("a refused take of 2 took part of them: %v tokens left, want 1", n)
 	}
-	taken = time.Now()
 	if w, err := s.Take(ctx, "k", 2, 10, 4, time.Second); err != nil || w <= 0 || w > 100*time.Millisecond {
 		t.Errorf("taking 2 within a second: wait %v, %v; want them reserved within 100ms", w, err)
 	}

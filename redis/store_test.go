@@ -35,10 +35,17 @@ func TestTakeIsATokenBucket(t *testing.T) {
 // wait.
 func tokenBucket(t *testing.T, s *Store) {
 	ctx := context.Background()
+	start := time.Now()
 	for i := range 2 {
 		if w, err := s.Take(ctx, "k", 1, 10, 2, 0); err != nil || w != 0 {
 			t.Fatalf("take %d of the burst of 2: wait %v, %v", i+1, w, err)
 		}
+	}
+	if since := time.Since(start); since > 80*time.Millisecond {
+		// A machine this loaded may have refilled the token the third
+		// take is to wait for: the burst has held, and the test ends.
+		t.Logf("%v since the first take: the third is not checked", since)
+		return
 	}
 	w, err := s.Take(ctx, "k", 1, 10, 2, 0)
 	if err != nil || w <= 0 || w > 100*time.Millisecond {

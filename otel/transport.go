@@ -163,7 +163,8 @@ type attemptTransport struct {
 // the one http.client.request.duration records.
 func (a *attemptTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
-	if a.tracer == nil && !a.m.duration.Enabled(ctx) {
+	measured := a.m.duration.Enabled(ctx)
+	if a.tracer == nil && !measured {
 		// Nothing to record: only the caller's trace context, if any, to
 		// carry on.
 		if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
@@ -174,7 +175,8 @@ func (a *attemptTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	}
 	method := methodAttrs(req.Method)
 	resend := 0
-	if c, _ := ctx.Value(callKey{}).(*call); c != nil {
+	c, _ := ctx.Value(callKey{}).(*call)
+	if c != nil {
 		resend = int(c.attempts.Add(1)) - 1
 	}
 	start := time.Now()
@@ -182,7 +184,7 @@ func (a *attemptTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	if a.tracer != nil {
 		ctx, span = a.tracer.Start(ctx, spanName(method, urlTemplate(ctx)), trace.WithSpanKind(trace.SpanKindClient), trace.WithTimestamp(start))
 	}
-	recording, measured := a.tracer != nil && span.IsRecording(), a.m.duration.Enabled(ctx)
+	recording := a.tracer != nil && span.IsRecording()
 	if recording {
 		span.SetAttributes(requestAttrs(req, method)...)
 		if resend > 0 {
@@ -190,12 +192,16 @@ func (a *attemptTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		}
 	}
 	// What the base sends of its own with this context (a nested client)
-	// is not this call's: neither its attempts nor its hooks.
-	ctx = ratewise.WithoutCallTrace(context.WithValue(ctx, callKey{}, (*call)(nil)))
-	if span.SpanContext().IsValid() {
+	// is not this call's: neither its attempts nor its hooks. Only a call
+	// whose span records put them in the context.
+	if c != nil {
+		ctx = ratewise.WithoutCallTrace(context.WithValue(ctx, callKey{}, (*call)(nil)))
+	}
+	switch {
+	case span.SpanContext().IsValid():
 		req = req.Clone(ctx)
 		a.prop.Inject(ctx, propagation.HeaderCarrier(req.Header))
-	} else {
+	case ctx != req.Context():
 		req = req.WithContext(ctx)
 	}
 	resp, err := a.base.RoundTrip(req)

@@ -366,28 +366,33 @@ func (e *netError) Temporary() bool { return false }
 
 // pointAttributes are the attribute sets of a metric's data points.
 func pointAttributes(data metricdata.Aggregation) []attribute.Set {
-	var sets []attribute.Set
 	switch d := data.(type) {
 	case metricdata.Sum[int64]:
-		for _, p := range d.DataPoints {
-			sets = append(sets, p.Attributes)
-		}
+		return setsOf(d.DataPoints)
 	case metricdata.Gauge[int64]:
-		for _, p := range d.DataPoints {
-			sets = append(sets, p.Attributes)
-		}
+		return setsOf(d.DataPoints)
 	case metricdata.Gauge[float64]:
-		for _, p := range d.DataPoints {
-			sets = append(sets, p.Attributes)
-		}
+		return setsOf(d.DataPoints)
 	case metricdata.Histogram[int64]:
-		for _, p := range d.DataPoints {
-			sets = append(sets, p.Attributes)
-		}
+		return histogramSetsOf(d.DataPoints)
 	case metricdata.Histogram[float64]:
-		for _, p := range d.DataPoints {
-			sets = append(sets, p.Attributes)
-		}
+		return histogramSetsOf(d.DataPoints)
+	}
+	return nil
+}
+
+func setsOf[N int64 | float64](points []metricdata.DataPoint[N]) []attribute.Set {
+	sets := make([]attribute.Set, 0, len(points))
+	for _, p := range points {
+		sets = append(sets, p.Attributes)
+	}
+	return sets
+}
+
+func histogramSetsOf[N int64 | float64](points []metricdata.HistogramDataPoint[N]) []attribute.Set {
+	sets := make([]attribute.Set, 0, len(points))
+	for _, p := range points {
+		sets = append(sets, p.Attributes)
 	}
 	return sets
 }

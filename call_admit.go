@@ -121,7 +121,9 @@ func (c *call) admitScope(s *scope) error {
 		return nil // an adaptive scope's key that has learned nothing: unpaced
 	}
 	e := s.states.Acquire(key, true)
+	c.scopeName = s.name // the scope the admission's waits are traced under
 	seq, slotted, starting, err := s.admit(c, key, &e.State)
+	c.scopeName = ""
 	if err != nil {
 		s.states.Release(e)
 		c.withdraw()

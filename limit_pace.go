@@ -17,8 +17,6 @@ import (
 // the request's number in an adaptive scope's key. A request that must not
 // wait, or not that long, gets a *LimitError instead.
 func (s *scope) admit(c *call, key string, st *scopeState) (seq uint64, slotted, starting bool, err error) {
-	c.scopeName = s.name // the scope its waits are traced under
-	defer func() { c.scopeName = "" }()
 	s.caughtUp(st)
 	l := s.limit()
 	var deadline time.Time // when MaxWait runs out

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -40,8 +41,8 @@ type instruments struct {
 	meter       metric.Meter
 	reg         metric.Registration
 
-	mu   sync.Mutex
-	keys map[string]bool // the keys the gauges report
+	keys  sync.Map     // the keys the gauges report, as keys
+	nkeys atomic.Int64 // how many; at most about MaxKeys
 }
 
 // waitBuckets are the bounds of ratewise.client.wait.duration, in
@@ -50,7 +51,7 @@ type instruments struct {
 var waitBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120}
 
 func newInstruments(m metric.Meter) *instruments {
-	in := &instruments{meter: m, keys: map[string]bool{}}
+	in := &instruments{meter: m}
 	// A meter that cannot make an instrument returns a no-op one with its
 	// error: the transport then reports less, and works all the same.
 	in.duration, _ = httpconv.NewClientRequestDuration(m)
@@ -138,13 +139,16 @@ func (in *instruments) enabled() bool {
 		in.refusals.Enabled(ctx) || in.transitions.Enabled(ctx)
 }
 
-// seen adds key to those the gauges report, up to MaxKeys.
+// seen adds key to those the gauges report, up to MaxKeys (calls ending
+// side by side may add a few more). A key seen before costs a lookup,
+// no lock: it is called as every call ends.
 func (in *instruments) seen(key string) {
-	in.mu.Lock()
-	if !in.keys[key] && len(in.keys) < MaxKeys {
-		in.keys[key] = true
+	if _, ok := in.keys.Load(key); ok || in.nkeys.Load() >= MaxKeys {
+		return
 	}
-	in.mu.Unlock()
+	if _, loaded := in.keys.LoadOrStore(key, struct{}{}); !loaded {
+		in.nkeys.Add(1)
+	}
 }
 
 // observe reports the breakers' states and the learned limits of rw on
@@ -156,19 +160,15 @@ func (in *instruments) observe(rw *ratewise.Transport) {
 			// BreakerState's values are the gauge's: 0 closed, 1 half-open, 2 open.
 			o.ObserveInt64(in.breaker, int64(b.State), metric.WithAttributes(attrKey.String(b.Key)))
 		}
-		in.mu.Lock()
-		keys := make([]string, 0, len(in.keys))
-		for k := range in.keys {
-			keys = append(keys, k)
-		}
-		in.mu.Unlock()
-		for _, k := range keys {
-			for _, s := range rw.LimitStatus(k).Scopes {
-				if s.Adaptive && s.Rate > 0 {
-					o.ObserveFloat64(in.learned, s.Rate, metric.WithAttributes(attrKey.String(k), attrScopeName.String(s.Name)))
+		in.keys.Range(func(k, _ any) bool {
+			key := k.(string)
+			for _, s := range rw.LimitStatus(key).Scopes {
+				if s.Adaptive && s.LearnedRate > 0 { // an adaptive scope's Rate is 0: its pace is LearnedRate
+					o.ObserveFloat64(in.learned, s.LearnedRate, metric.WithAttributes(attrKey.String(key), attrScopeName.String(s.Name)))
 				}
 			}
-		}
+			return true
+		})
 		return nil
 	}, in.breaker, in.learned)
 	if err == nil {

@@ -479,3 +479,26 @@ func TestNestedCallsAreNotTheOuterCall(t *testing.T) {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
+// The pace ratewise learns of a key's server from its refusals is a
+// gauge, by key and scope.
+func TestLearnedRateGauge(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := &scripted{answers: []func(*http.Request) (*http.Response, error){status(429), status(200)}}
+		r := newRecorded(base, Config{}, quickRetries)
+		resp, err := (&http.Client{Transport: r.tr}).Get("http://api.example.com/items")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		gauge, _ := r.metrics(t)["ratewise.client.limit.learned_rate"].(metricdata.Gauge[float64])
+		if len(gauge.DataPoints) != 1 || gauge.DataPoints[0].Value <= 0 {
+			t.Fatalf("ratewise.client.limit.learned_rate: %+v, want the pace learned from the 429", gauge.DataPoints)
+		}
+		key, _ := gauge.DataPoints[0].Attributes.Value(attrKey)
+		scope, _ := gauge.DataPoints[0].Attributes.Value(attrScopeName)
+		if key.AsString() != "api.example.com" || scope.AsString() != ratewise.LearnedScope {
+			t.Errorf("the gauge's key %q, scope %q; want api.example.com, %s", key.AsString(), scope.AsString(), ratewise.LearnedScope)
+		}
+	})
+}

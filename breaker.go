@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/ratewise/ratewise/store"
 	"github.com/sony/gobreaker/v2"
 )
 
@@ -174,7 +175,7 @@ type BreakerPolicy struct {
 	// the store fails, the local breaker decides alone, unless the store
 	// fails closed: then the request fails with a *CircuitOpenError and
 	// is not sent.
-	Store BreakerStore
+	Store store.Breakers
 }
 
 // WithDefaults returns p with each zero field set to its default.
@@ -277,6 +278,16 @@ type BreakerCause struct {
 	// text, with credentials taken out ([Redact]), at most
 	// maxCauseDetail bytes.
 	Detail string `json:"detail,omitempty"`
+}
+
+// forStore is c as a store keeps it.
+func (c BreakerCause) forStore() store.Cause {
+	return store.Cause{StatusCode: c.StatusCode, Class: uint8(c.Class), Detail: c.Detail}
+}
+
+// causeFromStore is the BreakerCause a store kept.
+func causeFromStore(c store.Cause) BreakerCause {
+	return BreakerCause{StatusCode: c.StatusCode, Class: Class(c.Class), Detail: c.Detail}
 }
 
 // maxCauseDetail bounds BreakerCause.Detail: a line to read in a log or

@@ -163,8 +163,8 @@ func TestBreakerChangeCarriesTheCause(t *testing.T) {
 // LimitStatus.
 func TestSharedBreakerShowsInEveryReplicasStatus(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := NewMemoryStore()
-		policy := BreakerPolicy{ConsecutiveFailures: 2, Cooldown: time.Hour, Store: store}
+		mem := NewMemoryStore()
+		policy := BreakerPolicy{ConsecutiveFailures: 2, Cooldown: time.Hour, Store: mem}
 		failing := newScript(step{status: 503, header: http.Header{}, body: "backend overloaded\n"})
 		a := breakerTransport(failing.mock(), policy)
 		b := breakerTransport(newScript(answer(200)).mock(), policy)

@@ -9,6 +9,7 @@ import (
 	"github.com/sony/gobreaker/v2"
 
 	"github.com/ratewise/ratewise/internal/keyed"
+	"github.com/ratewise/ratewise/store"
 )
 
 // This file is BreakerPolicy at work: a gobreaker state machine per key,
@@ -40,7 +41,7 @@ var (
 type breakers struct {
 	// key and store are the policy's, fixed for the transport's life.
 	key    KeyFunc
-	store  BreakerStore
+	store  store.Breakers
 	cfg    atomic.Pointer[breakerConfig] // SetBreakerPolicy replaces it
 	states *keyed.Map[breakerState]
 }
@@ -48,7 +49,7 @@ type breakers struct {
 // breakerConfig is the BreakerPolicy in force, and what derives from it.
 type breakerConfig struct {
 	policy BreakerPolicy // defaults filled in
-	rules  BreakerRules  // what the policy's Store needs of it
+	rules  store.Rules   // what the policy's Store needs of it
 	// notify is told of every change: the policy's OnStateChange and the
 	// transport's trace; nil when nobody listens.
 	notify func(BreakerChange)
@@ -320,7 +321,7 @@ func (b *breakers) admit(c *call, key string, e *keyed.Entry[breakerState]) (bre
 		return t, err
 	}
 	t.sharedProbe, t.sharedProbeID = shared.Probe, shared.ProbeID
-	t.sharedClosed = asked && shared.State == BreakerClosed
+	t.sharedClosed = asked && shared.State == store.Closed
 	return t, nil
 }
 

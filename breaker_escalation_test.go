@@ -144,9 +144,9 @@ func TestBreakerRetripWindowDefaultsToDecay(t *testing.T) {
 // breaker for 6h, and a's requests wait for it too.
 func TestSharedBreakerRepeatedDetectionsEscalate(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := NewMemoryStore()
+		mem := NewMemoryStore()
 		p := youtubeBreaker()
-		p.Store = store
+		p.Store = mem
 		refusal := answer(429)
 		sa, sb := newScript(refusal), newScript(refusal)
 		a := breakerTransport(sa.mock(), p)
@@ -217,18 +217,18 @@ func TestSetBreakerPolicyRebuildsAClosedBreaker(t *testing.T) {
 }
 
 func TestSetBreakerPolicyRefuses(t *testing.T) {
-	store := NewMemoryStore()
-	tr := New(nil, WithBreaker(BreakerPolicy{Store: store}))
+	mem := NewMemoryStore()
+	tr := New(nil, WithBreaker(BreakerPolicy{Store: mem}))
 	tests := []struct {
 		name string
 		give BreakerPolicy
 		want string
 	}{
-		{name: "invalid", give: BreakerPolicy{ConsecutiveFailures: -1, Store: store}, want: "ConsecutiveFailures (-1)"},
-		{name: "another key", give: BreakerPolicy{Key: Global, Store: store}, want: "its Key"},
+		{name: "invalid", give: BreakerPolicy{ConsecutiveFailures: -1, Store: mem}, want: "ConsecutiveFailures (-1)"},
+		{name: "another key", give: BreakerPolicy{Key: Global, Store: mem}, want: "its Key"},
 		{name: "another store", give: BreakerPolicy{Store: NewMemoryStore()}, want: "its Store"},
 		{name: "no store", give: BreakerPolicy{}, want: "its Store"},
-		{name: "another idle timeout", give: BreakerPolicy{IdleTimeout: time.Minute, Store: store}, want: "its IdleTimeout"},
+		{name: "another idle timeout", give: BreakerPolicy{IdleTimeout: time.Minute, Store: mem}, want: "its IdleTimeout"},
 	}
 	for _, tt := range tests {
 		err := tr.SetBreakerPolicy(tt.give)

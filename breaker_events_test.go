@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jarcoal/httpmock"
+	"github.com/ratewise/ratewise/store"
 )
 
 // slowMock is s.mock whose every answer takes latency: the requests of a
@@ -164,18 +165,18 @@ func TestBreakerEventLastsItsHint(t *testing.T) {
 // to the store, and each transport's events count across the fleet.
 func TestSharedBreakerCountsABurstOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := NewMemoryStore()
-		policy := BreakerPolicy{ConsecutiveFailures: 2, Store: store}
+		mem := NewMemoryStore()
+		policy := BreakerPolicy{ConsecutiveFailures: 2, Store: mem}
 		rules := policy.Rules()
 		s := newScript(answer(429))
 		a := breakerTransport(s.slowMock(100*time.Millisecond), policy)
 		b := breakerTransport(s.slowMock(100*time.Millisecond), policy)
 		burst(t, a, 10, noWait)
-		if sb, _ := store.BreakerAdmit(context.Background(), host, &rules); sb.State != BreakerClosed || sb.Failures != 1 {
+		if sb, _ := mem.BreakerAdmit(context.Background(), host, &rules); sb.State != store.Closed || sb.Failures != 1 {
 			t.Fatalf("shared breaker after a burst of 10 = %+v, want closed with 1 failure", sb)
 		}
 		burst(t, b, 10, noWait) // sent after a's event was seen: the second
-		if sb, _ := store.BreakerAdmit(context.Background(), host, &rules); sb.State != BreakerOpen {
+		if sb, _ := mem.BreakerAdmit(context.Background(), host, &rules); sb.State != store.Open {
 			t.Errorf("shared breaker after a second burst = %+v, want open", sb)
 		}
 	})

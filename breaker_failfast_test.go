@@ -88,8 +88,8 @@ func TestBreakerFailFastDoesNotWaitForTheProbe(t *testing.T) {
 // open.
 func TestBreakerFailFastRefusesASharedOpenBreaker(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := NewMemoryStore()
-		policy := BreakerPolicy{ConsecutiveFailures: 2, Cooldown: time.Hour, Store: store, FailFast: true}
+		mem := NewMemoryStore()
+		policy := BreakerPolicy{ConsecutiveFailures: 2, Cooldown: time.Hour, Store: mem, FailFast: true}
 		failing := newScript(answer(503))
 		a := breakerTransport(failing.mock(), policy)
 		for range 2 {

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/ratewise/ratewise/store"
 )
 
 // probeCase is a request that comes while a half-open breaker's probe is
@@ -156,11 +158,11 @@ func TestSharedBreakerHalfOpenWaitsForTheProbe(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				store := NewMemoryStore()
+				mem := NewMemoryStore()
 				policy := BreakerPolicy{ConsecutiveFailures: 1, Cooldown: time.Minute,
-					Escalation: []time.Duration{5 * time.Minute}, Store: store}
+					Escalation: []time.Duration{5 * time.Minute}, Store: mem}
 				rules := policy.Rules()
-				_, _ = store.BreakerFailed(context.Background(), host, false, BreakerCause{}, &rules) // another replica trips it
+				_, _ = mem.BreakerFailed(context.Background(), host, false, store.Cause{}, &rules) // another replica trips it
 				time.Sleep(time.Minute)
 				a := breakerTransport(newScript(tt.probe).slowMock(2*time.Second), policy)
 				waiting := newScript(answer(200))

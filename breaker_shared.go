@@ -3,9 +3,11 @@ package ratewise
 import (
 	"context"
 	"time"
+
+	"github.com/ratewise/ratewise/store"
 )
 
-// This file is the breakers' side of a BreakerStore: the shared breaker
+// This file is the breakers' side of a store.Breakers: the shared breaker
 // asked before the local one, told each outcome that counts, and told of
 // the local breaker's trips.
 
@@ -15,9 +17,9 @@ import (
 // outcome, asking the store again, as long as the budget lasts. It
 // reports asked false when there is no store, or it failed: that leaves
 // the local breaker alone to decide, unless the store fails closed.
-func (b *breakers) admitShared(c *call, key string) (sb SharedBreaker, asked bool, err error) {
+func (b *breakers) admitShared(c *call, key string) (sb store.Breaker, asked bool, err error) {
 	if b.store == nil {
-		return SharedBreaker{}, false, nil
+		return store.Breaker{}, false, nil
 	}
 	cfg := b.config()
 	poll := sharedProbePoll
@@ -33,8 +35,8 @@ func (b *breakers) admitShared(c *call, key string) (sb SharedBreaker, asked boo
 		case err != nil && storeFailedClosed(err):
 			return sb, false, &CircuitOpenError{Key: key, State: BreakerOpen.String(), Err: err}
 		case err != nil:
-			return SharedBreaker{}, false, nil
-		case sb.State == BreakerHalfOpen && !sb.Probe:
+			return store.Breaker{}, false, nil
+		case sb.State == store.HalfOpen && !sb.Probe:
 			// Another transport probes: ask again in a while.
 			d := min(poll, c.budgetLeft())
 			if d <= 0 || cfg.policy.FailFast || c.waitAdmission(d, WaitBreaker) != nil {
@@ -45,7 +47,7 @@ func (b *breakers) admitShared(c *call, key string) (sb SharedBreaker, asked boo
 			}
 			poll = min(2*poll, maxSharedProbePoll)
 			continue
-		case sb.State != BreakerOpen:
+		case sb.State != store.Open:
 			return sb, true, nil
 		}
 		resetIn := time.Until(sb.Until)
@@ -80,17 +82,17 @@ func (b *breakers) releaseProbe(c *call, key string, id uint64) {
 // the probe back. A store that fails is left behind: the local breaker has
 // counted the outcome.
 func (t breakerTicket) outcomeShared(c *call, result error, cause BreakerCause) {
-	store := t.b.store
+	shared := t.b.store
 	switch {
-	case store == nil:
+	case shared == nil:
 	case result == errBreakerExcluded:
 		if t.sharedProbe {
 			t.b.releaseProbe(c, t.key, t.sharedProbeID)
 		}
 	case result == errBreakerFailure:
-		_, _ = store.BreakerFailed(c.ctx, t.key, t.sharedProbe, cause, &t.b.config().rules)
+		_, _ = shared.BreakerFailed(c.ctx, t.key, t.sharedProbe, cause.forStore(), &t.b.config().rules)
 	case t.sharedProbe || t.sharedClosed:
-		_ = store.BreakerSucceeded(c.ctx, t.key, t.sharedProbe, &t.b.config().rules)
+		_ = shared.BreakerSucceeded(c.ctx, t.key, t.sharedProbe, &t.b.config().rules)
 	}
 }
 
@@ -99,19 +101,19 @@ func (t breakerTicket) outcomeShared(c *call, result error, cause BreakerCause) 
 // store that heard it marks it told: a failed telling is tried again by
 // the next attempt's outcome or refusal.
 func (b *breakers) publishTrip(ctx context.Context, key string, st *breakerState) {
-	store := b.store
-	if store == nil {
+	shared := b.store
+	if shared == nil {
 		return
 	}
 	st.mu.Lock()
-	trip := BreakerTrip{OpenedAt: st.openedAt, Until: st.openUntil, Level: st.level, Cause: st.cause}
+	trip := store.Trip{OpenedAt: st.openedAt, Until: st.openUntil, Level: st.level, Cause: st.cause.forStore()}
 	published := st.sharedUntil
 	st.mu.Unlock()
 	until := trip.Until
 	if !until.After(published) || !until.After(time.Now()) {
 		return
 	}
-	if store.BreakerTripped(ctx, key, trip, &b.config().rules) != nil {
+	if shared.BreakerTripped(ctx, key, trip, &b.config().rules) != nil {
 		return
 	}
 	st.mu.Lock()

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ratewise/ratewise/internal/keyed"
+	"github.com/ratewise/ratewise/store"
 )
 
 // DefaultCooldownSpread is how far apart, at most, the requests held by a
@@ -50,7 +51,7 @@ type CooldownPolicy struct {
 	// whether its key is paused. When the store fails, the gate goes on
 	// with the pauses this transport knows, unless the store fails closed:
 	// then the request fails with a *LimitError and is not sent.
-	Store CooldownStore
+	Store store.Pauses
 }
 
 // WithCooldown configures the cooldown gate, which is on by default.

@@ -9,7 +9,7 @@
 // them; it pauses a host while the server asks, stops sending to
 // a server that keeps failing ([WithBreaker]), and keeps retries within a
 // share of a host's traffic ([RetryPolicy.RetryBudget]). A store
-// ([BucketStore], [CooldownStore], [BreakerStore]; the ratewise/redis
+// ([store.Buckets], [store.Pauses], [store.Breakers]; the ratewise/redis
 // module, or a [MemoryStore]) shares that state between transports.
 //
 // A response always comes back with a nil error, whatever its status, as

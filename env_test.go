@@ -349,8 +349,8 @@ func TestEnvLenientValueThatDoesNotFitTheDefaults(t *testing.T) {
 	fallbacks = nil
 	t.Setenv("API_BURST", "")
 	t.Setenv("API_MIN_DELAY", "1s")
-	store := NewMemoryStore()
-	l = LimitFromEnvLenient("API", Limit{Rate: 5, Burst: 10, Store: store}, report)
+	mem := NewMemoryStore()
+	l = LimitFromEnvLenient("API", Limit{Rate: 5, Burst: 10, Store: mem}, report)
 	if l.Rate != 5 || l.MinSpacing != 0 || l.Validate() != nil || len(fallbacks) != 1 || fallbacks[0].Var != "API_MIN_DELAY" ||
 		fallbacks[0].Used != "0s (no spacing)" {
 		t.Errorf("a spacing over a shared bucket: %+v, fallbacks %+v", l, fallbacks)

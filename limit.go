@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"time"
 
+	"github.com/ratewise/ratewise/store"
 	"golang.org/x/time/rate"
 )
 
@@ -162,7 +163,7 @@ type Limit struct {
 	// Adaptive. A request that finds no token waits for the time the store
 	// says one comes, within its budget. When the store fails, the
 	// scope's own bucket stands in, unless the store fails closed.
-	Store BucketStore
+	Store store.Buckets
 }
 
 // paces reports whether the limit sets a pace of its own: a Rate, a
@@ -246,7 +247,7 @@ func (l Limit) Validate() error {
 }
 
 // keepsBucket reports whether l keeps its turns in a token bucket, the
-// one kind of told state a BucketStore holds: a finite Rate, and no
+// one kind of told state a store.Buckets holds: a finite Rate, and no
 // MinSpacing, Reserve or Adaptive (a Window takes no Rate).
 func (l *Limit) keepsBucket() bool {
 	return finiteRate(l.Rate) && l.MinSpacing == 0 && l.Reserve == 0 && !l.Adaptive

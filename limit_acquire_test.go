@@ -327,15 +327,15 @@ func TestAcquireWaitersCountInMaxQueue(t *testing.T) {
 // one bucket, under the key the requests use.
 func TestAcquireTakesFromTheStore(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := NewMemoryStore()
-		limit := Limit{Name: "api", Rate: 1, Burst: 2, Store: store}
+		mem := NewMemoryStore()
+		limit := Limit{Name: "api", Rate: 1, Burst: 2, Store: mem}
 		a := New(newScript(answer(200)).mock(), WithLimit(limit))
 		b := New(newScript(answer(200)).mock(), WithLimit(limit))
 		if err := a.Acquire(context.Background(), "api", host, 2, 0); err != nil {
 			t.Fatal(err)
 		}
-		if tokens, _ := store.Tokens(context.Background(), "api:"+host, 1, 2); tokens != 0 {
-			t.Errorf("the store's bucket holds %v after Acquire of its 2, want 0", tokens)
+		if tokens, _ := mem.Tokens(context.Background(), "api:"+host, 1, 2); tokens != 0 {
+			t.Errorf("the mem's bucket holds %v after Acquire of its 2, want 0", tokens)
 		}
 		start := time.Now()
 		if _, err := callOnce(t, b, context.Background()); err != nil {
@@ -358,7 +358,7 @@ func TestAcquireWhenTheStoreFails(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		open := New(newScript(answer(200)).mock(), WithLimit(Limit{Name: "api", Rate: 1, Burst: 2, Store: failingStore{}}))
 		if err := open.Acquire(context.Background(), "api", host, 2, 0); err != nil {
-			t.Fatalf("Acquire with the store down, failing open: %v", err)
+			t.Fatalf("Acquire with the mem down, failing open: %v", err)
 		}
 		wantLimitError(t, open.Acquire(context.Background(), "api", host, 1, 0), "api", "fail-fast", time.Second)
 

@@ -342,9 +342,9 @@ func TestResetCutToTheSecondIsAskedAgain(t *testing.T) {
 func TestLearnedWindowIsSharedThroughTheCooldownStore(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv := &countingServer{limit: 5, window: time.Second, noCounts: true}
-		store := NewMemoryStore()
-		a := New(srv, WithCooldown(CooldownPolicy{Store: store}), WithRetry(RetryPolicy{MaxAttempts: 1}))
-		b := New(srv, WithCooldown(CooldownPolicy{Store: store}))
+		mem := NewMemoryStore()
+		a := New(srv, WithCooldown(CooldownPolicy{Store: mem}), WithRetry(RetryPolicy{MaxAttempts: 1}))
+		b := New(srv, WithCooldown(CooldownPolicy{Store: mem}))
 		for range 200 {
 			if st := a.LimitStatus("api.test").Scopes[0]; st.Windowed && st.HeldFor > 0 {
 				break

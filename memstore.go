@@ -5,11 +5,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ratewise/ratewise/store"
 	"golang.org/x/time/rate"
 )
 
 // MemoryStore keeps shared state in this process's memory. It is a
-// BucketStore, a CooldownStore and a BreakerStore at once: give it to the
+// store.Buckets, a store.Pauses and a store.Breakers at once: give it to the
 // transports of one process that must share limits and trips (several
 // clients of one API key), and read it as the reference of what a store
 // does. The ratewise/redis module does the same for several processes.
@@ -35,7 +36,7 @@ type memBreaker struct {
 	level      int
 	since      time.Time     // the last trip, for the level's decay
 	decay      time.Duration // the rules' Decay at that trip
-	cause      BreakerCause  // what tripped it at since
+	cause      store.Cause   // what tripped it at since
 	closed     time.Time     // when a probe last closed it
 	retrip     time.Duration // the rules' RetripWindow then
 	probeUntil time.Time     // half-open: the probe granted holds until then
@@ -47,7 +48,7 @@ func NewMemoryStore() *MemoryStore {
 	return &MemoryStore{buckets: map[string]*rate.Limiter{}, pauses: map[string]time.Time{}, breakers: map[string]*memBreaker{}}
 }
 
-// Take implements BucketStore: n tokens now, or reserved within maxWait.
+// Take implements store.Buckets: n tokens now, or reserved within maxWait.
 // n above burst never comes: Take returns a wait of about 292 years.
 func (m *MemoryStore) Take(_ context.Context, key string, n int, r rate.Limit, burst int, maxWait time.Duration) (time.Duration, error) {
 	m.mu.Lock()
@@ -70,7 +71,7 @@ func (m *MemoryStore) take(now time.Time, key string, n int, r rate.Limit, burst
 	return wait, lim, burst
 }
 
-// Tokens implements BucketStore. A bucket keeps the rate of its last
+// Tokens implements store.Buckets. A bucket keeps the rate of its last
 // Take until the next: Tokens reads it at that rate, within burst.
 func (m *MemoryStore) Tokens(_ context.Context, key string, _ rate.Limit, burst int) (float64, error) {
 	now := time.Now()
@@ -84,7 +85,7 @@ func (m *MemoryStore) Tokens(_ context.Context, key string, _ rate.Limit, burst 
 	return min(lim.TokensAt(now), float64(burst)), nil
 }
 
-// Pause implements CooldownStore.
+// Pause implements store.Pauses.
 func (m *MemoryStore) Pause(_ context.Context, key string, until time.Time) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -95,46 +96,46 @@ func (m *MemoryStore) Pause(_ context.Context, key string, until time.Time) erro
 	return nil
 }
 
-// PausedUntil implements CooldownStore.
+// PausedUntil implements store.Pauses.
 func (m *MemoryStore) PausedUntil(_ context.Context, key string) (time.Time, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.pauses[key], nil
 }
 
-// BreakerAdmit implements BreakerStore.
-func (m *MemoryStore) BreakerAdmit(_ context.Context, key string, rules *BreakerRules) (SharedBreaker, error) {
+// BreakerAdmit implements store.Breakers.
+func (m *MemoryStore) BreakerAdmit(_ context.Context, key string, rules *store.Rules) (store.Breaker, error) {
 	now := time.Now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	b := m.breakers[key]
 	if b == nil {
-		return SharedBreaker{State: BreakerClosed}, nil
+		return store.Breaker{State: store.Closed}, nil
 	}
 	// Closed, open, or half-open with another request probing.
-	if s := b.state(now, rules); s.State != BreakerHalfOpen || now.Before(b.probeUntil) {
+	if s := b.state(now, rules); s.State != store.HalfOpen || now.Before(b.probeUntil) {
 		return s, nil
 	}
 	m.probes++
 	b.probeUntil, b.probeID = now.Add(rules.ProbeTimeout), m.probes
-	return SharedBreaker{State: BreakerHalfOpen, Level: b.level, Probe: true, ProbeID: b.probeID}, nil
+	return store.Breaker{State: store.HalfOpen, Level: b.level, Probe: true, ProbeID: b.probeID}, nil
 }
 
-// BreakerRead implements BreakerStore.
-func (m *MemoryStore) BreakerRead(_ context.Context, key string, rules *BreakerRules) (SharedBreaker, error) {
+// BreakerRead implements store.Breakers.
+func (m *MemoryStore) BreakerRead(_ context.Context, key string, rules *store.Rules) (store.Breaker, error) {
 	now := time.Now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	b := m.breakers[key]
 	if b == nil {
-		return SharedBreaker{State: BreakerClosed}, nil
+		return store.Breaker{State: store.Closed}, nil
 	}
 	sb := b.state(now, rules)
 	sb.OpenedAt, sb.Cause = b.since, b.cause
 	return sb, nil
 }
 
-// BreakerReleaseProbe implements BreakerStore.
+// BreakerReleaseProbe implements store.Breakers.
 func (m *MemoryStore) BreakerReleaseProbe(_ context.Context, key string, probeID uint64) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -144,8 +145,8 @@ func (m *MemoryStore) BreakerReleaseProbe(_ context.Context, key string, probeID
 	return nil
 }
 
-// BreakerFailed implements BreakerStore.
-func (m *MemoryStore) BreakerFailed(_ context.Context, key string, probe bool, cause BreakerCause, rules *BreakerRules) (SharedBreaker, error) {
+// BreakerFailed implements store.Breakers.
+func (m *MemoryStore) BreakerFailed(_ context.Context, key string, probe bool, cause store.Cause, rules *store.Rules) (store.Breaker, error) {
 	now := time.Now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -174,8 +175,8 @@ func (m *MemoryStore) BreakerFailed(_ context.Context, key string, probe bool, c
 	return b.state(now, rules), nil
 }
 
-// BreakerSucceeded implements BreakerStore.
-func (m *MemoryStore) BreakerSucceeded(_ context.Context, key string, probe bool, rules *BreakerRules) error {
+// BreakerSucceeded implements store.Breakers.
+func (m *MemoryStore) BreakerSucceeded(_ context.Context, key string, probe bool, rules *store.Rules) error {
 	now := time.Now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -191,8 +192,8 @@ func (m *MemoryStore) BreakerSucceeded(_ context.Context, key string, probe bool
 	return nil
 }
 
-// BreakerTripped implements BreakerStore.
-func (m *MemoryStore) BreakerTripped(_ context.Context, key string, trip BreakerTrip, rules *BreakerRules) error {
+// BreakerTripped implements store.Breakers.
+func (m *MemoryStore) BreakerTripped(_ context.Context, key string, trip store.Trip, rules *store.Rules) error {
 	now := time.Now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -219,14 +220,14 @@ func (m *MemoryStore) breaker(key string, now time.Time) *memBreaker {
 	return b
 }
 
-func (b *memBreaker) trip(now time.Time, level int, cause BreakerCause, rules *BreakerRules) {
+func (b *memBreaker) trip(now time.Time, level int, cause store.Cause, rules *store.Rules) {
 	b.open, b.level, b.since, b.decay, b.cause = true, level, now, rules.Decay, cause
 	b.until = now.Add(rules.Cooldowns[level])
 	b.failures, b.recent, b.probeUntil = 0, nil, time.Time{}
 }
 
 // levelAt is the escalation level after the Decays since the last trip.
-func (b *memBreaker) levelAt(now time.Time, rules *BreakerRules) int {
+func (b *memBreaker) levelAt(now time.Time, rules *store.Rules) int {
 	decay := b.decay
 	if rules != nil {
 		decay = rules.Decay
@@ -235,14 +236,14 @@ func (b *memBreaker) levelAt(now time.Time, rules *BreakerRules) int {
 }
 
 // state is what b tells a transport: its level decayed while closed.
-func (b *memBreaker) state(now time.Time, rules *BreakerRules) SharedBreaker {
+func (b *memBreaker) state(now time.Time, rules *store.Rules) store.Breaker {
 	switch {
 	case !b.open:
-		return SharedBreaker{State: BreakerClosed, Level: b.levelAt(now, rules), Failures: b.failures}
+		return store.Breaker{State: store.Closed, Level: b.levelAt(now, rules), Failures: b.failures}
 	case now.Before(b.until):
-		return SharedBreaker{State: BreakerOpen, Until: b.until, Level: b.level}
+		return store.Breaker{State: store.Open, Until: b.until, Level: b.level}
 	}
-	return SharedBreaker{State: BreakerHalfOpen, Level: b.level}
+	return store.Breaker{State: store.HalfOpen, Level: b.level}
 }
 
 // prune drops, once the store has doubled since it last did, what has
@@ -285,33 +286,33 @@ func (m *MemoryStore) bucketAt(key string, r rate.Limit, burst int, now time.Tim
 	return lim
 }
 
-var _ AdmitStore = (*MemoryStore)(nil)
+var _ store.Admitter = (*MemoryStore)(nil)
 
-// Admit implements AdmitStore: BreakerAdmit, PausedUntil and Take, one
+// Admit implements store.Admitter: BreakerAdmit, PausedUntil and Take, one
 // after the other, the tokens taken only when the request may go now.
 // (The MemoryStore is the reference of what Admit answers; each step
 // holds its lock alone, which one process can afford.)
-func (m *MemoryStore) Admit(ctx context.Context, ask *AdmitAsk) (AdmitAnswer, error) {
-	var a AdmitAnswer
+func (m *MemoryStore) Admit(ctx context.Context, ask *store.AdmitAsk) (store.AdmitAnswer, error) {
+	var a store.AdmitAnswer
 	goes := true
 	if ask.Breaker != "" {
 		sb, err := m.BreakerAdmit(ctx, ask.Breaker, ask.Rules)
 		if err != nil {
-			return AdmitAnswer{}, err
+			return store.AdmitAnswer{}, err
 		}
-		a.Breaker, goes = sb, sb.State == BreakerClosed || sb.Probe
+		a.Breaker, goes = sb, sb.State == store.Closed || sb.Probe
 	}
 	if ask.Pause != "" {
 		until, err := m.PausedUntil(ctx, ask.Pause)
 		if err != nil {
-			return AdmitAnswer{}, err
+			return store.AdmitAnswer{}, err
 		}
 		a.PausedUntil, goes = until, goes && !until.After(time.Now())
 	}
 	if ask.Bucket != "" && goes {
 		wait, err := m.Take(ctx, ask.Bucket, max(ask.N, 1), ask.Rate, ask.Burst, 0)
 		if err != nil {
-			return AdmitAnswer{}, err
+			return store.AdmitAnswer{}, err
 		}
 		a.Took, a.Wait = true, wait
 	}

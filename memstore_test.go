@@ -7,6 +7,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/ratewise/ratewise/store"
 )
 
 // This file tests MemoryStore, the store in process: its bucket, pauses
@@ -19,10 +21,10 @@ func TestMemoryStoreBreakerStateMachine(t *testing.T) {
 		rules := BreakerPolicy{ConsecutiveFailures: 2, Cooldown: time.Minute,
 			Escalation: []time.Duration{10 * time.Minute}, Decay: time.Hour}.Rules()
 		var states []string
-		note := func(sb SharedBreaker) { states = append(states, sb.State.String()) }
-		sb, _ := m.BreakerFailed(ctx, "k", false, BreakerCause{}, &rules)
+		note := func(sb store.Breaker) { states = append(states, sb.State.String()) }
+		sb, _ := m.BreakerFailed(ctx, "k", false, store.Cause{}, &rules)
 		note(sb) // 1 failure: closed
-		sb, _ = m.BreakerFailed(ctx, "k", false, BreakerCause{}, &rules)
+		sb, _ = m.BreakerFailed(ctx, "k", false, store.Cause{}, &rules)
 		note(sb) // 2: open for a minute
 		if sb.Until != time.Now().Add(time.Minute) || sb.Level != 0 {
 			t.Fatalf("trip = %+v, want a minute at level 0", sb)
@@ -30,7 +32,7 @@ func TestMemoryStoreBreakerStateMachine(t *testing.T) {
 		time.Sleep(time.Minute)
 		sb, _ = m.BreakerAdmit(ctx, "k", &rules)
 		note(sb) // half-open: the probe
-		sb, _ = m.BreakerFailed(ctx, "k", true, BreakerCause{}, &rules)
+		sb, _ = m.BreakerFailed(ctx, "k", true, store.Cause{}, &rules)
 		note(sb) // the probe failed: open at the next level
 		if sb.Level != 1 || sb.Until != time.Now().Add(10*time.Minute) {
 			t.Fatalf("after a failed probe = %+v, want 10 minutes at level 1", sb)
@@ -151,4 +153,18 @@ func TestMemoryStoreTakesNAndReportsTokens(t *testing.T) {
 			t.Errorf("2.5s later at 2/s: %v tokens, want the bucket full at 4", n)
 		}
 	})
+}
+
+// A store keeps a breaker's state and cause as numbers: they must read
+// back as the BreakerState and BreakerCause the transport reports.
+func TestBreakerStateAndCauseRoundTripThroughAStore(t *testing.T) {
+	for _, s := range []BreakerState{BreakerClosed, BreakerHalfOpen, BreakerOpen} {
+		if got := store.State(s).String(); got != s.String() {
+			t.Errorf("store.State(%v) = %q", s, got)
+		}
+	}
+	c := BreakerCause{StatusCode: 429, Class: RateLimited, Detail: "slow down"}
+	if got := causeFromStore(c.forStore()); got != c {
+		t.Errorf("causeFromStore(forStore(%+v)) = %+v", c, got)
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ratewise/ratewise/internal/keyed"
+	"github.com/ratewise/ratewise/store"
 )
 
 // This file changes a running transport's policies (retry, limits,
@@ -148,7 +149,7 @@ func (t *Transport) BreakerPolicy() (BreakerPolicy, bool) {
 
 // sameStore reports whether a and b are the same store; stores of a type
 // that == cannot compare are taken for different ones.
-func sameStore(a, b BreakerStore) bool {
+func sameStore(a, b store.Breakers) bool {
 	if a == nil || b == nil {
 		return a == nil && b == nil
 	}

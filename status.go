@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"math"
 	"time"
+
+	"github.com/ratewise/ratewise/store"
 )
 
 // LimitStatus is a snapshot of what holds a key back: its cooldown, each
@@ -28,7 +30,7 @@ type ScopeStatus struct {
 	// zero when the scope has none, is unlimited (rate.Inf) or Adaptive.
 	// With a Window, Burst is what one window admits and Tokens how many
 	// more may start now. With a Store, Tokens is what the shared bucket
-	// holds (BucketStore.Tokens), or this transport's bucket when the
+	// holds (store.Buckets.Tokens), or this transport's bucket when the
 	// store fails.
 	Tokens   float64       `json:"tokens"`
 	Rate     float64       `json:"rate_per_second"`
@@ -294,13 +296,13 @@ func (b *breakers) addShared(out *BreakerStatus, key string, now time.Time) {
 		return
 	}
 	switch resetIn := sb.Until.Sub(now); {
-	case sb.State == BreakerOpen && resetIn > 0:
+	case sb.State == store.Open && resetIn > 0:
 		out.State, out.ResetIn = BreakerOpen, max(out.ResetIn, resetIn)
-	case sb.State == BreakerHalfOpen && out.State == BreakerClosed:
+	case sb.State == store.HalfOpen && out.State == BreakerClosed:
 		out.State = BreakerHalfOpen
 	}
 	out.Level = max(out.Level, sb.Level)
 	if sb.OpenedAt.After(out.OpenedAt) {
-		out.OpenedAt, out.Cause = sb.OpenedAt, sb.Cause
+		out.OpenedAt, out.Cause = sb.OpenedAt, causeFromStore(sb.Cause)
 	}
 }

@@ -14,10 +14,10 @@ import (
 // reports the tokens of the shared bucket, one that sent nothing too.
 func TestLimitStatusReportsTheSharedBucket(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := NewMemoryStore()
+		mem := NewMemoryStore()
 		for _, limit := range []Limit{
-			{Name: "per host", Rate: 1, Burst: 5, Store: store},
-			{Name: "global", Rate: 1, Burst: 5, Store: store, Key: Global},
+			{Name: "per host", Rate: 1, Burst: 5, Store: mem},
+			{Name: "global", Rate: 1, Burst: 5, Store: mem, Key: Global},
 		} {
 			a := New(newScript(answer(200)).mock(), WithLimit(limit))
 			b := New(newScript(answer(200)).mock(), WithLimit(limit))
@@ -50,7 +50,7 @@ func TestLimitStatusWithTheStoreDownReportsTheOwnBucket(t *testing.T) {
 			}
 		}
 		if tokens := tr.LimitStatus(host).Scopes[0].Tokens; tokens != 2 {
-			t.Errorf("with the store down: %v tokens, want the own bucket's 2", tokens)
+			t.Errorf("with the mem down: %v tokens, want the own bucket's 2", tokens)
 		}
 	})
 }
@@ -61,10 +61,10 @@ func TestLimitStatusWithTheStoreDownReportsTheOwnBucket(t *testing.T) {
 // LimitStatus, the later of its own and the store's winning.
 func TestBlockingReportsAPauseAnotherTransportStored(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := NewMemoryStore()
+		mem := NewMemoryStore()
 		a := New(newScript(answer(429, "Retry-After", "30")).mock(), WithRetry(RetryPolicy{MaxAttempts: 1}),
-			WithCooldown(CooldownPolicy{Store: store}))
-		b := New(newScript(answer(200)).mock(), WithCooldown(CooldownPolicy{Store: store}))
+			WithCooldown(CooldownPolicy{Store: mem}))
+		b := New(newScript(answer(200)).mock(), WithCooldown(CooldownPolicy{Store: mem}))
 		if blocked, wait := b.Blocking(host); blocked || wait != 0 {
 			t.Fatalf("b before any refusal: Blocking = %v, %v", blocked, wait)
 		}
@@ -86,7 +86,7 @@ func TestBlockingReportsAPauseAnotherTransportStored(t *testing.T) {
 		// Without a store, nothing of a's shows.
 		alone := New(newScript(answer(200)).mock())
 		if blocked, _ := alone.Blocking(host); blocked {
-			t.Error("a transport with no store is blocked by a pause it never saw")
+			t.Error("a transport with no mem is blocked by a pause it never saw")
 		}
 	})
 }

@@ -1,12 +1,10 @@
 package ratewise
 
 import (
-	"context"
-	"errors"
 	"reflect"
 	"time"
 
-	"golang.org/x/time/rate"
+	"github.com/ratewise/ratewise/store"
 )
 
 // This file asks a store, in one round trip, everything an attempt asks of
@@ -16,57 +14,6 @@ import (
 // as it has not waited since: a wait makes them old, and the layers ask
 // the store again.
 
-// AdmitStore is a Store that answers an attempt's questions together, in
-// one round trip. When WithStore's store is one, an attempt whose
-// breaker, pause or told bucket (two of them at least) the store keeps
-// asks it once, through Admit, rather than once for each.
-type AdmitStore interface {
-	Store
-	// Admit answers ask as BreakerAdmit, PausedUntil and Take would, one
-	// after the other, atomically: the breaker's admission first (which
-	// may grant the probe of a half-open breaker), then the pause, then
-	// the bucket's tokens, taken only when the breaker lets the request
-	// go (closed, or the probe granted to it), the key is not paused, and
-	// the tokens are there now. A store that cannot answer ask in one
-	// round trip (keys a cluster keeps apart) returns ErrCannotCombine,
-	// and the transport asks its questions one by one.
-	Admit(ctx context.Context, ask *AdmitAsk) (AdmitAnswer, error)
-}
-
-// ErrCannotCombine is the error of an AdmitStore that cannot answer an
-// AdmitAsk in one round trip.
-var ErrCannotCombine = errors.New("ratewise: the store cannot answer these questions in one round trip")
-
-// AdmitAsk is what an attempt asks of an AdmitStore before it is sent.
-// An empty key leaves its question out.
-type AdmitAsk struct {
-	// Breaker is the key of the breaker to be admitted through, by Rules.
-	Breaker string
-	Rules   *BreakerRules
-	// Pause is the key whose pause to read.
-	Pause string
-	// Bucket is the key of the bucket of Rate and Burst to take N tokens
-	// from, when they are there now; none are taken otherwise.
-	Bucket string
-	N      int
-	Rate   rate.Limit
-	Burst  int
-}
-
-// AdmitAnswer is an AdmitStore's answer to an AdmitAsk.
-type AdmitAnswer struct {
-	// Breaker is BreakerAdmit's answer, when a breaker was asked.
-	Breaker SharedBreaker
-	// PausedUntil is when the key's pause ends, zero or past when it is
-	// not paused.
-	PausedUntil time.Time
-	// Took is set when the bucket was asked; Wait is then 0 when the
-	// tokens were taken, or how long until they would be there, when
-	// nothing was taken.
-	Took bool
-	Wait time.Duration
-}
-
 // prefetched is what an attempt's Admit answered, each answer used once,
 // and none after the attempt waited (see stale). A nil one answers
 // nothing.
@@ -74,12 +21,12 @@ type prefetched struct {
 	valid                bool
 	breakerKey, pauseKey string
 	bucket               string // the store's key of the bucket asked, "" for none
-	answer               AdmitAnswer
+	answer               store.AdmitAnswer
 }
 
 // combinable reports whether x is WithStore's store s: then it shares
 // through s, which can answer its question with the others.
-func combinable(x any, s Store) bool {
+func combinable(x any, s store.Store) bool {
 	if x == nil || s == nil {
 		return false
 	}
@@ -87,15 +34,15 @@ func combinable(x any, s Store) bool {
 	return t == reflect.TypeOf(s) && t.Comparable() && x == any(s)
 }
 
-// prefetch asks the transport's AdmitStore, once, what the attempt's
+// prefetch asks the transport's store.Admitter, once, what the attempt's
 // breaker, gate and told bucket would each ask of it, when at least two
 // of them keep their state there. A bucket is asked only for a scope
 // that has no slots (a slot comes before the turn) and is the one such
 // scope of the request in the store. The transport's store is an
-// AdmitStore (admitStore is set).
+// store.Admitter (admitStore is set).
 func (c *call) prefetch() {
 	c.pre.stale() // an earlier attempt's answers
-	var ask AdmitAsk
+	var ask store.AdmitAsk
 	parts := 0
 	if b := c.t.breakers; b != nil && c.t.breakerInStore {
 		ask.Breaker, ask.Rules = b.key(c.req), &b.config().rules
@@ -145,9 +92,9 @@ func (c *call) storeBucket() (*scope, *Limit) {
 }
 
 // breakerAnswer is the prefetched admission of key's breaker, once.
-func (p *prefetched) breakerAnswer(key string) (SharedBreaker, bool) {
+func (p *prefetched) breakerAnswer(key string) (store.Breaker, bool) {
 	if p == nil || !p.valid || p.breakerKey == "" || p.breakerKey != key {
-		return SharedBreaker{}, false
+		return store.Breaker{}, false
 	}
 	p.breakerKey = ""
 	return p.answer.Breaker, true

@@ -4,28 +4,13 @@ import (
 	"context"
 	"time"
 
+	"github.com/ratewise/ratewise/store"
 	"golang.org/x/time/rate"
 )
 
-// BucketCounter is a BucketStore that also says, as it takes, how many
-// tokens the bucket holds once it has: what a server that publishes its
-// quota in rate-limit headers needs for every answer, in the one call
-// rather than a Take and a Tokens. The admission middleware uses it when
-// its store has it, and calls Take then Tokens otherwise. MemoryStore and
-// the ratewise/redis Store implement it.
-type BucketCounter interface {
-	BucketStore
-	// TakeCounted is Take, and also returns the tokens key's bucket holds
-	// after it, as Tokens would report them at that instant: less than 0
-	// while tokens not yet come are reserved for waiters. When Take would
-	// take nothing, it takes nothing either, and reports the tokens there
-	// are.
-	TakeCounted(ctx context.Context, key string, n int, r rate.Limit, burst int, maxWait time.Duration) (wait time.Duration, tokens float64, err error)
-}
+var _ store.BucketCounter = (*MemoryStore)(nil)
 
-var _ BucketCounter = (*MemoryStore)(nil)
-
-// TakeCounted implements BucketCounter.
+// TakeCounted implements store.BucketCounter.
 func (m *MemoryStore) TakeCounted(_ context.Context, key string, n int, r rate.Limit, burst int, maxWait time.Duration) (time.Duration, float64, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -34,7 +19,7 @@ func (m *MemoryStore) TakeCounted(_ context.Context, key string, n int, r rate.L
 	return wait, min(lim.TokensAt(now), float64(burst)), nil
 }
 
-// Give implements BucketStore.
+// Give implements store.Buckets.
 func (m *MemoryStore) Give(_ context.Context, key string, n int, _ rate.Limit, _ int) error {
 	if n <= 0 {
 		return nil

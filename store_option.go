@@ -1,16 +1,9 @@
 package ratewise
 
+import "github.com/ratewise/ratewise/store"
+
 // This file is WithStore: one option that puts in a store what a fleet of
 // replicas shares, rather than a store threaded through each policy.
-
-// Store is a store of every kind the transport shares state through: the
-// token buckets of told limits, the cooldown gate's pauses and the
-// breakers' trips. ratewise/redis's Store is one, and so is MemoryStore.
-type Store interface {
-	BucketStore
-	CooldownStore
-	BreakerStore
-}
 
 // WithStore shares through store what the transport keeps per key and a
 // fleet of replicas holds in common, so that replicas given the same
@@ -29,12 +22,12 @@ type Store interface {
 // that is not configured: no breaker without WithBreaker, and no gate
 // when the CooldownPolicy is Off. A window (Limit.Window), a spacing and
 // the learned pace stay each transport's own. A store that is an
-// AdmitStore, as both MemoryStore and ratewise/redis's Store are, is
+// store.Admitter, as both MemoryStore and ratewise/redis's Store are, is
 // asked once before each attempt for its breaker, its pause and its told
 // bucket together, rather than once for each. A nil store changes
 // nothing.
-func WithStore(store Store) Option {
-	return func(t *Transport) { t.store = store }
+func WithStore(s store.Store) Option {
+	return func(t *Transport) { t.store = s }
 }
 
 // shareThroughStore gives the transport's store, if any, to what New built
@@ -60,7 +53,7 @@ func (t *Transport) shareThroughStore() {
 		b.store = t.store
 		b.cfg.Store(&cfg)
 	}
-	if as, ok := t.store.(AdmitStore); ok {
+	if as, ok := t.store.(store.Admitter); ok {
 		t.admitStore = as
 		t.breakerInStore = t.breakers != nil && combinable(t.breakers.store, t.store)
 		t.gateInStore = t.gate != nil && combinable(t.gate.Store, t.store)

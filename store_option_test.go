@@ -9,6 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/ratewise/ratewise/store"
 	"golang.org/x/time/rate"
 )
 
@@ -17,10 +18,10 @@ import (
 // policy's own Store field would.
 func TestWithStoreSharesLimitPauseAndBreaker(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := NewMemoryStore()
+		mem := NewMemoryStore()
 		rec := &recording{base: newScript(answer(200)).mock()}
 		replica := func() *Transport {
-			return New(rec, WithStore(store), WithLimit(Limit{Name: "api", Rate: 10, Burst: 1}),
+			return New(rec, WithStore(mem), WithLimit(Limit{Name: "api", Rate: 10, Burst: 1}),
 				WithBreaker(BreakerPolicy{ConsecutiveFailures: 2, Cooldown: time.Hour, FailFast: true}))
 		}
 		a, b := replica(), replica()
@@ -37,7 +38,7 @@ func TestWithStoreSharesLimitPauseAndBreaker(t *testing.T) {
 		}
 
 		// A 429 with a hint that one replica sees pauses the other.
-		refused := New(newScript(answer(429, "Retry-After", "3")).mock(), WithStore(store), WithRetry(RetryPolicy{MaxAttempts: 1}))
+		refused := New(newScript(answer(429, "Retry-After", "3")).mock(), WithStore(mem), WithRetry(RetryPolicy{MaxAttempts: 1}))
 		start := time.Now()
 		if status, _ := callOnce(t, refused, context.Background()); status != 429 {
 			t.Fatalf("the refused replica got %d", status)
@@ -50,7 +51,7 @@ func TestWithStoreSharesLimitPauseAndBreaker(t *testing.T) {
 		}
 
 		// Two failures in a row on one replica open the breaker for both.
-		failing := New(newScript(answer(503)).mock(), WithStore(store), WithRetry(RetryPolicy{MaxAttempts: 1}),
+		failing := New(newScript(answer(503)).mock(), WithStore(mem), WithRetry(RetryPolicy{MaxAttempts: 1}),
 			WithBreaker(BreakerPolicy{ConsecutiveFailures: 2, Cooldown: time.Hour, FailFast: true}))
 		_, _ = callOnce(t, failing, context.Background())
 		_, _ = callOnce(t, failing, context.Background())
@@ -73,20 +74,20 @@ func TestWithStoreYieldsToAPolicysOwnStore(t *testing.T) {
 	if err := tr.err; err != nil {
 		t.Fatal(err)
 	}
-	stores := map[string]BucketStore{}
+	stores := map[string]store.Buckets{}
 	for _, s := range tr.scopes() {
 		stores[s.name] = s.limit().Store
 	}
-	if stores["own"] != BucketStore(mine) || stores["shared"] != BucketStore(fleet) {
+	if stores["own"] != store.Buckets(mine) || stores["shared"] != store.Buckets(fleet) {
 		t.Errorf("stores: own %p, shared %p; want the Limit's own (%p) and WithStore's (%p)", stores["own"], stores["shared"], mine, fleet)
 	}
 	for _, name := range []string{"window", "spacing", LearnedScope} {
 		if stores[name] != nil {
-			t.Errorf("scope %q took a store, want its state kept by the transport", name)
+			t.Errorf("scope %q took a mem, want its state kept by the transport", name)
 		}
 	}
-	if tr.gate.Store != CooldownStore(mine) {
-		t.Errorf("the gate's store is %p, want the CooldownPolicy's own (%p)", tr.gate.Store, mine)
+	if tr.gate.Store != store.Pauses(mine) {
+		t.Errorf("the gate's mem is %p, want the CooldownPolicy's own (%p)", tr.gate.Store, mine)
 	}
 	if _, ok := tr.BreakerPolicy(); ok {
 		t.Error("WithStore added a breaker")
@@ -105,13 +106,13 @@ func TestWithStoreReachesLimitsAddedOrSetLater(t *testing.T) {
 	if err := tr.SetLimit(Limit{Name: "later", Rate: 2, Burst: 1}); err != nil {
 		t.Fatal(err)
 	}
-	if s := tr.scopeNamed("later"); s.limit().Store != BucketStore(fleet) || s.limit().Rate != 2 {
+	if s := tr.scopeNamed("later"); s.limit().Store != store.Buckets(fleet) || s.limit().Rate != 2 {
 		t.Errorf("after AddLimit and SetLimit: %+v, want Rate 2 in WithStore's store", *s.limit())
 	}
 	if err := tr.SetBreakerPolicy(BreakerPolicy{ConsecutiveFailures: 5}); err != nil {
 		t.Errorf("SetBreakerPolicy with no Store on a transport WithStore shares: %v", err)
 	}
-	if p, _ := tr.BreakerPolicy(); p.Store != BreakerStore(fleet) || p.ConsecutiveFailures != 5 {
+	if p, _ := tr.BreakerPolicy(); p.Store != store.Breakers(fleet) || p.ConsecutiveFailures != 5 {
 		t.Errorf("breaker policy %+v, want 5 failures, in WithStore's store", p)
 	}
 }
@@ -149,25 +150,25 @@ func (s *countingStore) PausedUntil(ctx context.Context, key string) (time.Time,
 	return s.MemoryStore.PausedUntil(ctx, key)
 }
 
-func (s *countingStore) BreakerAdmit(ctx context.Context, key string, rules *BreakerRules) (SharedBreaker, error) {
+func (s *countingStore) BreakerAdmit(ctx context.Context, key string, rules *store.Rules) (store.Breaker, error) {
 	s.count("BreakerAdmit")
 	return s.MemoryStore.BreakerAdmit(ctx, key, rules)
 }
 
-func (s *countingStore) BreakerSucceeded(ctx context.Context, key string, probe bool, rules *BreakerRules) error {
+func (s *countingStore) BreakerSucceeded(ctx context.Context, key string, probe bool, rules *store.Rules) error {
 	s.count("BreakerSucceeded")
 	return s.MemoryStore.BreakerSucceeded(ctx, key, probe, rules)
 }
 
-func (s *countingStore) Admit(ctx context.Context, ask *AdmitAsk) (AdmitAnswer, error) {
+func (s *countingStore) Admit(ctx context.Context, ask *store.AdmitAsk) (store.AdmitAnswer, error) {
 	s.count("Admit")
 	return s.MemoryStore.Admit(ctx, ask)
 }
 
 // plainStore hides a store's Admit: its questions are asked one by one.
-type plainStore struct{ Store }
+type plainStore struct{ store.Store }
 
-// With WithStore's store an AdmitStore, a call that needs no help asks
+// With WithStore's store a store.Admitter, a call that needs no help asks
 // it once before it is sent, for its breaker, its pause and its told
 // bucket together, where a store that cannot combine is asked three
 // times; the answers are the same.
@@ -175,12 +176,12 @@ func TestWithStoreAsksOnceBeforeSending(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		for _, combine := range []bool{true, false} {
 			counting := newCountingStore()
-			var store Store = counting
+			var s store.Store = counting
 			if !combine {
-				store = plainStore{counting}
+				s = plainStore{counting}
 			}
 			rec := &recording{base: newScript(answer(200)).mock()}
-			tr := New(rec, WithStore(store), WithLimit(Limit{Name: "api", Rate: 10, Burst: 1}),
+			tr := New(rec, WithStore(s), WithLimit(Limit{Name: "api", Rate: 10, Burst: 1}),
 				WithBreaker(BreakerPolicy{ConsecutiveFailures: 3}))
 			start := time.Now()
 			for range 5 {
@@ -194,7 +195,7 @@ func TestWithStoreAsksOnceBeforeSending(t *testing.T) {
 				want = map[string]int{"BreakerAdmit": 5, "PausedUntil": 5, "Take": 5, "BreakerSucceeded": 5}
 			}
 			if !maps.Equal(got, want) {
-				t.Errorf("combine %v: the store was asked %v, want %v", combine, got, want)
+				t.Errorf("combine %v: the mem was asked %v, want %v", combine, got, want)
 			}
 			// The first token was there; each next one 100ms later, which
 			// the Admit's take-if-there-now left to a Take that waits.
@@ -209,10 +210,10 @@ func TestWithStoreAsksOnceBeforeSending(t *testing.T) {
 // closes the shared breaker for every transport.
 func TestWithStoreProbeGrantedTogether(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := NewMemoryStore()
+		mem := NewMemoryStore()
 		policy := BreakerPolicy{ConsecutiveFailures: 1, Cooldown: time.Second, FailFast: true}
-		failing := New(newScript(answer(503)).mock(), WithStore(store), WithRetry(RetryPolicy{MaxAttempts: 1}), WithBreaker(policy))
-		ok := New(newScript(answer(200)).mock(), WithStore(store), WithBreaker(policy))
+		failing := New(newScript(answer(503)).mock(), WithStore(mem), WithRetry(RetryPolicy{MaxAttempts: 1}), WithBreaker(policy))
+		ok := New(newScript(answer(200)).mock(), WithStore(mem), WithBreaker(policy))
 		_, _ = callOnce(t, failing, context.Background()) // trips the shared breaker
 		var open *CircuitOpenError
 		if _, err := callOnce(t, ok, context.Background()); !errors.As(err, &open) {
@@ -223,7 +224,7 @@ func TestWithStoreProbeGrantedTogether(t *testing.T) {
 			t.Fatalf("the probe: %d, %v", status, err)
 		}
 		rules := policy.Rules()
-		if sb, _ := store.BreakerRead(context.Background(), host, &rules); sb.State != BreakerClosed {
+		if sb, _ := mem.BreakerRead(context.Background(), host, &rules); sb.State != store.Closed {
 			t.Errorf("after the probe's success the shared breaker is %v, want closed", sb.State)
 		}
 	})

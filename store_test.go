@@ -12,14 +12,15 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/ratewise/ratewise/store"
 	"golang.org/x/time/rate"
 )
 
 func TestSharedLimitHoldsAcrossTransports(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := NewMemoryStore()
+		mem := NewMemoryStore()
 		rec := &recording{base: newScript(answer(200)).mock()}
-		limit := Limit{Name: "api", Rate: 10, Burst: 1, Store: store}
+		limit := Limit{Name: "api", Rate: 10, Burst: 1, Store: mem}
 		a, b := New(rec, WithLimit(limit)), New(rec, WithLimit(limit))
 		for i := range 20 {
 			tr := a
@@ -40,11 +41,11 @@ func TestSharedLimitHoldsAcrossTransports(t *testing.T) {
 
 func TestSharedCooldownPausesEveryTransport(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := NewMemoryStore()
+		mem := NewMemoryStore()
 		refused := newScript(answer(429, "Retry-After", "3"))
 		ok := &recording{base: newScript(answer(200)).mock()}
-		a := New(refused.mock(), WithRetry(RetryPolicy{MaxAttempts: 1}), WithCooldown(CooldownPolicy{Store: store}))
-		b := New(ok, WithCooldown(CooldownPolicy{Store: store, Spread: time.Nanosecond}))
+		a := New(refused.mock(), WithRetry(RetryPolicy{MaxAttempts: 1}), WithCooldown(CooldownPolicy{Store: mem}))
+		b := New(ok, WithCooldown(CooldownPolicy{Store: mem, Spread: time.Nanosecond}))
 		start := time.Now()
 		if status, _ := callOnce(t, a, context.Background()); status != 429 {
 			t.Fatalf("a = %d", status)
@@ -60,10 +61,10 @@ func TestSharedCooldownPausesEveryTransport(t *testing.T) {
 
 func TestSharedBreakerTripsEveryTransport(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := NewMemoryStore()
+		mem := NewMemoryStore()
 		failing := newScript(answer(503))
 		other := newScript(answer(200))
-		policy := BreakerPolicy{ConsecutiveFailures: 2, Cooldown: time.Hour, Store: store}
+		policy := BreakerPolicy{ConsecutiveFailures: 2, Cooldown: time.Hour, Store: mem}
 		a := New(failing.mock(), WithRetry(RetryPolicy{MaxAttempts: 1}), WithBreaker(policy))
 		b := New(other.mock(), WithBreaker(policy))
 		_, _ = callOnce(t, a, context.Background())
@@ -86,19 +87,19 @@ func TestSharedBreakerTripsEveryTransport(t *testing.T) {
 
 func TestSharedBreakerOneProbeAtATime(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := NewMemoryStore()
+		mem := NewMemoryStore()
 		slow := newScript(answer(200))
-		policy := BreakerPolicy{ConsecutiveFailures: 1, Cooldown: time.Second, Store: store}
+		policy := BreakerPolicy{ConsecutiveFailures: 1, Cooldown: time.Second, Store: mem}
 		rules := policy.Rules()
-		if _, err := store.BreakerFailed(context.Background(), host, false, BreakerCause{}, &rules); err != nil {
+		if _, err := mem.BreakerFailed(context.Background(), host, false, store.Cause{}, &rules); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(time.Second)
 		// The first request after the cooldown is the probe; while it is out,
 		// another transport's request that may not wait is refused,
 		// half-open.
-		sb, _ := store.BreakerAdmit(context.Background(), host, &rules)
-		if sb.State != BreakerHalfOpen || !sb.Probe {
+		sb, _ := mem.BreakerAdmit(context.Background(), host, &rules)
+		if sb.State != store.HalfOpen || !sb.Probe {
 			t.Fatalf("first after the cooldown = %+v, want the probe", sb)
 		}
 		b := New(slow.mock(), WithBreaker(policy))
@@ -108,7 +109,7 @@ func TestSharedBreakerOneProbeAtATime(t *testing.T) {
 			t.Fatalf("during the probe: err = %v, %d sent; want half-open and nothing sent", err, slow.calls())
 		}
 		// The probe succeeds: the breaker closes for everyone.
-		if err := store.BreakerSucceeded(context.Background(), host, true, &rules); err != nil {
+		if err := mem.BreakerSucceeded(context.Background(), host, true, &rules); err != nil {
 			t.Fatal(err)
 		}
 		if status, err := callOnce(t, b, context.Background()); status != 200 {
@@ -137,20 +138,20 @@ func (f failingStore) Pause(context.Context, string, time.Time) error { return f
 func (f failingStore) PausedUntil(context.Context, string) (time.Time, error) {
 	return time.Time{}, f.err()
 }
-func (f failingStore) BreakerAdmit(context.Context, string, *BreakerRules) (SharedBreaker, error) {
-	return SharedBreaker{}, f.err()
+func (f failingStore) BreakerAdmit(context.Context, string, *store.Rules) (store.Breaker, error) {
+	return store.Breaker{}, f.err()
 }
-func (f failingStore) BreakerRead(context.Context, string, *BreakerRules) (SharedBreaker, error) {
-	return SharedBreaker{}, f.err()
+func (f failingStore) BreakerRead(context.Context, string, *store.Rules) (store.Breaker, error) {
+	return store.Breaker{}, f.err()
 }
 func (f failingStore) BreakerReleaseProbe(context.Context, string, uint64) error { return f.err() }
-func (f failingStore) BreakerFailed(context.Context, string, bool, BreakerCause, *BreakerRules) (SharedBreaker, error) {
-	return SharedBreaker{}, f.err()
+func (f failingStore) BreakerFailed(context.Context, string, bool, store.Cause, *store.Rules) (store.Breaker, error) {
+	return store.Breaker{}, f.err()
 }
-func (f failingStore) BreakerSucceeded(context.Context, string, bool, *BreakerRules) error {
+func (f failingStore) BreakerSucceeded(context.Context, string, bool, *store.Rules) error {
 	return f.err()
 }
-func (f failingStore) BreakerTripped(context.Context, string, BreakerTrip, *BreakerRules) error {
+func (f failingStore) BreakerTripped(context.Context, string, store.Trip, *store.Rules) error {
 	return f.err()
 }
 
@@ -162,7 +163,7 @@ func TestStoreDownFallsBackToLocalState(t *testing.T) {
 			WithBreaker(BreakerPolicy{Store: down}))
 		for range 5 {
 			if status, err := callOnce(t, tr, context.Background()); status != 200 {
-				t.Fatalf("with the store down: %d, %v; want the call to go on local state", status, err)
+				t.Fatalf("with the mem down: %d, %v; want the call to go on local state", status, err)
 			}
 		}
 		// The local bucket stands in: still 10/s.
@@ -191,25 +192,25 @@ func TestStoreDownFailsClosed(t *testing.T) {
 				t.Errorf("err = %v, %d sent; want a %T matching ErrStoreUnavailable and nothing sent", err, s.calls(), tt.want)
 			}
 			if !strings.Contains(err.Error(), "connection refused") {
-				t.Errorf("err = %v, want the store's cause", err)
+				t.Errorf("err = %v, want the mem's cause", err)
 			}
 		})
 	}
 }
 
 func TestLimitStoreValidation(t *testing.T) {
-	store := NewMemoryStore()
+	mem := NewMemoryStore()
 	for _, l := range []Limit{
-		{Store: store},
-		{Store: store, Rate: 1, MinSpacing: time.Second},
-		{Store: store, Rate: 1, Burst: 5, Reserve: 1},
-		{Store: store, Rate: 1, Adaptive: true},
+		{Store: mem},
+		{Store: mem, Rate: 1, MinSpacing: time.Second},
+		{Store: mem, Rate: 1, Burst: 5, Reserve: 1},
+		{Store: mem, Rate: 1, Adaptive: true},
 	} {
 		if err := l.Validate(); err == nil || !strings.Contains(err.Error(), "has a Store") {
 			t.Errorf("Validate(%+v) = %v", l, err)
 		}
 	}
-	if err := (Limit{Store: store, Rate: 1, Burst: 5, MaxConcurrent: 2}).Validate(); err != nil {
+	if err := (Limit{Store: mem, Rate: 1, Burst: 5, MaxConcurrent: 2}).Validate(); err != nil {
 		t.Errorf("a valid shared limit: %v", err)
 	}
 }
@@ -229,9 +230,9 @@ func (c *takeCounter) Take(ctx context.Context, key string, n int, r rate.Limit,
 // rather than all waking at each refill to ask again: N waiters, N asks.
 func TestSharedLimitWaitersAskTheStoreOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := &takeCounter{MemoryStore: NewMemoryStore()}
+		mem := &takeCounter{MemoryStore: NewMemoryStore()}
 		rec := &recording{base: newScript(answer(200)).mock()}
-		tr := New(rec, WithLimit(Limit{Name: "api", Rate: 10, Burst: 1, Store: store}))
+		tr := New(rec, WithLimit(Limit{Name: "api", Rate: 10, Burst: 1, Store: mem}))
 		start := time.Now()
 		var wg sync.WaitGroup
 		for range 50 {
@@ -242,8 +243,8 @@ func TestSharedLimitWaitersAskTheStoreOnce(t *testing.T) {
 			})
 		}
 		wg.Wait()
-		if n := store.takes.Load(); n != 50 {
-			t.Errorf("50 admissions asked the store %d times, want once each", n)
+		if n := mem.takes.Load(); n != 50 {
+			t.Errorf("50 admissions asked the mem %d times, want once each", n)
 		}
 		slices.SortFunc(rec.times, func(a, b time.Time) int { return a.Compare(b) })
 		for i := 1; i < len(rec.times); i++ { // to a µs: the bucket's float arithmetic
@@ -268,9 +269,9 @@ func TestSharedLimitRefusalsTakeNothing(t *testing.T) {
 			{Limit{FailFast: true}, "fail-fast"},
 			{Limit{MaxWait: 50 * time.Millisecond}, "max-wait"},
 		} {
-			store := NewMemoryStore()
+			mem := NewMemoryStore()
 			l := tt.limit
-			l.Name, l.Rate, l.Burst, l.Store = "api", 10, 1, store
+			l.Name, l.Rate, l.Burst, l.Store = "api", 10, 1, mem
 			tr := New(newScript(answer(200)).mock(), WithLimit(l))
 			if _, err := callOnce(t, tr, context.Background()); err != nil {
 				t.Fatal(err)
@@ -280,7 +281,7 @@ func TestSharedLimitRefusalsTakeNothing(t *testing.T) {
 			if !errors.As(err, &limited) || limited.Reason != tt.reason || limited.RetryIn != 100*time.Millisecond {
 				t.Errorf("%s: err = %v, want a %s LimitError with RetryIn 100ms", tt.reason, err, tt.reason)
 			}
-			if w, _ := store.Take(context.Background(), "api:"+host, 1, 10, 1, 0); w != 100*time.Millisecond {
+			if w, _ := mem.Take(context.Background(), "api:"+host, 1, 10, 1, 0); w != 100*time.Millisecond {
 				t.Errorf("%s: the refused request took a token: the next is %v away, want 100ms", tt.reason, w)
 			}
 		}
@@ -291,8 +292,8 @@ func TestSharedLimitRefusalsTakeNothing(t *testing.T) {
 // its context's deadline, ends with that, taking nothing.
 func TestSharedLimitRespectsTheContextDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := NewMemoryStore()
-		tr := New(newScript(answer(200)).mock(), WithLimit(Limit{Name: "api", Rate: 1, Burst: 1, Store: store}))
+		mem := NewMemoryStore()
+		tr := New(newScript(answer(200)).mock(), WithLimit(Limit{Name: "api", Rate: 1, Burst: 1, Store: mem}))
 		if _, err := callOnce(t, tr, context.Background()); err != nil {
 			t.Fatal(err)
 		}
@@ -301,7 +302,7 @@ func TestSharedLimitRespectsTheContextDeadline(t *testing.T) {
 		if _, err := callOnce(t, tr, ctx); !errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("err = %v, want the deadline's", err)
 		}
-		if w, _ := store.Take(context.Background(), "api:"+host, 1, 1, 1, 0); w != time.Second {
+		if w, _ := mem.Take(context.Background(), "api:"+host, 1, 1, 1, 0); w != time.Second {
 			t.Errorf("the refused request took a token: the next is %v away, want 1s", w)
 		}
 	})
@@ -311,11 +312,11 @@ func TestSharedLimitRespectsTheContextDeadline(t *testing.T) {
 // opens while the shared one stays as the test sets it.
 type deafStore struct{ *MemoryStore }
 
-func (deafStore) BreakerFailed(context.Context, string, bool, BreakerCause, *BreakerRules) (SharedBreaker, error) {
-	return SharedBreaker{}, errors.New("not heard")
+func (deafStore) BreakerFailed(context.Context, string, bool, store.Cause, *store.Rules) (store.Breaker, error) {
+	return store.Breaker{}, errors.New("not heard")
 }
 
-func (deafStore) BreakerTripped(context.Context, string, BreakerTrip, *BreakerRules) error {
+func (deafStore) BreakerTripped(context.Context, string, store.Trip, *store.Rules) error {
 	return errors.New("not heard")
 }
 
@@ -328,34 +329,34 @@ func TestSharedProbeGivenBackWhenUnused(t *testing.T) {
 		name string
 		// prober makes a transport on store whose call gets the shared
 		// probe and does not use it; call makes that call.
-		prober func(t *testing.T, store *MemoryStore) *Transport
+		prober func(t *testing.T, mem *MemoryStore) *Transport
 		call   func(t *testing.T, tr *Transport) error
 	}{
-		{"limit refuses", func(t *testing.T, store *MemoryStore) *Transport {
-			tr := New(newScript(answer(200)).mock(), WithBreaker(BreakerPolicy{ConsecutiveFailures: 1, Cooldown: time.Second, Store: store}),
+		{"limit refuses", func(t *testing.T, mem *MemoryStore) *Transport {
+			tr := New(newScript(answer(200)).mock(), WithBreaker(BreakerPolicy{ConsecutiveFailures: 1, Cooldown: time.Second, Store: mem}),
 				WithLimit(Limit{Rate: rate.Every(time.Hour), Burst: 1, FailFast: true}))
 			if _, err := callOnce(t, tr, context.Background()); err != nil { // spends the hour's token
 				t.Fatal(err)
 			}
 			return tr
 		}, nil},
-		{"cooldown refuses", func(_ *testing.T, store *MemoryStore) *Transport {
-			tr := New(newScript(answer(200)).mock(), WithBreaker(BreakerPolicy{ConsecutiveFailures: 1, Cooldown: time.Second, Store: store}))
+		{"cooldown refuses", func(_ *testing.T, mem *MemoryStore) *Transport {
+			tr := New(newScript(answer(200)).mock(), WithBreaker(BreakerPolicy{ConsecutiveFailures: 1, Cooldown: time.Second, Store: mem}))
 			tr.gate.pauseLocal(host, time.Now().Add(time.Hour)) // past the wait budget
 			return tr
 		}, nil},
-		{"local breaker refuses", func(t *testing.T, store *MemoryStore) *Transport {
+		{"local breaker refuses", func(t *testing.T, mem *MemoryStore) *Transport {
 			tr := New(newScript(answer(503)).mock(), WithRetry(RetryPolicy{MaxAttempts: 1}),
-				WithBreaker(BreakerPolicy{ConsecutiveFailures: 1, Cooldown: time.Hour, Store: deafStore{store}}))
+				WithBreaker(BreakerPolicy{ConsecutiveFailures: 1, Cooldown: time.Hour, Store: deafStore{mem}}))
 			_, _ = tr.RoundTrip(mustRequest(t, http.MethodGet, nil)) // opens for an hour, here only
 			return tr
 		}, nil},
-		{"caller cancels", func(_ *testing.T, store *MemoryStore) *Transport {
+		{"caller cancels", func(_ *testing.T, mem *MemoryStore) *Transport {
 			hang := roundTripFunc(func(r *http.Request) (*http.Response, error) {
 				<-r.Context().Done()
 				return nil, r.Context().Err()
 			})
-			return New(hang, WithBreaker(BreakerPolicy{ConsecutiveFailures: 1, Cooldown: time.Second, Store: store}))
+			return New(hang, WithBreaker(BreakerPolicy{ConsecutiveFailures: 1, Cooldown: time.Second, Store: mem}))
 		}, func(t *testing.T, tr *Transport) error {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 			defer cancel()
@@ -365,11 +366,11 @@ func TestSharedProbeGivenBackWhenUnused(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				store := NewMemoryStore()
-				policy := BreakerPolicy{ConsecutiveFailures: 1, Cooldown: time.Second, Store: store}
+				mem := NewMemoryStore()
+				policy := BreakerPolicy{ConsecutiveFailures: 1, Cooldown: time.Second, Store: mem}
 				rules := policy.Rules()
-				prober := tt.prober(t, store)
-				_, _ = store.BreakerFailed(context.Background(), host, false, BreakerCause{}, &rules) // another replica trips it
+				prober := tt.prober(t, mem)
+				_, _ = mem.BreakerFailed(context.Background(), host, false, store.Cause{}, &rules) // another replica trips it
 				time.Sleep(time.Second)
 				call := tt.call
 				if call == nil {
@@ -391,14 +392,14 @@ func TestSharedProbeGivenBackWhenUnused(t *testing.T) {
 // wakes: a later hint another transport stored meanwhile holds it too.
 func TestSharedPauseExtendedWhileWaiting(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := NewMemoryStore()
+		mem := NewMemoryStore()
 		rec := &recording{base: newScript(answer(200)).mock()}
-		b := New(rec, WithCooldown(CooldownPolicy{Store: store, Spread: time.Nanosecond}))
+		b := New(rec, WithCooldown(CooldownPolicy{Store: mem, Spread: time.Nanosecond}))
 		start := time.Now()
-		_ = store.Pause(context.Background(), host, start.Add(time.Second))
+		_ = mem.Pause(context.Background(), host, start.Add(time.Second))
 		done := goCallOnce(t, b, context.Background())
 		time.Sleep(100 * time.Millisecond)
-		_ = store.Pause(context.Background(), host, start.Add(10*time.Second)) // a later 429 elsewhere
+		_ = mem.Pause(context.Background(), host, start.Add(10*time.Second)) // a later 429 elsewhere
 		if err := <-done; err != nil {
 			t.Error(err)
 		}
@@ -413,8 +414,8 @@ func TestSharedPauseExtendedWhileWaiting(t *testing.T) {
 // is no three failures in a row.
 func TestSharedSuccessClearsFailuresCountedInFlight(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := NewMemoryStore()
-		policy := BreakerPolicy{ConsecutiveFailures: 3, Cooldown: time.Hour, Store: store}
+		mem := NewMemoryStore()
+		policy := BreakerPolicy{ConsecutiveFailures: 3, Cooldown: time.Hour, Store: mem}
 		rules := policy.Rules()
 		mock := newScript(answer(200)).mock()
 		b := New(roundTripFunc(func(r *http.Request) (*http.Response, error) {
@@ -423,12 +424,12 @@ func TestSharedSuccessClearsFailuresCountedInFlight(t *testing.T) {
 		}), WithBreaker(policy))
 		done := goCallOnce(t, b, context.Background())
 		time.Sleep(100 * time.Millisecond)
-		_, _ = store.BreakerFailed(context.Background(), host, false, BreakerCause{}, &rules)
-		_, _ = store.BreakerFailed(context.Background(), host, false, BreakerCause{}, &rules)
+		_, _ = mem.BreakerFailed(context.Background(), host, false, store.Cause{}, &rules)
+		_, _ = mem.BreakerFailed(context.Background(), host, false, store.Cause{}, &rules)
 		if err := <-done; err != nil { // b's success, after the two failures
 			t.Error(err)
 		}
-		if sb, _ := store.BreakerFailed(context.Background(), host, false, BreakerCause{}, &rules); sb.State != BreakerClosed || sb.Failures != 1 {
+		if sb, _ := mem.BreakerFailed(context.Background(), host, false, store.Cause{}, &rules); sb.State != store.Closed || sb.Failures != 1 {
 			t.Errorf("fail, fail, success, fail: %+v, want closed with one failure", sb)
 		}
 	})
@@ -440,23 +441,23 @@ type blipStore struct {
 	trips atomic.Int64
 }
 
-func (b *blipStore) BreakerTripped(ctx context.Context, key string, trip BreakerTrip, r *BreakerRules) error {
+func (b *blipStore) BreakerTripped(ctx context.Context, key string, trip store.Trip, r *store.Rules) error {
 	if b.trips.Add(1) == 1 {
 		return errors.New("i/o timeout")
 	}
 	return b.MemoryStore.BreakerTripped(ctx, key, trip, r)
 }
 
-func (b *blipStore) BreakerFailed(context.Context, string, bool, BreakerCause, *BreakerRules) (SharedBreaker, error) {
-	return SharedBreaker{}, errors.New("i/o timeout")
+func (b *blipStore) BreakerFailed(context.Context, string, bool, store.Cause, *store.Rules) (store.Breaker, error) {
+	return store.Breaker{}, errors.New("i/o timeout")
 }
 
 // A local trip the store failed to hear is told again, by the next
 // request the open breaker refuses.
 func TestSharedTripToldAgainAfterAFailedTelling(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := &blipStore{MemoryStore: NewMemoryStore()}
-		policy := BreakerPolicy{ConsecutiveFailures: 1, Cooldown: time.Hour, Store: store}
+		mem := &blipStore{MemoryStore: NewMemoryStore()}
+		policy := BreakerPolicy{ConsecutiveFailures: 1, Cooldown: time.Hour, Store: mem}
 		a := New(newScript(answer(503)).mock(), WithRetry(RetryPolicy{MaxAttempts: 1}), WithBreaker(policy))
 		_, _ = callOnce(t, a, context.Background()) // trips a; the store does not hear it
 		var open *CircuitOpenError
@@ -464,8 +465,8 @@ func TestSharedTripToldAgainAfterAFailedTelling(t *testing.T) {
 			t.Fatalf("a after its trip: %v, want it open", err)
 		}
 		rules := policy.Rules()
-		if sb, _ := store.MemoryStore.BreakerAdmit(context.Background(), host, &rules); sb.State != BreakerOpen {
-			t.Errorf("a is open for an hour, the store never heard: %+v (told %d times)", sb, store.trips.Load())
+		if sb, _ := mem.MemoryStore.BreakerAdmit(context.Background(), host, &rules); sb.State != store.Open {
+			t.Errorf("a is open for an hour, the mem never heard: %+v (told %d times)", sb, mem.trips.Load())
 		}
 	})
 }

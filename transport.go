@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ratewise/ratewise/internal/keyed"
+	"github.com/ratewise/ratewise/store"
 )
 
 // Transport is an [http.RoundTripper] that sends each request through a
@@ -46,8 +47,8 @@ type Transport struct {
 	// admitStore is it when it answers an attempt's questions together,
 	// and breakerInStore and gateInStore say whether the breakers and the
 	// gate keep their state in it.
-	store                       Store
-	admitStore                  AdmitStore
+	store                       store.Store
+	admitStore                  store.Admitter
 	breakerInStore, gateInStore bool
 	// learns is set when a scope is Adaptive: its keys learn from the
 	// signals of requests it did not pace. noLearning is WithoutLearning.

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/ratewise/ratewise"
+	"github.com/ratewise/ratewise/store"
 )
 
 // DefaultMaxQueue is how many requests of one key may wait in a scope
@@ -48,9 +49,9 @@ type scope struct {
 	limit    int64
 	maxWait  time.Duration // 0: refuse at once
 	maxQueue int32
-	store    ratewise.BucketStore
-	counter  ratewise.BucketCounter // store, when it counts as it takes
-	one      *entry                 // a global scope's one entry
+	store    store.Buckets
+	counter  store.BucketCounter // store, when it counts as it takes
+	one      *entry              // a global scope's one entry
 	keys     *keyMap
 
 	// What the headers say of the scope, made once.
@@ -122,7 +123,7 @@ func newScope(l ratewise.Limit, n int) (*scope, error) {
 		s.tau = int64(s.burst) * s.interval
 		w = time.Duration(s.tau) // what an empty bucket takes to fill
 	}
-	if s.counter, _ = l.Store.(ratewise.BucketCounter); s.kind != kindBucket {
+	if s.counter, _ = l.Store.(store.BucketCounter); s.kind != kindBucket {
 		s.store, s.counter = nil, nil
 	}
 	if s.global {

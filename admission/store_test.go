@@ -15,6 +15,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/ratewise/ratewise"
+	"github.com/ratewise/ratewise/store"
 )
 
 // downStore is a MemoryStore that can be taken down: its calls then fail,
@@ -65,7 +66,7 @@ func (s *downStore) Give(ctx context.Context, key string, n int, r rate.Limit, b
 	return s.MemoryStore.Give(ctx, key, n, r, burst)
 }
 
-// plainStore is a BucketStore that does not count as it takes: the
+// plainStore is a store.Buckets that does not count as it takes: the
 // handler asks its Tokens apart.
 type plainStore struct{ m *ratewise.MemoryStore }
 
@@ -86,12 +87,12 @@ func TestReplicasOnOneStoreHoldOneLimit(t *testing.T) {
 	for _, counting := range []bool{true, false} {
 		synctest.Test(t, func(t *testing.T) {
 			mem := ratewise.NewMemoryStore()
-			var store ratewise.BucketStore = mem
+			var shared store.Buckets = mem
 			if !counting {
-				store = plainStore{mem}
+				shared = plainStore{mem}
 			}
 			ip, global := adrPerIP(), adrGlobal()
-			ip.Store, global.Store = store, store
+			ip.Store, global.Store = shared, shared
 			a := newHandler(t, WithLimit(ip), WithLimit(global))
 			b := newHandler(t, WithLimit(ip), WithLimit(global))
 			var got []string
@@ -127,8 +128,8 @@ func TestReplicasOnOneStoreHoldOneLimit(t *testing.T) {
 // it; when its client goes away, the turn goes back to the store.
 func TestSharedQueueGivesTheTurnBackToTheStore(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := ratewise.NewMemoryStore()
-		l := ratewise.Limit{Name: "q", Rate: 1, Burst: 1, Key: ratewise.Global, MaxWait: 10 * time.Second, Store: store}
+		mem := ratewise.NewMemoryStore()
+		l := ratewise.Limit{Name: "q", Rate: 1, Burst: 1, Key: ratewise.Global, MaxWait: 10 * time.Second, Store: mem}
 		a, b := newHandler(t, WithLimit(l)), newHandler(t, WithLimit(l))
 		start := time.Now()
 		var wg sync.WaitGroup
@@ -157,14 +158,14 @@ func TestSharedQueueGivesTheTurnBackToTheStore(t *testing.T) {
 func TestStoreOutageFallsBackOrFailsClosed(t *testing.T) {
 	for _, closed := range []bool{false, true} {
 		synctest.Test(t, func(t *testing.T) {
-			store := &downStore{MemoryStore: ratewise.NewMemoryStore(), closed: closed}
+			mem := &downStore{MemoryStore: ratewise.NewMemoryStore(), closed: closed}
 			var logs bytes.Buffer
 			logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
-			h := newHandler(t, WithLimit(ratewise.Limit{Name: "ip", Rate: perMinute(10), Burst: 2, Store: store}), WithLogger(logger))
+			h := newHandler(t, WithLimit(ratewise.Limit{Name: "ip", Rate: perMinute(10), Burst: 2, Store: mem}), WithLogger(logger))
 			if rec := serve(h, "192.0.2.1:1", "/"); rec.Code != 200 {
-				t.Fatalf("closed %v, with the store up: %s", closed, fields(rec))
+				t.Fatalf("closed %v, with the mem up: %s", closed, fields(rec))
 			}
-			store.down.Store(true)
+			mem.down.Store(true)
 			var codes []int
 			for range 4 {
 				codes = append(codes, serve(h, "192.0.2.1:1", "/").Code)
@@ -174,7 +175,7 @@ func TestStoreOutageFallsBackOrFailsClosed(t *testing.T) {
 				want = []int{503, 503, 503, 503}
 			}
 			if !equal(codes, want) {
-				t.Errorf("closed %v, with the store down: %v, want %v", closed, codes, want)
+				t.Errorf("closed %v, with the mem down: %v, want %v", closed, codes, want)
 			}
 			rec := serve(h, "192.0.2.1:1", "/")
 			if closed {
@@ -183,9 +184,9 @@ func TestStoreOutageFallsBackOrFailsClosed(t *testing.T) {
 					t.Errorf("a fail-closed answer: %s %s", got, rec.Body)
 				}
 			}
-			store.down.Store(false)
+			mem.down.Store(false)
 			serve(h, "192.0.2.1:1", "/")
-			store.down.Store(true)
+			mem.down.Store(true)
 			serve(h, "192.0.2.1:1", "/")
 			st := h.Stats().Scopes[0]
 			if st.StoreOutages != 2 {
@@ -195,7 +196,7 @@ func TestStoreOutageFallsBackOrFailsClosed(t *testing.T) {
 				t.Errorf("closed %v: %d fallbacks, want %d", closed, st.StoreFallbacks, wantFallbacks)
 			}
 			if closed && st.Refused[ReasonStoreUnavailable] != 6 {
-				t.Errorf("closed %v: refused %v, want 6 for store-unavailable", closed, st.Refused)
+				t.Errorf("closed %v: refused %v, want 6 for mem-unavailable", closed, st.Refused)
 			}
 			if down, up := strings.Count(logs.String(), "event=admission_store_down"), strings.Count(logs.String(), "event=admission_store_up"); down != 2 || up != 1 {
 				t.Errorf("closed %v: logged %d outages and %d ends, want 2 and 1:\n%s", closed, down, up, logs.String())

@@ -6,24 +6,23 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/ratewise/ratewise/store"
 	goredis "github.com/redis/go-redis/v9"
-
-	"github.com/ratewise/ratewise"
 )
 
-// This file is the store's ratewise.AdmitStore side: an attempt's
+// This file is the store's store.Admitter side: an attempt's
 // breaker, pause and bucket asked in one script, one round trip.
 
-var _ ratewise.AdmitStore = (*Store)(nil)
+var _ store.Admitter = (*Store)(nil)
 
-// Admit implements ratewise.AdmitStore with one script. The keys of one
+// Admit implements store.Admitter with one script. The keys of one
 // attempt's questions hash to different slots (each names its own key in
 // braces), so a Redis Cluster or a Ring, which may keep them on different
-// nodes, is not asked together: Admit returns ratewise.ErrCannotCombine,
+// nodes, is not asked together: Admit returns store.ErrCannotCombine,
 // and the transport asks one by one.
-func (s *Store) Admit(ctx context.Context, ask *ratewise.AdmitAsk) (ratewise.AdmitAnswer, error) {
+func (s *Store) Admit(ctx context.Context, ask *store.AdmitAsk) (store.AdmitAnswer, error) {
 	if _, single := s.rdb.(*goredis.Client); !single {
-		return ratewise.AdmitAnswer{}, ratewise.ErrCannotCombine
+		return store.AdmitAnswer{}, store.ErrCannotCombine
 	}
 	keys := make([]string, 4)
 	var probeTimeout int64
@@ -41,12 +40,12 @@ func (s *Store) Admit(ctx context.Context, ask *ratewise.AdmitAsk) (ratewise.Adm
 		interval = 1 / float64(ask.Rate)
 	}
 	now := time.Now()
-	return call(s, ctx, func(ctx context.Context) (ratewise.AdmitAnswer, error) {
+	return call(s, ctx, func(ctx context.Context) (store.AdmitAnswer, error) {
 		v, err := admitScript.Run(ctx, s.rdb, keys, now.UnixMilli(), probeTimeout,
 			flag(ask.Breaker != ""), flag(ask.Pause != ""), flag(ask.Bucket != ""),
 			interval, max(ask.Burst, 1), max(ask.N, 1)).Slice()
 		if err != nil {
-			return ratewise.AdmitAnswer{}, err
+			return store.AdmitAnswer{}, err
 		}
 		return readAdmit(v)
 	})
@@ -54,8 +53,8 @@ func (s *Store) Admit(ctx context.Context, ask *ratewise.AdmitAsk) (ratewise.Adm
 
 // readAdmit reads admitScript's answer: the breaker's values, the pause's
 // end and the take's wait.
-func readAdmit(v []any) (ratewise.AdmitAnswer, error) {
-	var a ratewise.AdmitAnswer
+func readAdmit(v []any) (store.AdmitAnswer, error) {
+	var a store.AdmitAnswer
 	if len(v) != 3 {
 		return a, fmt.Errorf("admit script answered %d values, want 3", len(v))
 	}

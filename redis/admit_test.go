@@ -9,6 +9,7 @@ import (
 
 	"github.com/ratewise/ratewise"
 	"github.com/ratewise/ratewise/internal/redistest"
+	"github.com/ratewise/ratewise/store"
 )
 
 // Admit answers as the MemoryStore, the reference, does, step by step: a
@@ -17,36 +18,36 @@ import (
 // it too; then, its cooldown over, the probe granted to one asker alone.
 func TestAdmitAnswersAsTheReference(t *testing.T) {
 	srv := redistest.Start(t)
-	store, _ := newStore(t, srv, Options{Prefix: "admit:"})
+	rs, _ := newStore(t, srv, Options{Prefix: "admit:"})
 	mem := ratewise.NewMemoryStore()
 	rules := ratewise.BreakerPolicy{ConsecutiveFailures: 2, Cooldown: 300 * time.Millisecond}.Rules()
-	ask := &ratewise.AdmitAsk{Breaker: "h", Rules: &rules, Pause: "h", Bucket: "api:h", N: 1, Rate: 1, Burst: 1}
+	ask := &store.AdmitAsk{Breaker: "h", Rules: &rules, Pause: "h", Bucket: "api:h", N: 1, Rate: 1, Burst: 1}
 	ctx := context.Background()
 	type step struct {
 		name string
-		do   func(s ratewise.Store)
+		do   func(s store.Store)
 		// what the answer must say: the breaker's state and whether it is
 		// the probe, whether the key is paused, whether the bucket was
 		// asked and its token taken.
-		state               ratewise.BreakerState
+		state               store.State
 		probe, paused, took bool
 		taken               bool
 		failures            int
 	}
 	steps := []step{
-		{name: "fresh: taken", state: ratewise.BreakerClosed, took: true, taken: true},
-		{name: "no token left: asked, not taken", state: ratewise.BreakerClosed, took: true},
-		{name: "a failure counted", do: func(s ratewise.Store) {
-			_, _ = s.BreakerFailed(ctx, "h", false, ratewise.BreakerCause{}, &rules)
-		}, state: ratewise.BreakerClosed, took: true, failures: 1},
-		{name: "paused: the bucket is not asked", do: func(s ratewise.Store) {
+		{name: "fresh: taken", state: store.Closed, took: true, taken: true},
+		{name: "no token left: asked, not taken", state: store.Closed, took: true},
+		{name: "a failure counted", do: func(s store.Store) {
+			_, _ = s.BreakerFailed(ctx, "h", false, store.Cause{}, &rules)
+		}, state: store.Closed, took: true, failures: 1},
+		{name: "paused: the bucket is not asked", do: func(s store.Store) {
 			_ = s.Pause(ctx, "h", time.Now().Add(time.Hour))
-		}, state: ratewise.BreakerClosed, paused: true, failures: 1},
+		}, state: store.Closed, paused: true, failures: 1},
 	}
 	for _, s := range []struct {
 		name  string
-		store ratewise.AdmitStore
-	}{{"memory", mem}, {"redis", store}} {
+		store store.Admitter
+	}{{"memory", mem}, {"redis", rs}} {
 		for _, st := range steps {
 			if st.do != nil {
 				st.do(s.store)
@@ -67,12 +68,12 @@ func TestAdmitAnswersAsTheReference(t *testing.T) {
 	// granted the probe and the bucket's token, the next neither.
 	for _, s := range []struct {
 		name  string
-		store ratewise.AdmitStore
-	}{{"memory", mem}, {"redis", store}} {
-		ask := &ratewise.AdmitAsk{Breaker: "o", Rules: &rules, Bucket: "api:o", N: 1, Rate: 1000, Burst: 10}
-		_, _ = s.store.BreakerFailed(ctx, "o", false, ratewise.BreakerCause{}, &rules)
-		_, _ = s.store.BreakerFailed(ctx, "o", false, ratewise.BreakerCause{}, &rules)
-		if a, _ := s.store.Admit(ctx, ask); a.Breaker.State != ratewise.BreakerOpen || a.Took {
+		store store.Admitter
+	}{{"memory", mem}, {"redis", rs}} {
+		ask := &store.AdmitAsk{Breaker: "o", Rules: &rules, Bucket: "api:o", N: 1, Rate: 1000, Burst: 10}
+		_, _ = s.store.BreakerFailed(ctx, "o", false, store.Cause{}, &rules)
+		_, _ = s.store.BreakerFailed(ctx, "o", false, store.Cause{}, &rules)
+		if a, _ := s.store.Admit(ctx, ask); a.Breaker.State != store.Open || a.Took {
 			t.Errorf("%s, open: %+v, want open and the bucket not asked", s.name, a)
 		}
 		time.Sleep(350 * time.Millisecond) // the cooldown: a real Redis keeps real time
@@ -81,7 +82,7 @@ func TestAdmitAnswersAsTheReference(t *testing.T) {
 		if !first.Breaker.Probe || first.Breaker.ProbeID == 0 || !first.Took || first.Wait != 0 {
 			t.Errorf("%s, cooldown over: %+v, want the probe granted and its token taken", s.name, first)
 		}
-		if second.Breaker.State != ratewise.BreakerHalfOpen || second.Breaker.Probe || second.Took {
+		if second.Breaker.State != store.HalfOpen || second.Breaker.Probe || second.Took {
 			t.Errorf("%s, while the probe is out: %+v, want half-open, no probe, no token", s.name, second)
 		}
 	}
@@ -92,8 +93,8 @@ func TestAdmitAnswersAsTheReference(t *testing.T) {
 func TestAdmitRefusesClusterClients(t *testing.T) {
 	ring := goredis.NewRing(&goredis.RingOptions{Addrs: map[string]string{"a": "127.0.0.1:1"}})
 	defer ring.Close()
-	store := New(ring, Options{})
-	if _, err := store.Admit(context.Background(), &ratewise.AdmitAsk{Pause: "h"}); err != ratewise.ErrCannotCombine {
+	rs := New(ring, Options{})
+	if _, err := rs.Admit(context.Background(), &store.AdmitAsk{Pause: "h"}); err != store.ErrCannotCombine {
 		t.Errorf("a Ring: err = %v, want ErrCannotCombine", err)
 	}
 }
@@ -104,7 +105,7 @@ func BenchmarkAdmit(b *testing.B) {
 	srv := redistest.Start(b)
 	client := srv.Client()
 	defer client.Close()
-	store := New(client, Options{})
+	rs := New(client, Options{})
 	ctx := context.Background()
 	b.Run("ping", func(b *testing.B) {
 		for b.Loop() {
@@ -115,15 +116,15 @@ func BenchmarkAdmit(b *testing.B) {
 	})
 	b.Run("take", func(b *testing.B) {
 		for b.Loop() {
-			if _, err := store.Take(ctx, "bench", 1, 1e9, 1<<30, 0); err != nil {
+			if _, err := rs.Take(ctx, "bench", 1, 1e9, 1<<30, 0); err != nil {
 				b.Fatal(err)
 			}
 		}
 	})
 	b.Run("admit", func(b *testing.B) {
-		ask := &ratewise.AdmitAsk{Pause: "bench", Bucket: "bench", N: 1, Rate: 1e9, Burst: 1 << 30}
+		ask := &store.AdmitAsk{Pause: "bench", Bucket: "bench", N: 1, Rate: 1e9, Burst: 1 << 30}
 		for b.Loop() {
-			if _, err := store.Admit(ctx, ask); err != nil {
+			if _, err := rs.Admit(ctx, ask); err != nil {
 				b.Fatal(err)
 			}
 		}

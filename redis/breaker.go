@@ -8,10 +8,10 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
-	"github.com/ratewise/ratewise"
+	"github.com/ratewise/ratewise/store"
 )
 
-// The store's side of ratewise.BreakerStore: each method runs one script.
+// The store's side of store.Breakers: each method runs one script.
 
 func (s *Store) breakerKeys(key string) []string {
 	// The window's key is named apart from the counter an earlier version
@@ -20,25 +20,25 @@ func (s *Store) breakerKeys(key string) []string {
 	return []string{s.key("breaker", key), s.key("breaker-failures", key), s.key("breaker-recent", key)}
 }
 
-// BreakerAdmit implements ratewise.BreakerStore.
-func (s *Store) BreakerAdmit(ctx context.Context, key string, rules *ratewise.BreakerRules) (ratewise.SharedBreaker, error) {
+// BreakerAdmit implements store.Breakers.
+func (s *Store) BreakerAdmit(ctx context.Context, key string, rules *store.Rules) (store.Breaker, error) {
 	return s.breaker(ctx, breakerAdmitScript, key, time.Now().UnixMilli(), rules.ProbeTimeout.Milliseconds())
 }
 
-// BreakerRead implements ratewise.BreakerStore.
-func (s *Store) BreakerRead(ctx context.Context, key string, rules *ratewise.BreakerRules) (ratewise.SharedBreaker, error) {
-	return call(s, ctx, func(ctx context.Context) (ratewise.SharedBreaker, error) {
+// BreakerRead implements store.Breakers.
+func (s *Store) BreakerRead(ctx context.Context, key string, rules *store.Rules) (store.Breaker, error) {
+	return call(s, ctx, func(ctx context.Context) (store.Breaker, error) {
 		v, err := breakerReadScript.Run(ctx, s.rdb, s.breakerKeys(key), time.Now().UnixMilli(), rules.Decay.Milliseconds()).Slice()
 		if err != nil {
-			return ratewise.SharedBreaker{}, err
+			return store.Breaker{}, err
 		}
 		if len(v) != 8 {
-			return ratewise.SharedBreaker{}, fmt.Errorf("breaker read script answered %d values, want 8", len(v))
+			return store.Breaker{}, fmt.Errorf("breaker read script answered %d values, want 8", len(v))
 		}
 		var n [7]int64
 		for i := range n {
 			if n[i], err = toInt64(v[i]); err != nil {
-				return ratewise.SharedBreaker{}, fmt.Errorf("breaker read script answered %v at %d: %w", v[i], i, err)
+				return store.Breaker{}, fmt.Errorf("breaker read script answered %v at %d: %w", v[i], i, err)
 			}
 		}
 		sb := sharedBreaker(n[0], n[1], n[2])
@@ -47,7 +47,7 @@ func (s *Store) BreakerRead(ctx context.Context, key string, rules *ratewise.Bre
 			sb.OpenedAt = time.UnixMilli(n[4])
 		}
 		detail, _ := v[7].(string)
-		sb.Cause = ratewise.BreakerCause{StatusCode: int(n[5]), Class: ratewise.Class(n[6]), Detail: detail}
+		sb.Cause = store.Cause{StatusCode: int(n[5]), Class: uint8(n[6]), Detail: detail}
 		return sb, nil
 	})
 }
@@ -59,8 +59,8 @@ func toInt64(v any) (int64, error) {
 	return 0, fmt.Errorf("not an integer")
 }
 
-// BreakerFailed implements ratewise.BreakerStore.
-func (s *Store) BreakerFailed(ctx context.Context, key string, probe bool, cause ratewise.BreakerCause, rules *ratewise.BreakerRules) (ratewise.SharedBreaker, error) {
+// BreakerFailed implements store.Breakers.
+func (s *Store) BreakerFailed(ctx context.Context, key string, probe bool, cause store.Cause, rules *store.Rules) (store.Breaker, error) {
 	window := rules.Window
 	if window <= 0 {
 		window = s.opts.FailuresTTL
@@ -74,23 +74,23 @@ func (s *Store) BreakerFailed(ctx context.Context, key string, probe bool, cause
 	return s.breaker(ctx, breakerFailedScript, key, args...)
 }
 
-// BreakerReleaseProbe implements ratewise.BreakerStore.
+// BreakerReleaseProbe implements store.Breakers.
 func (s *Store) BreakerReleaseProbe(ctx context.Context, key string, probeID uint64) error {
 	return s.do(ctx, func(ctx context.Context) error {
 		return breakerReleaseScript.Run(ctx, s.rdb, s.breakerKeys(key)[:1], probeID).Err()
 	})
 }
 
-// BreakerSucceeded implements ratewise.BreakerStore.
-func (s *Store) BreakerSucceeded(ctx context.Context, key string, probe bool, rules *ratewise.BreakerRules) error {
+// BreakerSucceeded implements store.Breakers.
+func (s *Store) BreakerSucceeded(ctx context.Context, key string, probe bool, rules *store.Rules) error {
 	return s.do(ctx, func(ctx context.Context) error {
 		return breakerSucceededScript.Run(ctx, s.rdb, s.breakerKeys(key), time.Now().UnixMilli(), flag(probe),
 			rules.RetripWindow.Milliseconds()).Err()
 	})
 }
 
-// BreakerTripped implements ratewise.BreakerStore.
-func (s *Store) BreakerTripped(ctx context.Context, key string, trip ratewise.BreakerTrip, rules *ratewise.BreakerRules) error {
+// BreakerTripped implements store.Breakers.
+func (s *Store) BreakerTripped(ctx context.Context, key string, trip store.Trip, rules *store.Rules) error {
 	var openedAt int64
 	if !trip.OpenedAt.IsZero() {
 		openedAt = trip.OpenedAt.UnixMilli()
@@ -102,11 +102,11 @@ func (s *Store) BreakerTripped(ctx context.Context, key string, trip ratewise.Br
 }
 
 // breaker runs a breaker script and reads its answer.
-func (s *Store) breaker(ctx context.Context, script *goredis.Script, key string, args ...any) (ratewise.SharedBreaker, error) {
-	return call(s, ctx, func(ctx context.Context) (ratewise.SharedBreaker, error) {
+func (s *Store) breaker(ctx context.Context, script *goredis.Script, key string, args ...any) (store.Breaker, error) {
+	return call(s, ctx, func(ctx context.Context) (store.Breaker, error) {
 		v, err := script.Run(ctx, s.rdb, s.breakerKeys(key), args...).Int64Slice()
 		if err != nil {
-			return ratewise.SharedBreaker{}, err
+			return store.Breaker{}, err
 		}
 		return breakerAnswer(v)
 	})
@@ -114,9 +114,9 @@ func (s *Store) breaker(ctx context.Context, script *goredis.Script, key string,
 
 // breakerAnswer reads what a breaker script answers: {state, until,
 // level, probe, failures}, and the probe's name when one was granted.
-func breakerAnswer(v []int64) (ratewise.SharedBreaker, error) {
+func breakerAnswer(v []int64) (store.Breaker, error) {
 	if len(v) != 5 && len(v) != 6 {
-		return ratewise.SharedBreaker{}, fmt.Errorf("breaker script answered %d values, want 5 or 6", len(v))
+		return store.Breaker{}, fmt.Errorf("breaker script answered %d values, want 5 or 6", len(v))
 	}
 	sb := sharedBreaker(v[0], v[1], v[2])
 	sb.Probe, sb.Failures = v[3] == 1, int(v[4])
@@ -128,13 +128,13 @@ func breakerAnswer(v []int64) (ratewise.SharedBreaker, error) {
 
 // sharedBreaker reads the state, the end of the cooldown and the level
 // that the scripts answer first.
-func sharedBreaker(state, until, level int64) ratewise.SharedBreaker {
-	sb := ratewise.SharedBreaker{Level: int(level)}
+func sharedBreaker(state, until, level int64) store.Breaker {
+	sb := store.Breaker{Level: int(level)}
 	switch state {
 	case 1:
-		sb.State = ratewise.BreakerHalfOpen
+		sb.State = store.HalfOpen
 	case 2:
-		sb.State = ratewise.BreakerOpen
+		sb.State = store.Open
 	}
 	if until > 0 {
 		sb.Until = time.UnixMilli(until)

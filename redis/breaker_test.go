@@ -10,6 +10,7 @@ import (
 
 	"github.com/ratewise/ratewise"
 	"github.com/ratewise/ratewise/internal/redistest"
+	"github.com/ratewise/ratewise/store"
 )
 
 // youtube-remediation-plan.md, Phase 2: the shared breaker keeps when it
@@ -24,27 +25,27 @@ func TestBreakerReadAndRetripEscalation(t *testing.T) {
 		Escalation: []time.Duration{300 * time.Millisecond}, Decay: time.Hour, RetripWindow: time.Hour,
 		ProbeTimeout: time.Second}.Rules()
 
-	if sb, err := s.BreakerRead(ctx, "k", &rules); err != nil || sb.State != ratewise.BreakerClosed || !sb.OpenedAt.IsZero() {
+	if sb, err := s.BreakerRead(ctx, "k", &rules); err != nil || sb.State != store.Closed || !sb.OpenedAt.IsZero() {
 		t.Fatalf("an unknown breaker: %+v, %v; want closed, never opened", sb, err)
 	}
 	if n := client.Exists(ctx, "t:breaker:{k}").Val(); n != 0 {
 		t.Fatal("BreakerRead created the breaker")
 	}
 
-	cause := ratewise.BreakerCause{StatusCode: 200, Class: ratewise.RateLimited, Detail: "Sign in to confirm you’re not a bot"}
+	cause := store.Cause{StatusCode: 200, Class: uint8(ratewise.RateLimited), Detail: "Sign in to confirm you’re not a bot"}
 	before := time.Now()
 	first, err := s.BreakerFailed(ctx, "k", false, cause, &rules)
-	if err != nil || first.State != ratewise.BreakerOpen || first.Level != 0 {
+	if err != nil || first.State != store.Open || first.Level != 0 {
 		t.Fatalf("first detection: %+v, %v; want open at level 0", first, err)
 	}
 	sb, err := s.BreakerRead(ctx, "k", &rules)
-	if err != nil || sb.State != ratewise.BreakerOpen || sb.Cause != cause || sb.OpenedAt.Before(before.Truncate(time.Millisecond)) ||
+	if err != nil || sb.State != store.Open || sb.Cause != cause || sb.OpenedAt.Before(before.Truncate(time.Millisecond)) ||
 		sb.OpenedAt.After(time.Now()) || !sb.Until.Equal(first.Until) {
 		t.Fatalf("BreakerRead of the open breaker: %+v, %v; want open until %v since the trip, caused by %+v", sb, err, first.Until, cause)
 	}
 
 	time.Sleep(time.Until(first.Until) + 10*time.Millisecond)
-	if sb, _ := s.BreakerRead(ctx, "k", &rules); sb.State != ratewise.BreakerHalfOpen || sb.Probe {
+	if sb, _ := s.BreakerRead(ctx, "k", &rules); sb.State != store.HalfOpen || sb.Probe {
 		t.Fatalf("after the cooldown, read: %+v; want half-open, no probe granted", sb)
 	}
 	probe, _ := s.BreakerAdmit(ctx, "k", &rules)
@@ -54,7 +55,7 @@ func TestBreakerReadAndRetripEscalation(t *testing.T) {
 	if err := s.BreakerSucceeded(ctx, "k", true, &rules); err != nil {
 		t.Fatal(err)
 	}
-	if sb, _ := s.BreakerRead(ctx, "k", &rules); sb.State != ratewise.BreakerClosed || sb.Cause != cause {
+	if sb, _ := s.BreakerRead(ctx, "k", &rules); sb.State != store.Closed || sb.Cause != cause {
 		t.Fatalf("after a good probe: %+v; want closed, the last cause kept", sb)
 	}
 
@@ -65,12 +66,12 @@ func TestBreakerReadAndRetripEscalation(t *testing.T) {
 
 	// A local trip told with its cause and time.
 	opened := time.Now().Add(-time.Second).Truncate(time.Millisecond)
-	trip := ratewise.BreakerTrip{OpenedAt: opened, Until: time.Now().Add(time.Minute), Level: 1,
-		Cause: ratewise.BreakerCause{StatusCode: 503, Detail: "backend overloaded"}}
+	trip := store.Trip{OpenedAt: opened, Until: time.Now().Add(time.Minute), Level: 1,
+		Cause: store.Cause{StatusCode: 503, Detail: "backend overloaded"}}
 	if err := s.BreakerTripped(ctx, "j", trip, &rules); err != nil {
 		t.Fatal(err)
 	}
-	if sb, _ := s.BreakerRead(ctx, "j", &rules); sb.State != ratewise.BreakerOpen || !sb.OpenedAt.Equal(opened) || sb.Cause != trip.Cause || sb.Level != 1 {
+	if sb, _ := s.BreakerRead(ctx, "j", &rules); sb.State != store.Open || !sb.OpenedAt.Equal(opened) || sb.Cause != trip.Cause || sb.Level != 1 {
 		t.Errorf("after BreakerTripped: %+v; want open since %v at level 1, caused by %+v", sb, opened, trip.Cause)
 	}
 	assertAllExpire(t, client, "t:*")
@@ -86,8 +87,8 @@ func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { retu
 // through Redis, the breaker another replica opened, with when and why.
 func TestReplicaSeesTheBreakerAnotherOpened(t *testing.T) {
 	srv := redistest.Start(t)
-	store, _ := newStore(t, srv, Options{Prefix: "t:"})
-	policy := ratewise.BreakerPolicy{ConsecutiveFailures: 2, Cooldown: time.Minute, Store: store}
+	mem, _ := newStore(t, srv, Options{Prefix: "t:"})
+	policy := ratewise.BreakerPolicy{ConsecutiveFailures: 2, Cooldown: time.Minute, Store: mem}
 	failing := roundTripFunc(func(*http.Request) (*http.Response, error) {
 		return &http.Response{StatusCode: 503, Header: http.Header{}, Body: io.NopCloser(strings.NewReader("backend overloaded\n"))}, nil
 	})

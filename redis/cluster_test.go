@@ -11,6 +11,7 @@ import (
 
 	"github.com/ratewise/ratewise"
 	"github.com/ratewise/ratewise/internal/redistest"
+	"github.com/ratewise/ratewise/store"
 )
 
 // On a Redis Cluster of three masters, the store works as on one server:
@@ -23,26 +24,26 @@ func TestClusterKeepsEveryOperation(t *testing.T) {
 	cluster := redistest.StartCluster(t)
 	client := cluster.Client()
 	defer client.Close()
-	store := New(client, Options{Prefix: "c:"})
+	mem := New(client, Options{Prefix: "c:"})
 	ctx := context.Background()
 
-	tokenBucket(t, store)
-	breakerStateMachine(t, store)
+	tokenBucket(t, mem)
+	breakerStateMachine(t, mem)
 
 	now := time.Now()
-	_ = store.Pause(ctx, "api.test", now.Add(time.Second))
-	_ = store.Pause(ctx, "api.test", now.Add(100*time.Millisecond))
-	if until, err := store.PausedUntil(ctx, "api.test"); err != nil || until.UnixMilli() != now.Add(time.Second).UnixMilli() {
+	_ = mem.Pause(ctx, "api.test", now.Add(time.Second))
+	_ = mem.Pause(ctx, "api.test", now.Add(100*time.Millisecond))
+	if until, err := mem.PausedUntil(ctx, "api.test"); err != nil || until.UnixMilli() != now.Add(time.Second).UnixMilli() {
 		t.Errorf("PausedUntil = %v, %v; want the later pause", until.Sub(now), err)
 	}
 
-	if _, err := store.Admit(ctx, &ratewise.AdmitAsk{Pause: "h", Bucket: "api:h", N: 1, Rate: 1, Burst: 1}); !errors.Is(err, ratewise.ErrCannotCombine) {
+	if _, err := mem.Admit(ctx, &store.AdmitAsk{Pause: "h", Bucket: "api:h", N: 1, Rate: 1, Burst: 1}); !errors.Is(err, store.ErrCannotCombine) {
 		t.Errorf("Admit on a cluster: %v, want ErrCannotCombine", err)
 	}
 
 	api := startOK(t, 0)
 	replica := func() *ratewise.Transport {
-		return ratewise.New(http.DefaultTransport, ratewise.WithStore(store),
+		return ratewise.New(http.DefaultTransport, ratewise.WithStore(mem),
 			ratewise.WithLimit(ratewise.Limit{Name: "api", Rate: 20, Burst: 1}), ratewise.WithBreaker(ratewise.BreakerPolicy{}))
 	}
 	a, b := replica(), replica()

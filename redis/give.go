@@ -6,15 +6,14 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/ratewise/ratewise/store"
 	goredis "github.com/redis/go-redis/v9"
 	"golang.org/x/time/rate"
-
-	"github.com/ratewise/ratewise"
 )
 
-var _ ratewise.BucketCounter = (*Store)(nil)
+var _ store.BucketCounter = (*Store)(nil)
 
-// TakeCounted implements ratewise.BucketCounter: Take, and the tokens the
+// TakeCounted implements store.BucketCounter: Take, and the tokens the
 // bucket holds after it on Redis's clock, in the one round trip.
 func (s *Store) TakeCounted(ctx context.Context, key string, n int, r rate.Limit, burst int, maxWait time.Duration) (time.Duration, float64, error) {
 	maxWait = max(maxWait, 0)
@@ -41,7 +40,7 @@ func (s *Store) TakeCounted(ctx context.Context, key string, n int, r rate.Limit
 	return c.wait, c.tokens, err
 }
 
-// Give implements ratewise.BucketStore: the bucket's TAT moves back by n
+// Give implements store.Buckets: the bucket's TAT moves back by n
 // tokens, on Redis's clock; a bucket that is full again is deleted.
 func (s *Store) Give(ctx context.Context, key string, n int, r rate.Limit, _ int) error {
 	if n <= 0 {

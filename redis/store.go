@@ -15,10 +15,10 @@
 // CooldownPolicy and BreakerPolicy share one part alone, or each through
 // a store of its own.
 //
-// A Store is a ratewise.BucketStore (a GCRA token bucket, atomic in Redis
+// A Store is a store.Buckets (a GCRA token bucket, atomic in Redis
 // on its clock, that reserves a waiter's turn so that it asks once), a
-// ratewise.CooldownStore (the later of two pauses wins) and a
-// ratewise.BreakerStore (failures counted across the fleet, trips with
+// store.Pauses (the later of two pauses wins) and a
+// store.Breakers (failures counted across the fleet, trips with
 // their end and escalation level, one probe at a time). Every operation is
 // one round trip running one script: there is no lock, and no call waits
 // on another. Every key it writes expires by itself.
@@ -53,6 +53,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/ratewise/ratewise"
+	"github.com/ratewise/ratewise/store"
 )
 
 // Failure says what a Store's users do while Redis is unavailable.
@@ -122,7 +123,7 @@ type Store struct {
 	recheck chan struct{}
 }
 
-var _ ratewise.Store = (*Store)(nil)
+var _ store.Store = (*Store)(nil)
 
 // New returns a Store on rdb: a *redis.Client, a *redis.ClusterClient (its
 // keys use hash tags, so each script's keys share a slot) or a Ring.
@@ -371,7 +372,7 @@ func (f Failure) String() string {
 // cluster keeps the keys of one name in one slot.
 func (s *Store) key(kind, key string) string { return s.opts.Prefix + kind + ":{" + key + "}" }
 
-// Take implements ratewise.BucketStore with GCRA: one token every 1/r, up
+// Take implements store.Buckets with GCRA: one token every 1/r, up
 // to burst at once, on Redis's clock; n tokens are n intervals. Tokens
 // that come within maxWait are reserved, however many callers wait before
 // them.
@@ -397,7 +398,7 @@ func takenWait(secs float64, maxWait time.Duration) time.Duration {
 	return min(time.Duration(secs*float64(time.Second)), maxWait)
 }
 
-// Tokens implements ratewise.BucketStore: the tokens key's bucket holds
+// Tokens implements store.Buckets: the tokens key's bucket holds
 // on Redis's clock, read by a script that writes nothing.
 func (s *Store) Tokens(ctx context.Context, key string, r rate.Limit, burst int) (float64, error) {
 	return call(s, ctx, func(ctx context.Context) (float64, error) {
@@ -409,7 +410,7 @@ func (s *Store) Tokens(ctx context.Context, key string, r rate.Limit, burst int)
 // key, as redis_rate writes it.
 func (s *Store) bucketKey(key string) string { return "rate:" + s.key("bucket", key) }
 
-// Pause implements ratewise.CooldownStore: the later pause wins, and the
+// Pause implements store.Pauses: the later pause wins, and the
 // key expires when its pause ends.
 func (s *Store) Pause(ctx context.Context, key string, until time.Time) error {
 	return s.do(ctx, func(ctx context.Context) error {
@@ -417,7 +418,7 @@ func (s *Store) Pause(ctx context.Context, key string, until time.Time) error {
 	})
 }
 
-// PausedUntil implements ratewise.CooldownStore.
+// PausedUntil implements store.Pauses.
 func (s *Store) PausedUntil(ctx context.Context, key string) (time.Time, error) {
 	return call(s, ctx, func(ctx context.Context) (time.Time, error) {
 		ms, err := s.rdb.Get(ctx, s.key("pause", key)).Int64()

@@ -15,6 +15,7 @@ import (
 
 	"github.com/ratewise/ratewise"
 	"github.com/ratewise/ratewise/internal/redistest"
+	"github.com/ratewise/ratewise/store"
 )
 
 func newStore(t *testing.T, srv *redistest.Server, opts Options) (*Store, *goredis.Client) {
@@ -100,17 +101,17 @@ func breakerStateMachine(t *testing.T, s *Store) {
 	rules := ratewise.BreakerPolicy{ConsecutiveFailures: 2, Cooldown: 200 * time.Millisecond,
 		Escalation: []time.Duration{400 * time.Millisecond}, Decay: time.Hour, ProbeTimeout: time.Second}.Rules()
 	var states []string
-	note := func(sb ratewise.SharedBreaker, err error) ratewise.SharedBreaker {
+	note := func(sb store.Breaker, err error) store.Breaker {
 		if err != nil {
 			t.Fatal(err)
 		}
 		states = append(states, sb.State.String())
 		return sb
 	}
-	note(s.BreakerFailed(ctx, "k", false, ratewise.BreakerCause{}, &rules))
+	note(s.BreakerFailed(ctx, "k", false, store.Cause{}, &rules))
 	_ = s.BreakerSucceeded(ctx, "k", false, &rules) // a success clears the count
-	note(s.BreakerFailed(ctx, "k", false, ratewise.BreakerCause{}, &rules))
-	sb := note(s.BreakerFailed(ctx, "k", false, ratewise.BreakerCause{}, &rules)) // two in a row: open
+	note(s.BreakerFailed(ctx, "k", false, store.Cause{}, &rules))
+	sb := note(s.BreakerFailed(ctx, "k", false, store.Cause{}, &rules)) // two in a row: open
 	if sb.Level != 0 || time.Until(sb.Until) <= 100*time.Millisecond {
 		t.Fatalf("trip = %+v, want 200ms at level 0", sb)
 	}
@@ -121,7 +122,7 @@ func breakerStateMachine(t *testing.T, s *Store) {
 	if !probe.Probe || other.Probe {
 		t.Fatalf("half-open: first %+v, second %+v; want only the first to probe", probe, other)
 	}
-	sb = note(s.BreakerFailed(ctx, "k", true, ratewise.BreakerCause{}, &rules)) // the probe failed: the next level
+	sb = note(s.BreakerFailed(ctx, "k", true, store.Cause{}, &rules)) // the probe failed: the next level
 	if sb.Level != 1 || time.Until(sb.Until) <= 300*time.Millisecond {
 		t.Fatalf("after the failed probe = %+v, want 400ms at level 1", sb)
 	}
@@ -135,11 +136,11 @@ func breakerStateMachine(t *testing.T, s *Store) {
 	}
 	// A local trip is published: the later end and higher level win.
 	until := time.Now().Add(time.Minute)
-	if err := s.BreakerTripped(ctx, "j", ratewise.BreakerTrip{Until: until, Level: 1}, &rules); err != nil {
+	if err := s.BreakerTripped(ctx, "j", store.Trip{Until: until, Level: 1}, &rules); err != nil {
 		t.Fatal(err)
 	}
 	sb, _ = s.BreakerAdmit(ctx, "j", &rules)
-	if sb.State != ratewise.BreakerOpen || sb.Level != 1 || sb.Until.UnixMilli() != until.UnixMilli() {
+	if sb.State != store.Open || sb.Level != 1 || sb.Until.UnixMilli() != until.UnixMilli() {
 		t.Errorf("after BreakerTripped: %+v", sb)
 	}
 }
@@ -473,25 +474,25 @@ func TestWindowFailuresSlide(t *testing.T) {
 	s, client := newStore(t, srv, Options{Prefix: "t:"})
 	ctx := context.Background()
 	rules := ratewise.BreakerPolicy{ConsecutiveFailures: 100, WindowFailures: 3, Window: 300 * time.Millisecond}.Rules()
-	fail := func(st ratewise.BreakerStore) ratewise.SharedBreaker {
+	fail := func(st store.Breakers) store.Breaker {
 		start := time.Now()
-		var sb ratewise.SharedBreaker
+		var sb store.Breaker
 		for _, at := range []time.Duration{0, 250 * time.Millisecond, 310 * time.Millisecond, 320 * time.Millisecond} {
 			time.Sleep(time.Until(start.Add(at)))
 			var err error
-			if sb, err = st.BreakerFailed(ctx, "k", false, ratewise.BreakerCause{}, &rules); err != nil {
+			if sb, err = st.BreakerFailed(ctx, "k", false, store.Cause{}, &rules); err != nil {
 				t.Fatal(err)
 			}
 		}
 		return sb
 	}
 	sb, mb := fail(s), fail(ratewise.NewMemoryStore())
-	if sb.State != ratewise.BreakerOpen || mb.State != ratewise.BreakerOpen {
+	if sb.State != store.Open || mb.State != store.Open {
 		t.Errorf("3 failures within 70ms (WindowFailures 3 in 300ms): redis %v, MemoryStore %v; want both open", sb.State, mb.State)
 	}
 	// Below the count, the window's failures are kept as long as Window.
 	for range 2 {
-		if sb, _ := s.BreakerFailed(ctx, "j", false, ratewise.BreakerCause{}, &rules); sb.State != ratewise.BreakerClosed {
+		if sb, _ := s.BreakerFailed(ctx, "j", false, store.Cause{}, &rules); sb.State != store.Closed {
 			t.Fatalf("two failures: %+v, want closed", sb)
 		}
 	}
@@ -508,7 +509,7 @@ func TestBreakerProbeReleased(t *testing.T) {
 	s, client := newStore(t, srv, Options{Prefix: "t:"})
 	ctx := context.Background()
 	rules := ratewise.BreakerPolicy{ConsecutiveFailures: 1, Cooldown: 50 * time.Millisecond}.Rules()
-	sb, _ := s.BreakerFailed(ctx, "k", false, ratewise.BreakerCause{}, &rules)
+	sb, _ := s.BreakerFailed(ctx, "k", false, store.Cause{}, &rules)
 	time.Sleep(time.Until(sb.Until) + 10*time.Millisecond)
 	first, err := s.BreakerAdmit(ctx, "k", &rules)
 	if err != nil || !first.Probe || first.ProbeID == 0 {

@@ -192,7 +192,7 @@ func TestBreakerHalfOpenWaiterTakesAProbeGivenBack(t *testing.T) {
 		_, _ = callOnce(t, tr, noWait()) // trips
 		time.Sleep(DefaultBreakerCooldown)
 		start := time.Now()
-		tr.gate.pauseLocal(host, start.Add(10*time.Second))
+		tr.gate.Pause(context.Background(), host, start.Add(10*time.Second))
 		ctx, cancel := context.WithCancel(context.Background())
 		probe := goCallOnce(t, tr, ctx) // the probe, held in the cooldown
 		time.Sleep(time.Second)

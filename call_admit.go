@@ -55,7 +55,7 @@ func (c *call) admitBreaker() error {
 func (c *call) admitLimits() error {
 	t := c.t
 	for {
-		if g := t.gate; g != nil && !g.idle() {
+		if g := t.gate; g != nil && !g.Idle() {
 			if err := g.admit(c, c.gateKey()); err != nil {
 				c.ticket.cancel(c)
 				return err
@@ -67,7 +67,7 @@ func (c *call) admitLimits() error {
 		}
 		// A refusal seen while this attempt queued in a scope pauses it
 		// too: give the slots back and wait the pause out.
-		if t.gate == nil || t.gate.idle() || !t.gate.paused(c.gateKey()) {
+		if t.gate == nil || t.gate.Idle() || !t.gate.Paused(c.gateKey()) {
 			return nil
 		}
 		c.withdraw()

@@ -55,13 +55,13 @@ func (c *call) feedBack(resp *http.Response, err error, class Class) {
 			}
 			// A window the key learned is held for every transport
 			// sharing the gate's store, as a hint's pause is.
-			if held := t.a.WindowHeldUntil(); c.t.gate != nil && c.t.gate.Store != nil && held.After(now) {
+			if held := t.a.WindowHeldUntil(); c.t.gate != nil && c.t.gate.Store() != nil && held.After(now) {
 				pausesKey, heldUntil = true, held
 			}
 		}
 	})
 	if pausesKey {
-		c.t.gate.pause(c.ctx, c.gateKey(), maxTime(now.Add(hint), heldUntil))
+		c.t.gate.Pause(c.ctx, c.gateKey(), maxTime(now.Add(hint), heldUntil))
 	}
 	if err != nil {
 		c.held.release()

@@ -1,14 +1,11 @@
 package ratewise
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
-	"sync/atomic"
 	"time"
 
-	"github.com/ratewise/ratewise/internal/keyed"
+	"github.com/ratewise/ratewise/internal/pause"
 	"github.com/ratewise/ratewise/store"
 )
 
@@ -77,15 +74,12 @@ func WithCooldown(p CooldownPolicy) Option {
 	}
 }
 
-// gate is the cooldown gate at work.
+// gate is the transport's cooldown gate: the engine (internal/pause), and
+// what of the policy the call reads, its Key and MaxPause.
 type gate struct {
-	CooldownPolicy
-	states *keyed.Map[gateState]
-}
-
-// gateState is one key's pause.
-type gateState struct {
-	until atomic.Int64 // Unix nanoseconds; the pause is over when past
+	*pause.Gate
+	Key      KeyFunc
+	MaxPause time.Duration
 }
 
 func newGate(p CooldownPolicy) *gate {
@@ -98,116 +92,25 @@ func newGate(p CooldownPolicy) *gate {
 	if p.MaxPause == 0 {
 		p.MaxPause = DefaultCooldownMaxPause
 	}
-	return &gate{CooldownPolicy: p, states: keyed.New(idleTimeout(p.IdleTimeout), nil, func(st *gateState, now time.Time) bool {
-		return st.until.Load() <= now.UnixNano()
-	})}
+	return &gate{Key: p.Key, MaxPause: p.MaxPause,
+		Gate: pause.New(pause.Config{Spread: p.Spread, IdleTimeout: idleTimeout(p.IdleTimeout), Store: p.Store})}
 }
 
-// pause holds key's requests until until, unless a later pause holds them
-// already: the later of two hints wins. With a store, every transport
-// sharing it holds them; a store that fails leaves the pause local.
-func (g *gate) pause(ctx context.Context, key string, until time.Time) {
-	g.pauseLocal(key, until)
-	if g.Store != nil {
-		_ = g.Store.Pause(ctx, key, until)
-	}
-}
-
-// pauseLocal is pause in this transport only.
-func (g *gate) pauseLocal(key string, until time.Time) {
-	e := g.states.Acquire(key, true)
-	defer g.states.Release(e)
-	for {
-		cur := e.State.until.Load()
-		if until.UnixNano() <= cur || e.State.until.CompareAndSwap(cur, until.UnixNano()) {
-			return
-		}
-	}
-}
-
-// idle reports whether the gate has nothing to hold: no key paused, no
-// store to ask. Then a request's key need not even be computed.
-func (g *gate) idle() bool { return g.Store == nil && g.states.Len() == 0 }
-
-// pausedFor returns how long key's pause has left.
-func (g *gate) pausedFor(key string, now time.Time) time.Duration {
-	e := g.states.Peek(key)
-	if e == nil {
-		return 0
-	}
-	defer g.states.Release(e)
-	return max(time.Duration(e.State.until.Load()-now.UnixNano()), 0)
-}
-
-// pausedForShared is pausedFor with what the store knows: the later of
-// this transport's pause and the store's, which another transport may
-// have set. A store that fails leaves this transport's. Status reads take
-// no context: the store's calls are bounded by its own timeout.
-func (g *gate) pausedForShared(key string, now time.Time) time.Duration {
-	left := g.pausedFor(key, now)
-	if g.Store != nil {
-		if until, err := g.Store.PausedUntil(context.Background(), key); err == nil {
-			left = max(left, until.Sub(now))
-		}
-	}
-	return left
-}
-
-// paused reports whether key is paused right now; it reads the clock only
-// for a key that was paused at some point.
-func (g *gate) paused(key string) bool {
-	e := g.states.Acquire(key, false)
-	if e == nil {
-		return false
-	}
-	defer g.states.Release(e)
-	return e.State.until.Load() > time.Now().UnixNano()
-}
-
-// admit waits out key's pause, if any, and a random part of the spread.
-// With a store, a pause another transport set counts too, read again
-// after each wait: another transport may have pushed it further meanwhile.
+// admit waits out key's pause, if any, looking again after each wait:
+// another refusal may have pushed it further. A store that fails closed
+// refuses the request with a *LimitError.
 func (g *gate) admit(c *call, key string) error {
 	for {
-		if g.Store != nil {
-			until, ok := c.pre.pauseAnswer(key)
-			var err error
-			if !ok {
-				until, err = g.Store.PausedUntil(c.ctx, key)
-			}
-			switch {
-			case err != nil && c.ctx.Err() != nil:
-				return c.ctx.Err()
-			case err != nil && storeFailedClosed(err):
-				return &LimitError{Scope: "cooldown", Key: key, Reason: "store-unavailable", Err: err}
-			case err == nil && until.After(time.Now()):
-				g.pauseLocal(key, until) // and wait it out below
-			}
+		asked, ok := c.pre.pauseAnswer(key)
+		d, left, err := g.Wait(c.ctx, key, asked, ok)
+		if closed, isClosed := err.(*pause.StoreClosedError); isClosed {
+			return &LimitError{Scope: "cooldown", Key: key, Reason: "store-unavailable", Err: closed.Err}
 		}
-		waited, err := g.waitOut(c, key)
-		if !waited || err != nil {
+		if err != nil || d == 0 {
 			return err
 		}
-		// Look again: another refusal may have pushed the pause further.
+		if err := c.waitAdmission(d, WaitCooldown); err != nil {
+			return fmt.Errorf("ratewise: %s is paused for %v at the server's request: %w", key, left, err)
+		}
 	}
-}
-
-// waitOut waits once for key's pause as this transport knows it, and a
-// random part of the spread. It reports waited false when key is not
-// paused.
-func (g *gate) waitOut(c *call, key string) (waited bool, err error) {
-	e := g.states.Acquire(key, false)
-	if e == nil {
-		return false, nil // never paused, or long ago
-	}
-	defer g.states.Release(e)
-	left := time.Duration(e.State.until.Load() - time.Now().UnixNano())
-	if left <= 0 {
-		return false, nil
-	}
-	d := left + time.Duration(rand.Int64N(int64(g.Spread)+1))
-	if err := c.waitAdmission(d, WaitCooldown); err != nil {
-		return true, fmt.Errorf("ratewise: %s is paused for %v at the server's request: %w", key, left, err)
-	}
-	return true, nil
 }

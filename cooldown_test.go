@@ -3,7 +3,6 @@ package ratewise
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"slices"
 	"sync"
@@ -49,25 +48,6 @@ func TestCooldownHoldsEveryRequestToTheKey(t *testing.T) {
 		}
 		if distinct := len(slices.Compact(slices.Sorted(slices.Values(at[1:])))); distinct < 10 {
 			t.Errorf("held requests were released at only %d distinct instants, want them spread", distinct)
-		}
-	})
-}
-
-func TestCooldownLaterHintWins(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		g := newGate(CooldownPolicy{})
-		now := time.Now()
-		g.pauseLocal("k", now.Add(5*time.Second))
-		g.pauseLocal("k", now.Add(2*time.Second))
-		if got := g.pausedFor("k", now); got != 5*time.Second {
-			t.Errorf("after hints of 5s then 2s: paused for %v, want 5s", got)
-		}
-		g.pauseLocal("k", now.Add(9*time.Second))
-		if got := g.pausedFor("k", now); got != 9*time.Second {
-			t.Errorf("after a hint of 9s: paused for %v, want 9s", got)
-		}
-		if got := g.pausedFor("other", now); got != 0 {
-			t.Errorf("another key paused for %v, want 0", got)
 		}
 	})
 }
@@ -198,24 +178,6 @@ func TestCooldownHoldsRequestsQueuedInAScope(t *testing.T) {
 			if at < 30*time.Second {
 				t.Fatalf("sent at %v: a request went during the pause set at 0.5s", sent)
 			}
-		}
-	})
-}
-
-func TestCooldownStateKeptWhilePaused(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		g := newGate(CooldownPolicy{IdleTimeout: time.Minute})
-		g.pauseLocal("paused", time.Now().Add(time.Hour))
-		g.pauseLocal("brief", time.Now().Add(time.Second))
-		for i := range 4 {
-			time.Sleep(time.Minute)
-			g.pauseLocal(fmt.Sprintf("other-%d", i), time.Now()) // new keys bring sweeps
-		}
-		if got := g.pausedFor("paused", time.Now()); got != 56*time.Minute {
-			t.Errorf("a 1h pause after 4m: %v left, want 56m: it must not be evicted", got)
-		}
-		if e := g.states.Acquire("brief", false); e != nil {
-			t.Error("a pause over for minutes is still held")
 		}
 	})
 }

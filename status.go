@@ -137,7 +137,7 @@ func (t *Transport) LimitStatus(key string) LimitStatus {
 	now := time.Now()
 	st := LimitStatus{Key: key}
 	if t.gate != nil {
-		st.PausedFor = t.gate.pausedForShared(key, now)
+		st.PausedFor = t.gate.PausedForShared(key, now)
 	}
 	for _, s := range t.scopes() {
 		st.Scopes = append(st.Scopes, s.status(key, now))
@@ -157,7 +157,7 @@ func (t *Transport) Blocking(key string) (bool, time.Duration) {
 	now := time.Now()
 	var wait time.Duration
 	if t.gate != nil {
-		wait = t.gate.pausedForShared(key, now)
+		wait = t.gate.PausedForShared(key, now)
 	}
 	if t.breakers != nil {
 		b := t.breakers.status(key, now)

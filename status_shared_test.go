@@ -79,7 +79,7 @@ func TestBlockingReportsAPauseAnotherTransportStored(t *testing.T) {
 			t.Errorf("b's LimitStatus.PausedFor = %v, want 20s", paused)
 		}
 		// b's own longer pause wins over the store's.
-		b.gate.pauseLocal(host, time.Now().Add(time.Minute))
+		b.gate.PauseLocal(host, time.Now().Add(time.Minute))
 		if blocked, wait := b.Blocking(host); !blocked || wait != time.Minute {
 			t.Errorf("b paused for a minute of its own: Blocking = %v, %v; want true, 1m", blocked, wait)
 		}

@@ -1,7 +1,6 @@
 package ratewise
 
 import (
-	"errors"
 	"time"
 
 	"github.com/ratewise/ratewise/store"
@@ -28,4 +27,4 @@ func (p BreakerPolicy) Rules() store.Rules {
 }
 
 // storeFailedClosed reports whether a store's err asks to fail closed.
-func storeFailedClosed(err error) bool { return errors.Is(err, ErrStoreUnavailable) }
+func storeFailedClosed(err error) bool { return store.FailsClosed(err) }

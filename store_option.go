@@ -44,8 +44,8 @@ func (t *Transport) shareThroughStore() {
 			}
 		}
 	}
-	if t.gate != nil && t.gate.Store == nil {
-		t.gate.Store = t.store
+	if t.gate != nil && t.gate.Store() == nil {
+		t.gate.SetStore(t.store)
 	}
 	if b := t.breakers; b != nil && b.store == nil {
 		cfg := *b.config()
@@ -56,7 +56,7 @@ func (t *Transport) shareThroughStore() {
 	if as, ok := t.store.(store.Admitter); ok {
 		t.admitStore = as
 		t.breakerInStore = t.breakers != nil && combinable(t.breakers.store, t.store)
-		t.gateInStore = t.gate != nil && combinable(t.gate.Store, t.store)
+		t.gateInStore = t.gate != nil && combinable(t.gate.Store(), t.store)
 	}
 }
 

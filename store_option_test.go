@@ -86,7 +86,7 @@ func TestWithStoreYieldsToAPolicysOwnStore(t *testing.T) {
 			t.Errorf("scope %q took a mem, want its state kept by the transport", name)
 		}
 	}
-	if tr.gate.Store != store.Pauses(mine) {
+	if tr.gate.Store() != store.Pauses(mine) {
 		t.Errorf("the gate's mem is %p, want the CooldownPolicy's own (%p)", tr.gate.Store, mine)
 	}
 	if _, ok := tr.BreakerPolicy(); ok {

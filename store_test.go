@@ -342,7 +342,7 @@ func TestSharedProbeGivenBackWhenUnused(t *testing.T) {
 		}, nil},
 		{"cooldown refuses", func(_ *testing.T, mem *MemoryStore) *Transport {
 			tr := New(newScript(answer(200)).mock(), WithBreaker(BreakerPolicy{ConsecutiveFailures: 1, Cooldown: time.Second, Store: mem}))
-			tr.gate.pauseLocal(host, time.Now().Add(time.Hour)) // past the wait budget
+			tr.gate.PauseLocal(host, time.Now().Add(time.Hour)) // past the wait budget
 			return tr
 		}, nil},
 		{"local breaker refuses", func(t *testing.T, mem *MemoryStore) *Transport {

@@ -82,3 +82,7 @@ type Pauses interface {
 	// one, when it is not paused.
 	PausedUntil(ctx context.Context, key string) (time.Time, error)
 }
+
+// FailsClosed reports whether a store's err asks to fail closed: it wraps
+// ErrUnavailable.
+func FailsClosed(err error) bool { return errors.Is(err, ErrUnavailable) }

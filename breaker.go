@@ -88,7 +88,7 @@ func fromGobreaker(s gobreaker.State) BreakerState {
 // least a second, the shortest wait Retry-After can ask); other refusals
 // count neither way. So what trips a breaker is refusals that persist
 // while the client honours every hint and pace: the learned pace and the
-// cooldown gate answer a burst, and the refusals the pace meets while it
+// pause gate answer a burst, and the refusals the pace meets while it
 // searches for a server's rate come within a second of each other. Network
 // errors and 5xx count one each, siblings or not: a server that is down
 // fails every request on its own, and a burst of connection resets trips

@@ -77,7 +77,7 @@ func TestBreakerOpensOnRefusalsThatPersist(t *testing.T) {
 		s := newScript(answer(429, "Retry-After", "1"))
 		tr := New(s.slowMock(100*time.Millisecond),
 			WithRetry(RetryPolicy{MaxAttempts: 5, InitialDelay: time.Second, MaxDelay: time.Second, Jitter: JitterNone}),
-			WithCooldown(CooldownPolicy{Off: true}), WithoutLearning(), WithBreaker(BreakerPolicy{}))
+			WithPause(PausePolicy{Off: true}), WithoutLearning(), WithBreaker(BreakerPolicy{}))
 		start := time.Now()
 		for i, err := range burst(t, tr, 10, context.Background) {
 			if err != nil {
@@ -191,7 +191,7 @@ func TestBreakerEventCountsFromTheSend(t *testing.T) {
 		// One every 2s: the second call passes the breaker at 0 and is
 		// sent at 2s, after the first's refusal at 100ms.
 		tr := New(s.slowMock(100*time.Millisecond), WithRetry(RetryPolicy{MaxAttempts: 1}),
-			WithCooldown(CooldownPolicy{Off: true}), WithLimit(Limit{Rate: 0.5, Burst: 1}),
+			WithPause(PausePolicy{Off: true}), WithLimit(Limit{Rate: 0.5, Burst: 1}),
 			WithBreaker(BreakerPolicy{ConsecutiveFailures: 5}))
 		burst(t, tr, 2, context.Background)
 		if got := tr.LimitStatus(host).Breaker.ConsecutiveFailures; got != 2 {

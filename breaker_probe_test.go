@@ -188,7 +188,7 @@ func TestBreakerHalfOpenWaiterTakesAProbeGivenBack(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newScript(answer(503), answer(200))
 		tr := New(s.mock(), WithRetry(RetryPolicy{MaxAttempts: 1}), WithoutLearning(),
-			WithCooldown(CooldownPolicy{Spread: time.Nanosecond}), WithBreaker(BreakerPolicy{ConsecutiveFailures: 1}))
+			WithPause(PausePolicy{Spread: time.Nanosecond}), WithBreaker(BreakerPolicy{ConsecutiveFailures: 1}))
 		_, _ = callOnce(t, tr, noWait()) // trips
 		time.Sleep(DefaultBreakerCooldown)
 		start := time.Now()

@@ -16,10 +16,10 @@ import (
 const host = "api.example.com"
 
 // breakerTransport sends each request once, so that each call is one
-// breaker outcome, with the cooldown gate off so that only the breaker
+// breaker outcome, with the pause gate off so that only the breaker
 // holds requests back.
 func breakerTransport(base http.RoundTripper, p BreakerPolicy) *Transport {
-	return New(base, WithRetry(RetryPolicy{MaxAttempts: 1}), WithCooldown(CooldownPolicy{Off: true}), WithoutLearning(), WithBreaker(p))
+	return New(base, WithRetry(RetryPolicy{MaxAttempts: 1}), WithPause(PausePolicy{Off: true}), WithoutLearning(), WithBreaker(p))
 }
 
 // callOnce sends one GET with ctx and returns its status, or its error.

@@ -68,7 +68,7 @@ func TestSharedBudgetCountsTimeNotSums(t *testing.T) {
 		// Two calls each told to wait 60s at the same moment, under a 100s
 		// budget: they wait together, 60s of it, and both get through.
 		s := newScript(answer(429, "Retry-After", "60"), answer(429, "Retry-After", "60"), answer(200))
-		tr := New(s.mock(), WithCooldown(CooldownPolicy{Off: true}), WithoutLearning())
+		tr := New(s.mock(), WithPause(PausePolicy{Off: true}), WithoutLearning())
 		ctx := WithBudget(context.Background(), 100*time.Second)
 		var wg sync.WaitGroup
 		for range 2 {

@@ -68,7 +68,7 @@ type call struct {
 	held     heldSlots
 	adaptive adaptiveTickets
 	// paced is set when a scope that applies to the request paces it, by
-	// a told pace or a learned one: that pace, not the cooldown gate,
+	// a told pace or a learned one: that pace, not the pause gate,
 	// answers a wait hint of a second or less.
 	paced bool
 	// told is set when a scope that applies to the request paces it by a
@@ -86,7 +86,7 @@ type call struct {
 	// startOthers is how many requests of its key were in flight when the
 	// attempt went in the key's slow start.
 	startOthers int
-	// gateKeyed is set once gateKeyV holds the request's cooldown key.
+	// gateKeyed is set once gateKeyV holds the request's pause key.
 	gateKeyed bool
 	gateKeyV  string
 	// last is the previous attempt's response, its body kept in memory,

@@ -3,7 +3,7 @@ package ratewise
 // This file admits an attempt: through its key's breaker, the cooldown
 // gate and every limit scope, in that order, waiting where they say.
 
-// admit takes the attempt through the breaker, the cooldown gate and every
+// admit takes the attempt through the breaker, the pause gate and every
 // limit scope, waiting where they say, within the budget. A layer reads
 // the clock only when it has something to time: on a virtual machine a
 // reading can cost more than a whole layer's bookkeeping.
@@ -50,7 +50,7 @@ func (c *call) admitBreaker() error {
 	return nil
 }
 
-// admitLimits takes the attempt through the cooldown gate and every limit
+// admitLimits takes the attempt through the pause gate and every limit
 // scope, waiting again when a pause began while it queued.
 func (c *call) admitLimits() error {
 	t := c.t
@@ -170,7 +170,7 @@ func (c *call) readTold(scopes []*scope) {
 	}
 }
 
-// gateKey is the request's key in the cooldown gate, computed once a call.
+// gateKey is the request's key in the pause gate, computed once a call.
 func (c *call) gateKey() string {
 	if !c.gateKeyed {
 		c.gateKeyV, c.gateKeyed = c.t.gate.Key(c.req), true

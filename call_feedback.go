@@ -8,10 +8,10 @@ import (
 )
 
 // This file feeds an attempt's outcome back to the layers: the breaker,
-// the cooldown gate and the learned pace.
+// the pause gate and the learned pace.
 
 // feedBack tells the layers how the attempt went: the breaker its outcome,
-// the cooldown gate the server's wait hint. A failed attempt frees its
+// the pause gate the server's wait hint. A failed attempt frees its
 // concurrency slots at once; a response keeps them until its body closes.
 func (c *call) feedBack(resp *http.Response, err error, class Class) {
 	probed := c.ticket.probe != nil

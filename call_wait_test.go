@@ -55,9 +55,9 @@ func TestTotalWaitCapNeverExceededWithJitter(t *testing.T) {
 func TestSharedBudgetAcrossConcurrentCalls(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newScript(answer(429, "Retry-After", "30"), answer(429, "Retry-After", "30"), answer(200))
-		// Without the cooldown gate or a learned window, which would hold
+		// Without the pause gate or a learned window, which would hold
 		// the second call.
-		tr := New(s.mock(), WithCooldown(CooldownPolicy{Off: true}), WithoutLearning())
+		tr := New(s.mock(), WithPause(PausePolicy{Off: true}), WithoutLearning())
 		ctx := WithBudget(context.Background(), 40*time.Second)
 		var wg sync.WaitGroup
 		statuses := make([]int, 2)

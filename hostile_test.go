@@ -333,15 +333,15 @@ func (l *lockedLog) String() string {
 // call that got it, and holds the key's other requests for MaxPause only.
 func TestHostileHintPausesTheKeyAtMostMaxPause(t *testing.T) {
 	for _, tt := range []struct {
-		policy CooldownPolicy
+		policy PausePolicy
 		want   time.Duration
 	}{
-		{policy: CooldownPolicy{}, want: DefaultCooldownMaxPause},
-		{policy: CooldownPolicy{MaxPause: 5 * time.Minute}, want: 5 * time.Minute},
+		{policy: PausePolicy{}, want: DefaultMaxPause},
+		{policy: PausePolicy{MaxPause: 5 * time.Minute}, want: 5 * time.Minute},
 	} {
 		synctest.Test(t, func(t *testing.T) {
 			s := newScript(answer(429, "Retry-After", "9000000000"), answer(200))
-			tr := New(s.mock(), WithRetry(hostilePolicy), WithCooldown(tt.policy))
+			tr := New(s.mock(), WithRetry(hostilePolicy), WithPause(tt.policy))
 			start := time.Now()
 			resp, err := tr.RoundTrip(mustRequest(t, http.MethodGet, nil))
 			if err != nil || resp.StatusCode != 429 {
@@ -359,12 +359,12 @@ func TestHostileHintPausesTheKeyAtMostMaxPause(t *testing.T) {
 				t.Fatalf("after the pause: %v, %v; want the 200", resp, err)
 			}
 			resp.Body.Close()
-			if got := time.Since(start); got < tt.want || got > tt.want+DefaultCooldownSpread {
+			if got := time.Since(start); got < tt.want || got > tt.want+DefaultPauseSpread {
 				t.Errorf("the next request went at %v, want within the spread after %v", got, tt.want)
 			}
 		})
 	}
-	if _, err := New(nil, WithCooldown(CooldownPolicy{MaxPause: -time.Second})).RoundTrip(mustRequest(t, http.MethodGet, nil)); err == nil || !strings.Contains(err.Error(), "MaxPause") {
+	if _, err := New(nil, WithPause(PausePolicy{MaxPause: -time.Second})).RoundTrip(mustRequest(t, http.MethodGet, nil)); err == nil || !strings.Contains(err.Error(), "MaxPause") {
 		t.Errorf("a negative MaxPause: %v, want an error naming it", err)
 	}
 }

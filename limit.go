@@ -51,7 +51,7 @@ func ByHeader(name string) KeyFunc {
 // cap on requests in flight, kept per key.
 //
 // Where a scope paces requests, a refusal whose wait hint is a second or
-// less does not pause the key's other requests in the cooldown gate: the
+// less does not pause the key's other requests in the pause gate: the
 // pace already spaces them, and pausing for a Retry-After rounded up to
 // whole seconds would waste what the server refills meanwhile. The refused
 // request itself still waits its hint. Longer hints pause the key as

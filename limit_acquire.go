@@ -44,7 +44,7 @@ import (
 //
 // Acquire takes no concurrency slot (MaxConcurrent), which a request
 // holds until its response body is closed, and does not wait for a
-// cooldown pause (see [Transport.Blocking]). ctx's [WithPriority] applies
+// pause (see [Transport.Blocking]). ctx's [WithPriority] applies
 // to a Limit's Reserve as it does to requests: a PriorityLow caller takes
 // at most Burst less Reserve at once. Its waits count in [Transport.Stats]
 // and in ctx's [CallStats] as pacing waits, and are traced (WaitStarted,

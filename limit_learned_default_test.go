@@ -338,13 +338,13 @@ func TestResetCutToTheSecondIsAskedAgain(t *testing.T) {
 
 // TestLearnedWindowIsSharedThroughTheCooldownStore: a window one
 // transport learned from refusals holds every transport that shares its
-// cooldown store, as a hint's pause does.
+// pause store, as a hint's pause does.
 func TestLearnedWindowIsSharedThroughTheCooldownStore(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv := &countingServer{limit: 5, window: time.Second, noCounts: true}
 		mem := NewMemoryStore()
-		a := New(srv, WithCooldown(CooldownPolicy{Store: mem}), WithRetry(RetryPolicy{MaxAttempts: 1}))
-		b := New(srv, WithCooldown(CooldownPolicy{Store: mem}))
+		a := New(srv, WithPause(PausePolicy{Store: mem}), WithRetry(RetryPolicy{MaxAttempts: 1}))
+		b := New(srv, WithPause(PausePolicy{Store: mem}))
 		for range 200 {
 			if st := a.LimitStatus("api.test").Scopes[0]; st.Windowed && st.HeldFor > 0 {
 				break

@@ -268,7 +268,7 @@ func TestAdaptiveBreakerCloseResumesGently(t *testing.T) {
 func TestAdaptiveLongHintHoldsTheKeyAsAWindow(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newScript(answer(429, "Retry-After", "5"), answer(200))
-		tr := New(s.mock(), WithRetry(RetryPolicy{MaxAttempts: 1}), WithCooldown(CooldownPolicy{Off: true}),
+		tr := New(s.mock(), WithRetry(RetryPolicy{MaxAttempts: 1}), WithPause(PausePolicy{Off: true}),
 			WithLimit(Limit{Adaptive: true, StartRate: 2}))
 		start := time.Now()
 		if status, _ := callOnce(t, tr, context.Background()); status != 429 {

@@ -249,7 +249,7 @@ func TestSlotAccountingUnderChaos(t *testing.T) {
 			return &http.Response{StatusCode: 200, Body: http.NoBody}, nil
 		})
 		tr := New(base, WithRetry(RetryPolicy{MaxAttempts: 4, InitialDelay: 100 * time.Millisecond}),
-			WithCooldown(CooldownPolicy{Off: true}),
+			WithPause(PausePolicy{Off: true}),
 			WithLimit(Limit{Name: "a", MaxConcurrent: 3}),
 			WithLimit(Limit{Name: "b", MaxConcurrent: 2, Key: Global, MaxQueue: 5, MaxWait: 2 * time.Second}),
 			WithLimit(Limit{Name: "c", MaxConcurrent: 4, MinSpacing: 10 * time.Millisecond}),
@@ -302,7 +302,7 @@ func TestSlotWaitSpendsTheCallsBudget(t *testing.T) {
 			}
 			return &http.Response{StatusCode: 429, Header: http.Header{"Retry-After": {"3"}}, Body: http.NoBody}, nil
 		})
-		tr := New(base, WithRetry(RetryPolicy{TotalWaitCap: 5 * time.Second}), WithLimit(Limit{MaxConcurrent: 1}), WithCooldown(CooldownPolicy{Off: true}))
+		tr := New(base, WithRetry(RetryPolicy{TotalWaitCap: 5 * time.Second}), WithLimit(Limit{MaxConcurrent: 1}), WithPause(PausePolicy{Off: true}))
 		go func() {
 			req := mustRequest(t, http.MethodGet, nil)
 			req.Header.Set("X-Slow", "1")

@@ -108,7 +108,7 @@ func runMemory(b *testing.B, calls, keys int, idle time.Duration) memResult {
 		WithLimit(Limit{Rate: rate.Limit(1000), Burst: 10, MaxConcurrent: 4, IdleTimeout: idle}),
 		// Tiny backoffs so retries do not sleep; the budget refuses the 2 s hints.
 		WithRetry(RetryPolicy{InitialDelay: time.Microsecond, MaxDelay: time.Millisecond, TotalWaitCap: 50 * time.Millisecond}),
-		WithCooldown(CooldownPolicy{IdleTimeout: idle}),
+		WithPause(PausePolicy{IdleTimeout: idle}),
 		WithBreaker(BreakerPolicy{IdleTimeout: idle}),
 	)
 	held := func() (limit, breaker, cooldown, budget int) {
@@ -202,7 +202,7 @@ func memCall(b *testing.B, t *Transport, host string) bool {
 // memBase is an in-memory server: 200 with a small body, and by attempt
 // count 1% 429 with Retry-After: 0 (retried), 1% 503 (final, a breaker
 // failure), and 0.01% 503 with Retry-After: 2, the only kind that pauses a
-// key in the cooldown gate: a paced scope takes hints of a second or less.
+// key in the pause gate: a paced scope takes hints of a second or less.
 type memBase struct {
 	attempts, opened, closed atomic.Int64
 }

@@ -226,7 +226,7 @@ func TestStatsAfterAScriptedRun(t *testing.T) {
 		}
 		st := tr.Stats()
 		// 503 with Retry-After reads as rate-limited too.
-		if st.Requests != 3 || st.Attempts != 3+3+1 || st.Retries != 2+2 || st.RateLimitHits != 2+3 || st.Succeeded != 1 {
+		if st.Calls != 3 || st.Attempts != 3+3+1 || st.Retries != 2+2 || st.RateLimitHits != 2+3 || st.Succeeded != 1 {
 			t.Errorf("counts = %+v", st)
 		}
 		if st.Aborts[GiveUpAttempts] != 1 || st.Aborts[GiveUpNetwork] != 1 || len(st.Aborts) != len(giveUpReasons) {
@@ -260,7 +260,7 @@ func TestStatsAfterAScriptedRun(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, want := range []string{`"requests":3`, `"attempts":7`, `"retries":4`, `"rate_limit_hits":5`, `"succeeded":1`,
+		for _, want := range []string{`"calls":3`, `"attempts":7`, `"retries":4`, `"rate_limit_hits":5`, `"succeeded":1`,
 			`"aborts":{`, `"attempts":1`, `"network":1`, `"waits":4`, `"total_wait_seconds":3.003`, `"average_wait_seconds":0.75075`,
 			`"last_error":`, `"retries_by_reason":{"429":3,"503":1}`, `"waits_by_kind":{"backoff":{"count":4`, `"total_seconds":3.003`} {
 			if !strings.Contains(string(js), want) {
@@ -285,7 +285,7 @@ func mapsEqual(a, b map[string]int64) bool {
 func TestStatsKeysAreBounded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newScript(answer(429))
-		tr := New(s.mock(), WithRetry(RetryPolicy{MaxAttempts: 1}), WithCooldown(CooldownPolicy{Off: true}))
+		tr := New(s.mock(), WithRetry(RetryPolicy{MaxAttempts: 1}), WithPause(PausePolicy{Off: true}))
 		for i := range StatsMaxKeys + 50 {
 			req, _ := http.NewRequest(http.MethodGet, fmt.Sprintf("https://api%d.example.com/", i), nil)
 			resp, err := tr.RoundTrip(req)
@@ -329,8 +329,8 @@ func TestCallsThatCannotStartEndCountedAndTraced(t *testing.T) {
 	if _, err := broken.RoundTrip(mustRequest(t, http.MethodGet, nil)); err == nil {
 		t.Fatal("an invalid transport: no error")
 	}
-	if st := tr.Stats(); st.Requests != 2 || st.Aborts[GiveUpInvalid] != 2 {
-		t.Errorf("Stats = %d requests, aborts %v; want both counted as invalid", st.Requests, st.Aborts)
+	if st := tr.Stats(); st.Calls != 2 || st.Aborts[GiveUpInvalid] != 2 {
+		t.Errorf("Stats = %d requests, aborts %v; want both counted as invalid", st.Calls, st.Aborts)
 	}
 	var ends int
 	for _, e := range rec.lines() {

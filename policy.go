@@ -90,7 +90,7 @@ type RetryPolicy struct {
 	TotalWaitCap time.Duration
 	// IgnoreRetryAfter makes the delay the policy's backoff alone, whatever
 	// the server asked for; the call's refusals then do not pause the key's
-	// other requests through the cooldown gate either.
+	// other requests through the pause gate either.
 	IgnoreRetryAfter bool
 	// NetworkRetries bounds retries after network errors (no response),
 	// which happen only for idempotent methods (GET, HEAD, OPTIONS, TRACE,

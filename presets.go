@@ -29,7 +29,7 @@ import "time"
 // that the server has not yet refused or counted. No preset's breaker
 // opens on a server that only limits its rate: a breaker counts a burst
 // of refusals once, and a refusal within the wait the last one asked for
-// not at all (see [BreakerPolicy]), while the pace and the cooldown gate
+// not at all (see [BreakerPolicy]), while the pace and the pause gate
 // answer them; a call that finds its breaker half-open waits for the
 // probe's outcome within its wait budget.
 type Preset struct {

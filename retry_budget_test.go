@@ -130,7 +130,7 @@ func TestRetryBudgetGivenBackWhenRetryNotSent(t *testing.T) {
 		// A balance of 1 + 0.01: one retry. No cooldown, so that every call
 		// sends its first attempt.
 		p := RetryPolicy{MaxAttempts: 2, RetryBudget: 0.01, RetryBudgetFloor: 0.1}
-		tr := New(s.mock(), WithRetry(p), WithCooldown(CooldownPolicy{Off: true}), WithoutLearning())
+		tr := New(s.mock(), WithRetry(p), WithPause(PausePolicy{Off: true}), WithoutLearning())
 		for range 3 {
 			ctx, cancel := context.WithCancel(context.Background())
 			time.AfterFunc(time.Second, cancel) // during the 30s backoff

@@ -30,7 +30,7 @@ const (
 	// Blocked means the server refused the client in a way that retrying
 	// soon will not fix, such as an anti-bot page served with 200 ("Sign
 	// in to confirm you're not a bot"). It counts as a rate-limit event
-	// for the breaker, the cooldown gate and the learned pace, as
+	// for the breaker, the pause gate and the learned pace, as
 	// RateLimited does, but is not retried: the response is final, its
 	// call gives up (GiveUpBlocked), and [CheckResponse] reports it as a
 	// *RateLimitError. [RetryPolicy.BlockPhrases] return it; so may a

@@ -71,7 +71,7 @@ func randomHex() string {
 }
 
 // TestSoak drives thousands of calls from many goroutines through the whole
-// stack (limit, cooldown gate, retry, breaker) against a loopback server
+// stack (limit, pause gate, retry, breaker) against a loopback server
 // that answers with a scripted mix of faults: 429s with and without a
 // hint, 503s, resets before and after the headers, truncated and slow
 // bodies, and random latency. Over the whole run it checks that every call

@@ -186,10 +186,10 @@ func (e *lastError) String() string {
 // marshals to JSON with durations in seconds, the answer of a
 // get_throttle_stats tool.
 type Stats struct {
-	// Requests counts calls (RoundTrip) that have ended; Attempts the
+	// Calls counts calls (RoundTrip) that have ended; Attempts the
 	// requests sent to the base RoundTripper, and Retries those that were
 	// retries.
-	Requests int64 `json:"requests"`
+	Calls    int64 `json:"calls"`
 	Attempts int64 `json:"attempts"`
 	Retries  int64 `json:"retries"`
 	// RateLimitHits counts responses read as rate-limited.
@@ -207,6 +207,10 @@ type Stats struct {
 	// LastError is the last error a call returned, with secrets removed;
 	// "" when none has.
 	LastError string `json:"last_error,omitempty"`
+	// Requests is Calls under its former name, kept for readers of it.
+	//
+	// Deprecated: use Calls.
+	Requests int64 `json:"requests"`
 	// RetriesByReason counts retries by the status that caused them
 	// ("429", "503") or "network error".
 	RetriesByReason map[string]int64 `json:"retries_by_reason,omitempty"`
@@ -256,11 +260,12 @@ func (t *Transport) Stats() Stats {
 		RateLimitHits: c.rateLimitHits.Load(), Succeeded: c.succeeded.Load(),
 		Aborts: make(map[GiveUpReason]int64, len(giveUpReasons)),
 	}
-	s.Requests = s.Succeeded
+	s.Calls = s.Succeeded
 	for i, r := range giveUpReasons {
 		s.Aborts[r] = c.aborts[i].Load()
-		s.Requests += s.Aborts[r]
+		s.Calls += s.Aborts[r]
 	}
+	s.Requests = s.Calls
 	if e := c.lastError.Load(); e != nil {
 		s.LastError = e.String()
 	}

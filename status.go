@@ -9,12 +9,12 @@ import (
 	"github.com/ratewise/ratewise/store"
 )
 
-// LimitStatus is a snapshot of what holds a key back: its cooldown, each
+// LimitStatus is a snapshot of what holds a key back: its pause, each
 // limit scope's state and its breaker. It marshals to JSON with durations
 // in seconds, for get_throttle_stats-style tools.
 type LimitStatus struct {
 	Key string `json:"key"`
-	// PausedFor is what is left of the key's cooldown.
+	// PausedFor is what is left of the key's pause.
 	PausedFor time.Duration `json:"-"`
 	Scopes    []ScopeStatus `json:"scopes,omitempty"`
 	// Breaker is nil when the transport has no breakers.
@@ -119,14 +119,14 @@ func (s BreakerStatus) MarshalJSON() ([]byte, error) {
 	return json.Marshal(out)
 }
 
-// LimitStatus reports the state kept for key: the cooldown gate's pause,
+// LimitStatus reports the state kept for key: the pause gate's pause,
 // each limit scope's bucket and slots, and the breaker. The key is the one
 // the transport's KeyFuncs return (a host, by default); a scope keyed by
 // Global reports its one state whatever key is asked. A key with no state
 // reports an idle one. LimitStatus creates no state.
 //
 // What a store shares, the fleet knows, and LimitStatus asks it: a scope
-// with a Store reports the tokens of the shared bucket, a cooldown gate
+// with a Store reports the tokens of the shared bucket, a pause gate
 // with a Store the later of this transport's pause and the store's, and
 // a breaker with a Store the shared breaker too, open when another
 // transport opened it, with its cause. Each is one call to the store

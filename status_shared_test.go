@@ -63,8 +63,8 @@ func TestBlockingReportsAPauseAnotherTransportStored(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		mem := NewMemoryStore()
 		a := New(newScript(answer(429, "Retry-After", "30")).mock(), WithRetry(RetryPolicy{MaxAttempts: 1}),
-			WithCooldown(CooldownPolicy{Store: mem}))
-		b := New(newScript(answer(200)).mock(), WithCooldown(CooldownPolicy{Store: mem}))
+			WithPause(PausePolicy{Store: mem}))
+		b := New(newScript(answer(200)).mock(), WithPause(PausePolicy{Store: mem}))
 		if blocked, wait := b.Blocking(host); blocked || wait != 0 {
 			t.Fatalf("b before any refusal: Blocking = %v, %v", blocked, wait)
 		}

@@ -55,7 +55,7 @@ func TestLimitStatusOfUnknownKeyCreatesNothing(t *testing.T) {
 func TestWithRetryPolicyPerRequest(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newScript(answer(429, "Retry-After", "1"))
-		tr := New(s.mock(), WithRetry(RetryPolicy{MaxAttempts: 5}), WithCooldown(CooldownPolicy{Off: true}))
+		tr := New(s.mock(), WithRetry(RetryPolicy{MaxAttempts: 5}), WithPause(PausePolicy{Off: true}))
 		ctx := WithRetryPolicy(context.Background(), RetryPolicy{MaxAttempts: 2})
 		if _, err := callOnce(t, tr, ctx); err != nil {
 			t.Fatal(err)
@@ -79,15 +79,15 @@ func TestWithRetryPolicyPerRequest(t *testing.T) {
 }
 
 func TestCooldownPolicyErrors(t *testing.T) {
-	for _, p := range []CooldownPolicy{{Spread: -1}, {IdleTimeout: -1}} {
-		if _, err := New(nil, WithCooldown(p)).RoundTrip(mustRequest(t, http.MethodGet, nil)); err == nil {
-			t.Errorf("WithCooldown(%+v): RoundTrip returned no error", p)
+	for _, p := range []PausePolicy{{Spread: -1}, {IdleTimeout: -1}} {
+		if _, err := New(nil, WithPause(p)).RoundTrip(mustRequest(t, http.MethodGet, nil)); err == nil {
+			t.Errorf("WithPause(%+v): RoundTrip returned no error", p)
 		}
 	}
 	// Every bad field is named at once, as Limit and BreakerPolicy do.
-	_, err := New(nil, WithCooldown(CooldownPolicy{Spread: -1, IdleTimeout: -1, MaxPause: -1})).RoundTrip(mustRequest(t, http.MethodGet, nil))
+	_, err := New(nil, WithPause(PausePolicy{Spread: -1, IdleTimeout: -1, MaxPause: -1})).RoundTrip(mustRequest(t, http.MethodGet, nil))
 	for _, field := range []string{"Spread", "IdleTimeout", "MaxPause"} {
-		if err == nil || !strings.Contains(err.Error(), "CooldownPolicy."+field) {
+		if err == nil || !strings.Contains(err.Error(), "PausePolicy."+field) {
 			t.Errorf("three bad fields: %v, want %s named", err, field)
 		}
 	}

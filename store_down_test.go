@@ -63,7 +63,7 @@ func TestStoreDownFallsBackToLocalState(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		down := failingStore{}
 		rec := &recording{base: newScript(answer(200)).mock()}
-		tr := New(rec, WithLimit(Limit{Rate: 10, Burst: 1, Store: down}), WithCooldown(CooldownPolicy{Store: down}),
+		tr := New(rec, WithLimit(Limit{Rate: 10, Burst: 1, Store: down}), WithPause(PausePolicy{Store: down}),
 			WithBreaker(BreakerPolicy{Store: down}))
 		for range 5 {
 			if status, err := callOnce(t, tr, context.Background()); status != 200 {
@@ -85,7 +85,7 @@ func TestStoreDownFailsClosed(t *testing.T) {
 		want any
 	}{
 		{"limit", WithLimit(Limit{Rate: 10, Store: closed}), new(*LimitError)},
-		{"cooldown", WithCooldown(CooldownPolicy{Store: closed}), new(*LimitError)},
+		{"pause", WithPause(PausePolicy{Store: closed}), new(*LimitError)},
 		{"breaker", WithBreaker(BreakerPolicy{Store: closed}), new(*CircuitOpenError)},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -12,15 +12,15 @@ import "github.com/ratewise/ratewise/store"
 //   - every told Limit that keeps a token bucket (a finite Rate, and no
 //     MinSpacing, Reserve or Window), given by WithLimit, AddLimit or
 //     SetLimit, takes its turns from the store's bucket;
-//   - the cooldown gate's pauses are the store's: a refusal one replica
+//   - the pause gate's pauses are the store's: a refusal one replica
 //     sees pauses the key in all;
 //   - the breakers, when WithBreaker adds them, count failures and trip
 //     together.
 //
-// A Store set on a Limit, a CooldownPolicy or a BreakerPolicy wins over
+// A Store set on a Limit, a PausePolicy or a BreakerPolicy wins over
 // this one, whatever the order of the options. WithStore adds nothing
 // that is not configured: no breaker without WithBreaker, and no gate
-// when the CooldownPolicy is Off. A window (Limit.Window), a spacing and
+// when the PausePolicy is Off. A window (Limit.Window), a spacing and
 // the learned pace stay each transport's own. A store that is an
 // store.Admitter, as both MemoryStore and ratewise/redis's Store are, is
 // asked once before each attempt for its breaker, its pause and its told

@@ -14,7 +14,7 @@ import (
 )
 
 // Two transports given one store by WithStore alone share a told limit's
-// bucket, the cooldown gate's pauses and the breaker's trips, as each
+// bucket, the pause gate's pauses and the breaker's trips, as each
 // policy's own Store field would.
 func TestWithStoreSharesLimitPauseAndBreaker(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -68,7 +68,7 @@ func TestWithStoreSharesLimitPauseAndBreaker(t *testing.T) {
 func TestWithStoreYieldsToAPolicysOwnStore(t *testing.T) {
 	mine, fleet := NewMemoryStore(), NewMemoryStore()
 	tr := New(nil, WithLimit(Limit{Name: "own", Rate: 5, Burst: 2, Store: mine}), WithStore(fleet),
-		WithCooldown(CooldownPolicy{Store: mine}), WithLimit(Limit{Name: "shared", Rate: 5, Burst: 2}),
+		WithPause(PausePolicy{Store: mine}), WithLimit(Limit{Name: "shared", Rate: 5, Burst: 2}),
 		WithLimit(Limit{Name: "window", Burst: 3, Window: time.Second}),
 		WithLimit(Limit{Name: "spacing", MinSpacing: time.Second}))
 	if err := tr.err; err != nil {
@@ -87,7 +87,7 @@ func TestWithStoreYieldsToAPolicysOwnStore(t *testing.T) {
 		}
 	}
 	if tr.gate.Store() != store.Pauses(mine) {
-		t.Errorf("the gate's mem is %p, want the CooldownPolicy's own (%p)", tr.gate.Store, mine)
+		t.Errorf("the gate's mem is %p, want the PausePolicy's own (%p)", tr.gate.Store, mine)
 	}
 	if _, ok := tr.BreakerPolicy(); ok {
 		t.Error("WithStore added a breaker")

@@ -43,8 +43,8 @@ func TestSharedCooldownPausesEveryTransport(t *testing.T) {
 		mem := NewMemoryStore()
 		refused := newScript(answer(429, "Retry-After", "3"))
 		ok := &recording{base: newScript(answer(200)).mock()}
-		a := New(refused.mock(), WithRetry(RetryPolicy{MaxAttempts: 1}), WithCooldown(CooldownPolicy{Store: mem}))
-		b := New(ok, WithCooldown(CooldownPolicy{Store: mem, Spread: time.Nanosecond}))
+		a := New(refused.mock(), WithRetry(RetryPolicy{MaxAttempts: 1}), WithPause(PausePolicy{Store: mem}))
+		b := New(ok, WithPause(PausePolicy{Store: mem, Spread: time.Nanosecond}))
 		start := time.Now()
 		if status, _ := callOnce(t, a, context.Background()); status != 429 {
 			t.Fatalf("a = %d", status)
@@ -296,7 +296,7 @@ func TestSharedPauseExtendedWhileWaiting(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		mem := NewMemoryStore()
 		rec := &recording{base: newScript(answer(200)).mock()}
-		b := New(rec, WithCooldown(CooldownPolicy{Store: mem, Spread: time.Nanosecond}))
+		b := New(rec, WithPause(PausePolicy{Store: mem, Spread: time.Nanosecond}))
 		start := time.Now()
 		_ = mem.Pause(context.Background(), host, start.Add(time.Second))
 		done := goCallOnce(t, b, context.Background())

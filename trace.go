@@ -52,9 +52,9 @@ const (
 	// WaitBackoff is the delay before a retry: the policy's backoff,
 	// raised to the server's hint.
 	WaitBackoff WaitKind = iota
-	// WaitCooldown holds a request while its key is paused by a server's
+	// WaitPause holds a request while its key is paused by a server's
 	// wait hint.
-	WaitCooldown
+	WaitPause
 	// WaitPacing is a request's turn in a limit scope's bucket or spacing.
 	WaitPacing
 	// WaitConcurrency is a wait for a concurrency slot.
@@ -66,14 +66,14 @@ const (
 	waitKinds = iota // how many kinds there are
 )
 
-// String returns "backoff", "cooldown", "pacing", "concurrency" or
+// String returns "backoff", "pause", "pacing", "concurrency" or
 // "breaker".
 func (k WaitKind) String() string {
 	switch k {
 	case WaitBackoff:
 		return "backoff"
-	case WaitCooldown:
-		return "cooldown"
+	case WaitPause:
+		return "pause"
 	case WaitPacing:
 		return "pacing"
 	case WaitConcurrency:

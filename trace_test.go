@@ -62,7 +62,7 @@ func TestTraceWaitKinds(t *testing.T) {
 	for _, tt := range []struct {
 		k    WaitKind
 		want string
-	}{{WaitBackoff, "backoff"}, {WaitCooldown, "cooldown"}, {WaitPacing, "pacing"}, {WaitConcurrency, "concurrency"}, {WaitBreaker, "breaker"}, {9, "WaitKind(9)"}} {
+	}{{WaitBackoff, "backoff"}, {WaitPause, "pause"}, {WaitPacing, "pacing"}, {WaitConcurrency, "concurrency"}, {WaitBreaker, "breaker"}, {9, "WaitKind(9)"}} {
 		if got := tt.k.String(); got != tt.want {
 			t.Errorf("WaitKind(%d).String() = %q, want %q", tt.k, got, tt.want)
 		}

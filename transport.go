@@ -16,7 +16,7 @@ import (
 //
 //   - the key's circuit breaker ([WithBreaker]): while open, nothing is
 //     sent;
-//   - the key's cooldown gate ([WithCooldown]), paused by servers' wait
+//   - the key's pause gate ([WithPause]), paused by servers' wait
 //     hints, then each limit scope ([WithLimit]): a concurrency slot, then
 //     its pace, told or learned from the server ([Limit.Adaptive]);
 //   - the send, then the retry policy ([WithRetry]): rate-limited and
@@ -33,7 +33,7 @@ type Transport struct {
 	// replaces the slice, never changes it: a request reads it once
 	// (scopes) and goes through what it read.
 	scopeList atomic.Pointer[[]*scope]
-	gate      *gate // nil when the cooldown gate is off
+	gate      *gate // nil when the pause gate is off
 	// retryBudgets holds the retry balance of each host that retried.
 	retryBudgets *keyed.Map[retryBalance]
 	// trace hears every call (WithTrace, WithLogger); nil when nothing
@@ -95,7 +95,7 @@ func New(base http.RoundTripper, opts ...Option) *Transport {
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	t := &Transport{base: base, gate: newGate(CooldownPolicy{}), counters: new(counters),
+	t := &Transport{base: base, gate: newGate(PausePolicy{}), counters: new(counters),
 		retryBudgets: keyed.New(DefaultIdleTimeout, nil, forgettableBalance)}
 	t.scopeList.Store(new([]*scope))
 	defaults := DefaultRetryPolicy()
@@ -152,7 +152,7 @@ const LearnedScope = "learned"
 
 // WithoutLearning keeps [New] from adding the [LearnedScope]: requests
 // are then paced by the Limits given and nothing else, and a server's
-// refusals are answered by the retry policy and the cooldown gate alone.
+// refusals are answered by the retry policy and the pause gate alone.
 func WithoutLearning() Option {
 	return func(t *Transport) { t.noLearning = true }
 }
@@ -232,11 +232,11 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, err
 }
 
-// maxPause is the longest one hint holds a key: the cooldown gate's
+// maxPause is the longest one hint holds a key: the pause gate's
 // MaxPause, or its default without a gate.
 func (t *Transport) maxPause() time.Duration {
 	if t.gate != nil {
 		return t.gate.MaxPause
 	}
-	return DefaultCooldownMaxPause
+	return DefaultMaxPause
 }

@@ -37,7 +37,7 @@ func (emptyBody) Read([]byte) (int, error) { return 0, io.EOF }
 func (emptyBody) Close() error             { return nil }
 
 // fullStack is every layer of ratewise on, none of them holding a request
-// back: a limit at rate.Inf with a concurrency cap, the cooldown gate, the
+// back: a limit at rate.Inf with a concurrency cap, the pause gate, the
 // retry policy and a breaker.
 func fullStack(base http.RoundTripper) http.RoundTripper {
 	return ratewise.New(base, ratewise.WithLimit(ratewise.Limit{Rate: rate.Inf, MaxConcurrent: 1 << 20}),

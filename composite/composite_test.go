@@ -20,7 +20,7 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // api is a fake API with one responder per path, under a ratewise
-// transport without the cooldown gate, so branches wait only for their own
+// transport without the pause gate, so branches wait only for their own
 // refusals.
 func api(t *testing.T, responders map[string]httpmock.Responder) *http.Client {
 	t.Helper()
@@ -30,7 +30,7 @@ func api(t *testing.T, responders map[string]httpmock.Responder) *http.Client {
 	}
 	// The endpoints' scripted refusals are each their own: nothing holds
 	// one endpoint for another's (no cooldown, no learned pace of the host).
-	return &http.Client{Transport: ratewise.New(mock, ratewise.WithCooldown(ratewise.CooldownPolicy{Off: true}), ratewise.WithoutLearning())}
+	return &http.Client{Transport: ratewise.New(mock, ratewise.WithPause(ratewise.PausePolicy{Off: true}), ratewise.WithoutLearning())}
 }
 
 // fetch is a branch that GETs path and stores the body in *into.

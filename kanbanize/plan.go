@@ -119,7 +119,7 @@ func ParsePlan(s string) (Plan, error) {
 // statuses or errors). Per key, because nothing public says whether the
 // API counts its limits per key or per account, and a key is what the
 // client can tell apart: an account whose users share its limits, each
-// with a key, is kept polite by the transport's retries, cooldown and
+// with a key, is kept polite by the transport's retries, pauses and
 // breaker when another key has spent the quota (see NewClient). Give
 // each scope to ratewise.WithLimit or Transport.AddLimit, or the plan to
 // WithPlan. PlanAuto has no scopes of its own: WithPlan reads them from

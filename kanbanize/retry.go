@@ -71,7 +71,7 @@ type Progress struct {
 	Endpoint string        // "card", "comments" or "subtasks"
 	Attempt  int           // the attempt the wait comes before, from 1
 	Delay    time.Duration // the planned wait
-	Kind     string        // "backoff", "cooldown", "pacing", "concurrency" or "breaker"
+	Kind     string        // "backoff", "pause", "pacing", "concurrency" or "breaker"
 }
 
 // Validate reports every option out of range, by its tool parameter name.

@@ -19,7 +19,7 @@
 // outcome (ratewise.call.attempts, ratewise.call.waited in seconds,
 // ratewise.call.give_up_reason, the final status), and as events:
 //
-//	ratewise.wait     each wait, stamped when it began: its kind (backoff, cooldown,
+//	ratewise.wait     each wait, stamped when it began: its kind (backoff, pause,
 //	                  pacing, concurrency, breaker), duration, planned length, the
 //	                  limit scope of a pacing or concurrency wait, the server's
 //	                  hint that set a backoff, and what ended it early

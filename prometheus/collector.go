@@ -9,7 +9,7 @@
 //
 // The metrics:
 //
-//	ratewise_requests_total                            calls
+//	ratewise_calls_total                               calls
 //	ratewise_attempts_total                            requests sent, retries included
 //	ratewise_retries_total{reason}                     retries, by the status that caused them or "network error"
 //	ratewise_rate_limit_hits_total{key}                rate-limited responses, by host
@@ -45,7 +45,7 @@ type Collector struct {
 	tr      *ratewise.Transport
 	maxKeys int
 
-	requests, attempts, retries, hits, waits, aborts, waitSeconds, breakerState, breakerCooldown *prom.Desc
+	calls, attempts, retries, hits, waits, aborts, waitSeconds, breakerState, breakerCooldown *prom.Desc
 }
 
 // Option configures a Collector.
@@ -80,7 +80,7 @@ func NewCollector(tr *ratewise.Transport, opts ...Option) *Collector {
 	return &Collector{
 		tr:              tr,
 		maxKeys:         cfg.maxKeys,
-		requests:        desc("requests_total", "Calls made through the transport."),
+		calls:           desc("calls_total", "Calls made through the transport."),
 		attempts:        desc("attempts_total", "Requests sent to the server, retries included."),
 		retries:         desc("retries_total", "Retries, by the status that caused them or \"network error\".", "reason"),
 		hits:            desc("rate_limit_hits_total", "Responses read as rate-limited, by key.", "key"),
@@ -94,7 +94,7 @@ func NewCollector(tr *ratewise.Transport, opts ...Option) *Collector {
 
 // Describe sends the descriptions of every metric.
 func (c *Collector) Describe(ch chan<- *prom.Desc) {
-	for _, d := range []*prom.Desc{c.requests, c.attempts, c.retries, c.hits, c.waits, c.waitSeconds, c.aborts,
+	for _, d := range []*prom.Desc{c.calls, c.attempts, c.retries, c.hits, c.waits, c.waitSeconds, c.aborts,
 		c.breakerState, c.breakerCooldown} {
 		ch <- d
 	}
@@ -106,7 +106,7 @@ func (c *Collector) Collect(ch chan<- prom.Metric) {
 	counter := func(d *prom.Desc, v int64, labels ...string) {
 		ch <- prom.MustNewConstMetric(d, prom.CounterValue, float64(v), labels...)
 	}
-	counter(c.requests, s.Requests)
+	counter(c.calls, s.Calls)
 	counter(c.attempts, s.Attempts)
 	for reason, n := range s.RetriesByReason {
 		counter(c.retries, n, reason)

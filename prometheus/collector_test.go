@@ -84,9 +84,9 @@ ratewise_breaker_state{key="b.test"} 2
 # HELP ratewise_rate_limit_hits_total Responses read as rate-limited, by key.
 # TYPE ratewise_rate_limit_hits_total counter
 ratewise_rate_limit_hits_total{key="a.test"} 1
-# HELP ratewise_requests_total Calls made through the transport.
-# TYPE ratewise_requests_total counter
-ratewise_requests_total 3
+# HELP ratewise_calls_total Calls made through the transport.
+# TYPE ratewise_calls_total counter
+ratewise_calls_total 3
 # HELP ratewise_retries_total Retries, by the status that caused them or "network error".
 # TYPE ratewise_retries_total counter
 ratewise_retries_total{reason="429"} 1
@@ -125,7 +125,7 @@ func TestCollectorBoundsKeys(t *testing.T) {
 		}
 		// Two failures trip a breaker for an hour: no call waits for it.
 		tr := ratewise.New(scripted(t, statuses), ratewise.WithRetry(ratewise.RetryPolicy{MaxAttempts: 1}),
-			ratewise.WithCooldown(ratewise.CooldownPolicy{Off: true}),
+			ratewise.WithPause(ratewise.PausePolicy{Off: true}),
 			ratewise.WithBreaker(ratewise.BreakerPolicy{ConsecutiveFailures: 2, Cooldown: time.Hour}))
 		for i := range 6 {
 			for range min(i+1, 3) { // h0 once, h1 twice, the others three times

@@ -27,6 +27,6 @@ func ExampleNewCollector() {
 		return
 	}
 	resp.Body.Close()
-	fmt.Println(testutil.CollectAndCount(collector, "ratewise_requests_total"), "series of requests")
-	// Output: 1 series of requests
+	fmt.Println(testutil.CollectAndCount(collector, "ratewise_calls_total"), "series of calls")
+	// Output: 1 series of calls
 }

@@ -71,9 +71,9 @@ func TestPauseInRedisShowsInEveryTransport(t *testing.T) {
 	defer api.Close()
 	key := api.Listener.Addr().String()
 	a := ratewise.New(http.DefaultTransport, ratewise.WithRetry(ratewise.RetryPolicy{MaxAttempts: 1}),
-		ratewise.WithCooldown(ratewise.CooldownPolicy{Store: store}))
+		ratewise.WithPause(ratewise.PausePolicy{Store: store}))
 	defer a.CloseIdleConnections()
-	b := ratewise.New(http.DefaultTransport, ratewise.WithCooldown(ratewise.CooldownPolicy{Store: store}))
+	b := ratewise.New(http.DefaultTransport, ratewise.WithPause(ratewise.PausePolicy{Store: store}))
 	if blocked, _ := b.Blocking(key); blocked {
 		t.Fatal("b blocked before any refusal")
 	}

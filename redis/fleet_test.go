@@ -72,7 +72,7 @@ func fleetWorker() int {
 		opts = append(opts, ratewise.WithStore(store), ratewise.WithLimit(ratewise.Limit{Name: "api", Rate: 20, Burst: 1}),
 			ratewise.WithBreaker(ratewise.BreakerPolicy{}))
 	case "cooldown":
-		opts = append(opts, ratewise.WithCooldown(ratewise.CooldownPolicy{Store: store}),
+		opts = append(opts, ratewise.WithPause(ratewise.PausePolicy{Store: store}),
 			ratewise.WithLimit(ratewise.Limit{MinSpacing: 50 * time.Millisecond}), ratewise.WithRetry(ratewise.RetryPolicy{MaxAttempts: 1}))
 	case "breaker":
 		// A cooldown longer than any call may wait: an open breaker refuses.

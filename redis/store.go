@@ -12,7 +12,7 @@
 //		ratewise.WithBreaker(ratewise.BreakerPolicy{}))
 //
 // WithStore shares everything the store keeps; the Store fields of Limit,
-// CooldownPolicy and BreakerPolicy share one part alone, or each through
+// PausePolicy and BreakerPolicy share one part alone, or each through
 // a store of its own.
 //
 // A Store is a store.Buckets (a GCRA token bucket, atomic in Redis

@@ -73,7 +73,7 @@ func TestRedisStoppedMidRun(t *testing.T) {
 			api := startOK(t, 0)
 			opts := []ratewise.Option{
 				ratewise.WithLimit(ratewise.Limit{Name: "api", Rate: 200, Burst: 10, Store: store}),
-				ratewise.WithCooldown(ratewise.CooldownPolicy{Store: store}),
+				ratewise.WithPause(ratewise.PausePolicy{Store: store}),
 				ratewise.WithBreaker(ratewise.BreakerPolicy{Store: store})}
 			if tt.withStore {
 				opts = []ratewise.Option{ratewise.WithStore(store),
@@ -248,7 +248,7 @@ func BenchmarkRedisTransport(b *testing.B) {
 		{"local", ratewise.New(http.DefaultTransport, ratewise.WithLimit(ratewise.Limit{Rate: 1e9, Burst: 1 << 30}),
 			ratewise.WithBreaker(ratewise.BreakerPolicy{}))},
 		{"redis", ratewise.New(http.DefaultTransport, ratewise.WithLimit(ratewise.Limit{Rate: 1e9, Burst: 1 << 30, Store: store}),
-			ratewise.WithCooldown(ratewise.CooldownPolicy{Store: store}), ratewise.WithBreaker(ratewise.BreakerPolicy{Store: store}))},
+			ratewise.WithPause(ratewise.PausePolicy{Store: store}), ratewise.WithBreaker(ratewise.BreakerPolicy{Store: store}))},
 		// The same, shared by WithStore: the breaker, the pause and the
 		// bucket asked in one script.
 		{"redis-withstore", ratewise.New(http.DefaultTransport, ratewise.WithStore(store),

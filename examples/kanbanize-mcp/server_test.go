@@ -276,7 +276,7 @@ func TestThrottleStats(t *testing.T) {
 		t.Fatalf("%v: %s", err, raw)
 	}
 	// The card, the subtasks, and the comments twice: one 429, one retry.
-	for _, want := range []string{`"requests":3`, `"attempts":4`, `"retries":1`, `"rate_limit_hits":1`, `"succeeded":3`, `"breakers":[`} {
+	for _, want := range []string{`"calls":3`, `"attempts":4`, `"retries":1`, `"rate_limit_hits":1`, `"succeeded":3`, `"breakers":[`} {
 		if !strings.Contains(raw, want) {
 			t.Errorf("get_throttle_stats = %s, lacks %s", raw, want)
 		}
@@ -381,7 +381,7 @@ func TestCallsShareOneTransport(t *testing.T) {
 		if n := s.fake.Stats().Requests; n != sent {
 			t.Fatalf("the second call sent %d requests within the first call's pause of a minute, want none", n-sent)
 		}
-		time.Sleep(time.Second + ratewise.DefaultCooldownSpread)
+		time.Sleep(time.Second + ratewise.DefaultPauseSpread)
 		synctest.Wait()
 		if n := s.fake.Stats().Requests; n == sent {
 			t.Error("the second call sent nothing once the pause was over")

@@ -1,5 +1,5 @@
 // Package keyed holds per-key state that is evicted once its key has gone
-// idle: the map behind each limit scope, the cooldown gate, the breakers
+// idle: the map behind each limit scope, the pause gate, the breakers
 // and the retry budget. It is on the path of every request, so a lookup
 // of a busy key takes no lock and reads no clock.
 package keyed
@@ -22,7 +22,7 @@ const (
 	SweepCheckEvery = 1024
 )
 
-// Map holds per-key state for one limit scope, the cooldown gate or the
+// Map holds per-key state for one limit scope, the pause gate or the
 // breakers. It evicts state whose key has gone idle, when that state has
 // nothing left to remember (a full bucket, a pause that is over, a closed
 // breaker that saw no failure), so memory stays bounded however many

@@ -9,31 +9,31 @@ import (
 	"github.com/ratewise/ratewise/store"
 )
 
-// DefaultCooldownSpread is how far apart, at most, the requests held by a
-// cooldown are released when [CooldownPolicy.Spread] is zero.
-const DefaultCooldownSpread = 250 * time.Millisecond
+// DefaultPauseSpread is how far apart, at most, the requests held by a
+// pause are released when [PausePolicy.Spread] is zero.
+const DefaultPauseSpread = 250 * time.Millisecond
 
-// DefaultCooldownMaxPause is the longest one hint pauses a key: a server
+// DefaultMaxPause is the longest one hint pauses a key: a server
 // asking for days, or a year 9999 date, must not stop a process for good.
-const DefaultCooldownMaxPause = time.Hour
+const DefaultMaxPause = time.Hour
 
-// CooldownPolicy configures the cooldown gate: when a response carries a
+// PausePolicy configures the pause gate: when a response carries a
 // wait hint (Retry-After or a reset header, see [WaitHint]) on a refusal,
 // every request to that key is held until the hint expires, those already
 // waiting and new ones alike, so that one 429 does not become twenty.
 // When a limit scope paces the transport, the pace answers hints of a
 // second or less, and only longer ones pause the key. The zero value is
-// the default: on, keyed by Host, spread DefaultCooldownSpread, pauses of
-// at most DefaultCooldownMaxPause.
-type CooldownPolicy struct {
+// the default: on, keyed by Host, spread DefaultPauseSpread, pauses of
+// at most DefaultMaxPause.
+type PausePolicy struct {
 	// Key maps a request to the key the server limits; nil means Host.
 	Key KeyFunc
 	// Spread releases held requests over this much time after the pause,
 	// each at a random point, so they do not return as a herd; zero means
-	// DefaultCooldownSpread.
+	// DefaultPauseSpread.
 	Spread time.Duration
 	// MaxPause is the longest one hint pauses the key; zero means
-	// DefaultCooldownMaxPause. The call that got a longer hint still ends
+	// DefaultMaxPause. The call that got a longer hint still ends
 	// with its response, since no budget fits the hint; the other requests
 	// to the key are held MaxPause, then one goes out to ask again.
 	MaxPause time.Duration
@@ -51,8 +51,8 @@ type CooldownPolicy struct {
 	Store store.Pauses
 }
 
-// WithCooldown configures the cooldown gate, which is on by default.
-func WithCooldown(p CooldownPolicy) Option {
+// WithPause configures the pause gate, which is on by default.
+func WithPause(p PausePolicy) Option {
 	return func(t *Transport) {
 		var errs []error
 		for _, d := range []struct {
@@ -60,7 +60,7 @@ func WithCooldown(p CooldownPolicy) Option {
 			value time.Duration
 		}{{"Spread", p.Spread}, {"IdleTimeout", p.IdleTimeout}, {"MaxPause", p.MaxPause}} {
 			if d.value < 0 {
-				errs = append(errs, fmt.Errorf("ratewise: CooldownPolicy.%s (%v) must not be negative", d.name, d.value))
+				errs = append(errs, fmt.Errorf("ratewise: PausePolicy.%s (%v) must not be negative", d.name, d.value))
 			}
 		}
 		switch {
@@ -74,7 +74,7 @@ func WithCooldown(p CooldownPolicy) Option {
 	}
 }
 
-// gate is the transport's cooldown gate: the engine (internal/pause), and
+// gate is the transport's pause gate: the engine (internal/pause), and
 // what of the policy the call reads, its Key and MaxPause.
 type gate struct {
 	*pause.Gate
@@ -82,15 +82,15 @@ type gate struct {
 	MaxPause time.Duration
 }
 
-func newGate(p CooldownPolicy) *gate {
+func newGate(p PausePolicy) *gate {
 	if p.Key == nil {
 		p.Key = Host
 	}
 	if p.Spread == 0 {
-		p.Spread = DefaultCooldownSpread
+		p.Spread = DefaultPauseSpread
 	}
 	if p.MaxPause == 0 {
-		p.MaxPause = DefaultCooldownMaxPause
+		p.MaxPause = DefaultMaxPause
 	}
 	return &gate{Key: p.Key, MaxPause: p.MaxPause,
 		Gate: pause.New(pause.Config{Spread: p.Spread, IdleTimeout: idleTimeout(p.IdleTimeout), Store: p.Store})}
@@ -104,12 +104,12 @@ func (g *gate) admit(c *call, key string) error {
 		asked, ok := c.pre.pauseAnswer(key)
 		d, left, err := g.Wait(c.ctx, key, asked, ok)
 		if closed, isClosed := err.(*pause.StoreClosedError); isClosed {
-			return &LimitError{Scope: "cooldown", Key: key, Reason: "store-unavailable", Err: closed.Err}
+			return &LimitError{Scope: "pause", Key: key, Reason: "store-unavailable", Err: closed.Err}
 		}
 		if err != nil || d == 0 {
 			return err
 		}
-		if err := c.waitAdmission(d, WaitCooldown); err != nil {
+		if err := c.waitAdmission(d, WaitPause); err != nil {
 			return fmt.Errorf("ratewise: %s is paused for %v at the server's request: %w", key, left, err)
 		}
 	}

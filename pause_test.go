@@ -42,7 +42,7 @@ func TestCooldownHoldsEveryRequestToTheKey(t *testing.T) {
 			t.Errorf("first request at %v, want 0", at[0])
 		}
 		for _, d := range at[1:] {
-			if d < 2*time.Second || d > 2*time.Second+DefaultCooldownSpread {
+			if d < 2*time.Second || d > 2*time.Second+DefaultPauseSpread {
 				t.Errorf("a request reached the server at %v, want within [2s, 2s+spread]", d)
 			}
 		}
@@ -80,7 +80,7 @@ func TestCooldownIsPerKey(t *testing.T) {
 func TestCooldownOff(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newScript(answer(429, "Retry-After", "30"), answer(200))
-		tr := New(s.mock(), WithRetry(RetryPolicy{MaxAttempts: 1}), WithCooldown(CooldownPolicy{Off: true}), WithoutLearning())
+		tr := New(s.mock(), WithRetry(RetryPolicy{MaxAttempts: 1}), WithPause(PausePolicy{Off: true}), WithoutLearning())
 		resp, _ := tr.RoundTrip(mustRequest(t, http.MethodGet, nil))
 		readAll(t, resp)
 		start := time.Now()

@@ -1,0 +1,23 @@
+package ratewise
+
+// This file keeps the names an earlier version used, each an alias of
+// the name that replaced it (README, "Moving from an earlier version").
+
+// CooldownPolicy is the former name of PausePolicy.
+//
+// Deprecated: use [PausePolicy]. "Cooldown" is the breaker's open time.
+type CooldownPolicy = PausePolicy
+
+// WithCooldown is the former name of WithPause.
+//
+// Deprecated: use [WithPause].
+func WithCooldown(p PausePolicy) Option { return WithPause(p) }
+
+// Former names of DefaultPauseSpread, DefaultMaxPause and WaitPause.
+//
+// Deprecated: use [DefaultPauseSpread], [DefaultMaxPause] and [WaitPause].
+const (
+	DefaultCooldownSpread   = DefaultPauseSpread
+	DefaultCooldownMaxPause = DefaultMaxPause
+	WaitCooldown            = WaitPause
+)

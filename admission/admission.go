@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/ratewise/ratewise"
+	"github.com/ratewise/ratewise/store"
+	"golang.org/x/time/rate"
 )
 
 // Handler is the inbound limiter: an [http.Handler] that admits each
@@ -52,34 +54,68 @@ type config struct {
 	respond    func(http.ResponseWriter, *http.Request, Refusal)
 }
 
+// Limit is one scope of the inbound limiter: a token bucket (Rate and
+// Burst) or a fixed window (Burst turns a Window), per key. It offers only
+// what a server-side scope does; see WithLimit for each field.
+type Limit struct {
+	// Name names the scope in headers, problem documents, statuses,
+	// stats and logs: printable ASCII, one per scope; "limit N" when
+	// empty, N counting WithLimit from 1.
+	Name string
+	// Rate and Burst make a token bucket (rate.Inf or no Rate: it limits
+	// nothing); Burst and Window a fixed window of Burst turns, starting
+	// at a key's first request.
+	Rate   rate.Limit
+	Burst  int
+	Window time.Duration
+	// Key keys it: nil means the client's IP address (see WithClientIP).
+	Key ratewise.KeyFunc
+	// Applies picks the requests it limits (nil: all).
+	Applies func(*http.Request) bool
+	// MaxWait lets a request whose turn comes within it wait for the turn
+	// rather than be refused; MaxQueue caps the requests of a key waiting
+	// at once (DefaultMaxQueue when zero); FailFast refuses at once.
+	MaxWait  time.Duration
+	MaxQueue int
+	FailFast bool
+	// IdleTimeout is how long a key's state outlives its last request;
+	// zero means ratewise.DefaultIdleTimeout.
+	IdleTimeout time.Duration
+	// Store shares the scope's buckets with every Handler given it (a
+	// Rate is needed; a Window takes no Store).
+	Store store.Buckets
+}
+
+// client is l as the ratewise.Limit the scope is built from.
+func (l Limit) client() ratewise.Limit {
+	return ratewise.Limit{Name: l.Name, Rate: l.Rate, Burst: l.Burst, Window: l.Window, Key: l.Key,
+		Applies: l.Applies, MaxWait: l.MaxWait, MaxQueue: l.MaxQueue, FailFast: l.FailFast,
+		IdleTimeout: l.IdleTimeout, Store: l.Store}
+}
+
 // WithLimit adds a scope; give it once per scope. Requests go through the
-// scopes in the order given. A scope takes these fields of its Limit:
+// scopes in the order given. A Limit's fields work as follows:
 //
-//   - Name names it in the headers (the RateLimit policy), problem
-//     documents, statuses, stats and logs: printable ASCII, one per
-//     scope; "limit N" by default, N counting WithLimit from 1.
-//   - Rate and Burst make it a token bucket (rate.Inf or no Rate: it
-//     limits nothing); Burst and Window a fixed window of Burst turns,
-//     starting at a key's first request and followed by the next while
-//     requests keep coming (a client told the same Limit, which holds to
-//     any Window, never goes over it).
-//   - Key keys it: nil means the client's IP address (see WithClientIP),
-//     not the Host a client transport's nil Key means.
-//   - Applies picks the requests it limits (nil: all).
-//   - MaxWait makes a request whose turn comes within it wait for the
-//     turn rather than be refused; MaxQueue caps the requests of a key
-//     waiting at once in this process (DefaultMaxQueue when zero);
-//     FailFast refuses at once whatever MaxWait says.
-//   - Store keeps its buckets where every Handler given the store shares
-//     them (a Rate is needed; a Window takes no Store). The keys are
-//     "admission:" and the Name, then ":" and the key unless the scope is
-//     Global. When the store fails, this process's own bucket stands in,
-//     unless the store fails closed (its error wraps
+//   - Name: one per scope, printable ASCII.
+//   - Rate and Burst, or Burst and Window: a client told the same limit,
+//     which holds to any Window, never goes over it. A window follows
+//     the next while requests keep coming.
+//   - Key: nil is the client's IP, not the Host a client's nil Key means.
+//   - MaxWait, MaxQueue (per process), FailFast: queueing.
+//   - Store: the keys are "admission:" and the Name, then ":" and the key
+//     unless the scope is Global. When the store fails, this process's own
+//     bucket stands in, unless the store fails closed (its error wraps
 //     ratewise.ErrStoreUnavailable): then the request is answered 503.
+func WithLimit(l Limit) Option {
+	return func(c *config) { c.limits = append(c.limits, l.client()) }
+}
+
+// WithClientLimit adds a scope from a client's ratewise.Limit, as
+// WithLimit did before it took a Limit of its own. New refuses the fields
+// only a client honours (MinSpacing, MaxConcurrent, Adaptive, ...).
 //
-// Other fields (MinSpacing, MaxConcurrent, Adaptive, ...) are a client's:
-// New refuses them.
-func WithLimit(l ratewise.Limit) Option {
+// Deprecated: use WithLimit with a Limit.
+func WithClientLimit(l ratewise.Limit) Option {
 	return func(c *config) { c.limits = append(c.limits, l) }
 }
 

@@ -75,7 +75,7 @@ func TestADRScopesAnswerWithExactQuotaFields(t *testing.T) {
 func TestLaterScopeRefusingTakesNothingFromEarlierOnes(t *testing.T) {
 	for _, shared := range []bool{false, true} {
 		synctest.Test(t, func(t *testing.T) {
-			ip, global := adrPerIP(), ratewise.Limit{Name: "global", Rate: perMinute(1), Burst: 2, Key: ratewise.Global}
+			ip, global := adrPerIP(), Limit{Name: "global", Rate: perMinute(1), Burst: 2, Key: ratewise.Global}
 			if shared {
 				store := ratewise.NewMemoryStore()
 				ip.Store, global.Store = store, store
@@ -128,7 +128,7 @@ func serveAsync(h http.Handler, ctx context.Context, remote string, start time.T
 // would have come.
 func TestQueueWaitsForTurnsWithinMaxQueue(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := newHandler(t, WithLimit(ratewise.Limit{Name: "q", Rate: 1, Burst: 1, MaxWait: 10 * time.Second, MaxQueue: 2}))
+		h := newHandler(t, WithLimit(Limit{Name: "q", Rate: 1, Burst: 1, MaxWait: 10 * time.Second, MaxQueue: 2}))
 		start := time.Now()
 		var wg sync.WaitGroup
 		got := make([]answer, 5)
@@ -168,7 +168,7 @@ func TestQueueWaitsForTurnsWithinMaxQueue(t *testing.T) {
 // told when it would have come.
 func TestQueueRefusesAWaitPastMaxWait(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := newHandler(t, WithLimit(ratewise.Limit{Name: "q", Rate: 1, Burst: 1, MaxWait: 1500 * time.Millisecond}))
+		h := newHandler(t, WithLimit(Limit{Name: "q", Rate: 1, Burst: 1, MaxWait: 1500 * time.Millisecond}))
 		start := time.Now()
 		var wg sync.WaitGroup
 		got := make([]answer, 3)
@@ -198,7 +198,7 @@ func TestQueueRefusesAWaitPastMaxWait(t *testing.T) {
 // the next request's.
 func TestQueuedRequestLeavesWhenItsContextEnds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := newHandler(t, WithLimit(ratewise.Limit{Name: "q", Rate: 1, Burst: 1, Key: ratewise.Global, MaxWait: 10 * time.Second}))
+		h := newHandler(t, WithLimit(Limit{Name: "q", Rate: 1, Burst: 1, Key: ratewise.Global, MaxWait: 10 * time.Second}))
 		start := time.Now()
 		var wg sync.WaitGroup
 		var first, gone, next answer
@@ -232,7 +232,7 @@ func TestQueuedRequestLeavesWhenItsContextEnds(t *testing.T) {
 // once rather than started.
 func TestQueueRefusesAWaitPastTheRequestsDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := newHandler(t, WithLimit(ratewise.Limit{Name: "q", Rate: 1, Burst: 1, MaxWait: time.Minute}))
+		h := newHandler(t, WithLimit(Limit{Name: "q", Rate: 1, Burst: 1, MaxWait: time.Minute}))
 		serve(h, "192.0.2.1:1", "/")
 		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 		defer cancel()
@@ -256,7 +256,7 @@ func TestQueueRefusesAWaitPastTheRequestsDeadline(t *testing.T) {
 // what is left of the window and when it ends, and starts anew after.
 func TestWindowScope(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := newHandler(t, WithLimit(ratewise.Limit{Name: "min", Burst: 3, Window: time.Minute}))
+		h := newHandler(t, WithLimit(Limit{Name: "min", Burst: 3, Window: time.Minute}))
 		const policy = `"min";q=3;w=60`
 		var got []string
 		for range 3 {
@@ -285,7 +285,7 @@ func TestWindowScope(t *testing.T) {
 // and uncounted, and carry no quota fields.
 func TestExemptPathsPassUncounted(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := newHandler(t, WithLimit(ratewise.Limit{Name: "ip", Rate: perMinute(1), Burst: 1}),
+		h := newHandler(t, WithLimit(Limit{Name: "ip", Rate: perMinute(1), Burst: 1}),
 			WithExemptPaths("/health", "/debug/"), WithExempt(func(r *http.Request) bool { return r.Method == http.MethodOptions }))
 		for range 3 {
 			for _, path := range []string{"/health", "/debug/vars"} {
@@ -313,7 +313,7 @@ func TestExemptPathsPassUncounted(t *testing.T) {
 // through it nor are told of it.
 func TestScopeAppliesToSomeRequests(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		writes := ratewise.Limit{Name: "writes", Rate: perMinute(1), Burst: 1, Key: ratewise.Global,
+		writes := Limit{Name: "writes", Rate: perMinute(1), Burst: 1, Key: ratewise.Global,
 			Applies: func(r *http.Request) bool { return r.Method != http.MethodGet }}
 		h := newHandler(t, WithLimit(adrPerIP()), WithLimit(writes))
 		if got, want := fields(serve(h, "192.0.2.1:1", "/")), `200 policy="ip";q=5;w=30 rl="ip";r=4;t=6 x=5/4/6 retry=`; got != want {
@@ -346,7 +346,7 @@ func TestHeadersAreConfigurable(t *testing.T) {
 	}
 	for _, tt := range tests {
 		synctest.Test(t, func(t *testing.T) {
-			h := newHandler(t, WithLimit(ratewise.Limit{Name: "ip", Rate: perMinute(1), Burst: 1}), WithHeaders(tt.give))
+			h := newHandler(t, WithLimit(Limit{Name: "ip", Rate: perMinute(1), Burst: 1}), WithHeaders(tt.give))
 			if got := fields(serve(h, "192.0.2.1:1", "/")); got != tt.ok {
 				t.Errorf("headers %b, admitted:\n got %s\nwant %s", tt.give, got, tt.ok)
 			}
@@ -375,8 +375,8 @@ func TestHooksAndStats(t *testing.T) {
 			}
 		}
 		h := newHandler(t,
-			WithLimit(ratewise.Limit{Name: "ip", Rate: 1, Burst: 1}),
-			WithLimit(ratewise.Limit{Name: "global", Rate: 0.5, Burst: 1, Key: ratewise.Global, MaxWait: 5 * time.Second}),
+			WithLimit(Limit{Name: "ip", Rate: 1, Burst: 1}),
+			WithLimit(Limit{Name: "global", Rate: 0.5, Burst: 1, Key: ratewise.Global, MaxWait: 5 * time.Second}),
 			WithHooks(Hooks{Admitted: record("admitted"), Queued: record("queued"), Refused: record("refused")}))
 		serve(h, "192.0.2.1:1", "/")
 		serve(h, "192.0.2.1:1", "/")
@@ -411,7 +411,7 @@ func TestHooksAndStats(t *testing.T) {
 func TestStatusReportsAKeysTokensPerScope(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHandler(t, WithLimit(adrPerIP()), WithLimit(adrGlobal()),
-			WithLimit(ratewise.Limit{Name: "hour", Burst: 600, Window: time.Hour, Key: ratewise.ByHeader("X-Api-Key")}))
+			WithLimit(Limit{Name: "hour", Burst: 600, Window: time.Hour, Key: ratewise.ByHeader("X-Api-Key")}))
 		serve(h, "192.0.2.1:1", "/")
 		time.Sleep(3 * time.Second)
 		st := h.Status(context.Background(), "192.0.2.1")

@@ -25,8 +25,8 @@ func (w *headerWriter) WriteHeader(code int)        { w.code = code }
 // and the slice holding them), and nothing else, whether one scope or
 // three admit it; none without headers.
 func TestAdmittedRequestAllocations(t *testing.T) {
-	unlimited := func(name string, key ratewise.KeyFunc) ratewise.Limit {
-		return ratewise.Limit{Name: name, Rate: 1e9, Burst: 1e9, Key: key}
+	unlimited := func(name string, key ratewise.KeyFunc) Limit {
+		return Limit{Name: name, Rate: 1e9, Burst: 1e9, Key: key}
 	}
 	tests := []struct {
 		name string

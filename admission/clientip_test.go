@@ -5,8 +5,6 @@ import (
 	"net/http/httptest"
 	"testing"
 	"testing/synctest"
-
-	"github.com/ratewise/ratewise"
 )
 
 func TestClientIP(t *testing.T) {
@@ -73,7 +71,7 @@ func TestClientIP(t *testing.T) {
 // proxy's own hop is not read either.
 func TestSpoofedForwardingHeadersNeverMoveACaller(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := newHandler(t, WithLimit(ratewise.Limit{Name: "ip", Rate: perMinute(1), Burst: 2}),
+		h := newHandler(t, WithLimit(Limit{Name: "ip", Rate: perMinute(1), Burst: 2}),
 			WithClientIP(ClientIP{TrustedProxies: []string{"10.0.0.0/8"}}))
 		const attacker, victim = "203.0.113.66:4000", "198.51.100.1:4000"
 		for range 2 {

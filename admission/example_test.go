@@ -21,8 +21,8 @@ import (
 func Example() {
 	api := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
 	h, err := admission.New(api,
-		admission.WithLimit(ratewise.Limit{Name: "ip", Rate: rate.Every(6 * time.Second), Burst: 5}),
-		admission.WithLimit(ratewise.Limit{Name: "global", Rate: rate.Every(600 * time.Millisecond), Burst: 20, Key: ratewise.Global}),
+		admission.WithLimit(admission.Limit{Name: "ip", Rate: rate.Every(6 * time.Second), Burst: 5}),
+		admission.WithLimit(admission.Limit{Name: "global", Rate: rate.Every(600 * time.Millisecond), Burst: 20, Key: ratewise.Global}),
 		admission.WithExemptPaths("/health"))
 	if err != nil {
 		panic(err)
@@ -73,8 +73,8 @@ func (t handlerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 func Example_ratewiseClient() {
 	api := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
 	h, err := admission.New(api,
-		admission.WithLimit(ratewise.Limit{Name: "ip", Rate: 1, Burst: 5}),
-		admission.WithLimit(ratewise.Limit{Name: "global", Rate: 10, Burst: 20, Key: ratewise.Global}))
+		admission.WithLimit(admission.Limit{Name: "ip", Rate: 1, Burst: 5}),
+		admission.WithLimit(admission.Limit{Name: "global", Rate: 10, Burst: 20, Key: ratewise.Global}))
 	if err != nil {
 		panic(err)
 	}
@@ -110,7 +110,7 @@ func Example_ratewiseClient() {
 // with a refusal written as plain text instead of a problem document.
 func ExampleNewMiddleware() {
 	use, limiter, err := admission.NewMiddleware(
-		admission.WithLimit(ratewise.Limit{Name: "ip", Rate: rate.Every(time.Minute), Burst: 1}),
+		admission.WithLimit(admission.Limit{Name: "ip", Rate: rate.Every(time.Minute), Burst: 1}),
 		admission.WithRefusalResponse(func(w http.ResponseWriter, _ *http.Request, r admission.Refusal) {
 			w.WriteHeader(r.Status)
 			fmt.Fprintf(w, "over the %s limit, come back in %v\n", r.Scopes[0], r.RetryAfter.Round(time.Second))

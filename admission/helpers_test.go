@@ -17,12 +17,12 @@ func perMinute(n int) rate.Limit { return rate.Every(time.Minute / time.Duration
 
 // The ADR's scopes: 10 a minute, 5 at once, per client IP; 100 a minute,
 // 20 at once, in all.
-func adrPerIP() ratewise.Limit {
-	return ratewise.Limit{Name: "ip", Rate: perMinute(10), Burst: 5}
+func adrPerIP() Limit {
+	return Limit{Name: "ip", Rate: perMinute(10), Burst: 5}
 }
 
-func adrGlobal() ratewise.Limit {
-	return ratewise.Limit{Name: "global", Rate: perMinute(100), Burst: 20, Key: ratewise.Global}
+func adrGlobal() Limit {
+	return Limit{Name: "global", Rate: perMinute(100), Burst: 20, Key: ratewise.Global}
 }
 
 // ok is the API behind the handler: 200 "ok".

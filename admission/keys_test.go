@@ -22,15 +22,15 @@ func TestNewRefusesBadOptions(t *testing.T) {
 		opts []Option
 		want []string
 	}{
-		{"spacing", []Option{WithLimit(ratewise.Limit{MinSpacing: time.Second})}, []string{`Limit "limit 1"`, "MinSpacing (1s)"}},
-		{"adaptive", []Option{WithLimit(ratewise.Limit{Name: "a", Adaptive: true})}, []string{"Adaptive (true)"}},
-		{"invalid", []Option{WithLimit(ratewise.Limit{Burst: -1})}, []string{"Burst (-1) must not be negative"}},
-		{"window store", []Option{WithLimit(ratewise.Limit{Burst: 2, Window: time.Second, Store: ratewise.NewMemoryStore()})}, []string{"takes no"}},
+		{"spacing", []Option{WithClientLimit(ratewise.Limit{MinSpacing: time.Second})}, []string{`Limit "limit 1"`, "MinSpacing (1s)"}},
+		{"adaptive", []Option{WithClientLimit(ratewise.Limit{Name: "a", Adaptive: true})}, []string{"Adaptive (true)"}},
+		{"invalid", []Option{WithLimit(Limit{Burst: -1})}, []string{"Burst (-1) must not be negative"}},
+		{"window store", []Option{WithLimit(Limit{Burst: 2, Window: time.Second, Store: ratewise.NewMemoryStore()})}, []string{"takes no"}},
 		{"names", []Option{WithLimit(adrPerIP()), WithLimit(adrPerIP())}, []string{`two scopes are named "ip"`}},
-		{"name", []Option{WithLimit(ratewise.Limit{Name: "ü", Rate: 1})}, []string{"printable ASCII"}},
+		{"name", []Option{WithLimit(Limit{Name: "ü", Rate: 1})}, []string{"printable ASCII"}},
 		{"proxies", []Option{WithClientIP(ClientIP{TrustedProxies: []string{"10.0.0.0/8", "proxy.internal"}})}, []string{`"proxy.internal"`}},
 		{"path", []Option{WithExemptPaths("health")}, []string{"start it with /"}},
-		{"all at once", []Option{WithLimit(ratewise.Limit{Burst: -1}), WithExemptPaths("health")}, []string{"Burst", "health"}},
+		{"all at once", []Option{WithLimit(Limit{Burst: -1}), WithExemptPaths("health")}, []string{"Burst", "health"}},
 	}
 	for _, tt := range tests {
 		_, err := New(ok, tt.opts...)
@@ -47,7 +47,7 @@ func TestNewRefusesBadOptions(t *testing.T) {
 	if _, err := New(nil); err == nil {
 		t.Error("New(nil) succeeded")
 	}
-	if h, err := New(ok, WithLimit(ratewise.Limit{Name: "free", Rate: rate.Inf})); err != nil || serve(h, "192.0.2.1:1", "/").Code != 200 {
+	if h, err := New(ok, WithLimit(Limit{Name: "free", Rate: rate.Inf})); err != nil || serve(h, "192.0.2.1:1", "/").Code != 200 {
 		t.Errorf("an unlimited scope: %v", err)
 	}
 }
@@ -56,7 +56,7 @@ func TestNewRefusesBadOptions(t *testing.T) {
 // stays bounded however many clients call.
 func TestIdleKeysAreDropped(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := newHandler(t, WithLimit(ratewise.Limit{Name: "ip", Rate: 10, Burst: 1}))
+		h := newHandler(t, WithLimit(Limit{Name: "ip", Rate: 10, Burst: 1}))
 		for i := range 50000 {
 			serve(h, fmt.Sprintf("10.%d.%d.%d:1", i/65536, i/256%256, i%256), "/")
 			if i%1000 == 999 {
@@ -80,7 +80,7 @@ func TestRouteKeys(t *testing.T) {
 		mux := http.NewServeMux()
 		mux.Handle("GET /items/{id}", ok)
 		mux.Handle("GET /users/{id}", ok)
-		perRoute := ratewise.Limit{Name: "route", Rate: perMinute(1), Burst: 1}
+		perRoute := Limit{Name: "route", Rate: perMinute(1), Burst: 1}
 		perRoute.Key = RouteOf(mux)
 		h, err := New(mux, WithLimit(perRoute))
 		if err != nil {
@@ -95,7 +95,7 @@ func TestRouteKeys(t *testing.T) {
 			}
 		}
 
-		inner := ratewise.Limit{Name: "route", Rate: perMinute(1), Burst: 1, Key: Route}
+		inner := Limit{Name: "route", Rate: perMinute(1), Burst: 1, Key: Route}
 		mux = http.NewServeMux()
 		mux.Handle("GET /items/{id}", newHandler(t, WithLimit(inner)))
 		for _, tt := range []struct {
@@ -120,8 +120,8 @@ func TestHeaderAndUserKeys(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		user := func(r *http.Request) string { u, _ := r.Context().Value(userKey{}).(string); return u }
 		h := newHandler(t,
-			WithLimit(ratewise.Limit{Name: "key", Rate: perMinute(1), Burst: 2, Key: ratewise.ByHeader("X-Api-Key")}),
-			WithLimit(ratewise.Limit{Name: "user", Rate: perMinute(1), Burst: 1, Key: user}))
+			WithLimit(Limit{Name: "key", Rate: perMinute(1), Burst: 2, Key: ratewise.ByHeader("X-Api-Key")}),
+			WithLimit(Limit{Name: "user", Rate: perMinute(1), Burst: 1, Key: user}))
 		var keys []string
 		h.hooks.Admitted = func(e Event) { keys = append(keys, e.Scope+"="+e.Key) }
 		send := func(remote, apiKey, who string) int {

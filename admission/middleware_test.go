@@ -6,15 +6,13 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/ratewise/ratewise"
 )
 
 // The middleware limits every handler it wraps with the same scopes: two
 // routes share one client's turns, and each route's own handler answers
 // what is admitted.
 func TestMiddlewareSharesItsScopesAcrossHandlers(t *testing.T) {
-	use, h, err := NewMiddleware(WithLimit(ratewise.Limit{Name: "per-ip", Rate: perMinute(1), Burst: 2}))
+	use, h, err := NewMiddleware(WithLimit(Limit{Name: "per-ip", Rate: perMinute(1), Burst: 2}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +33,7 @@ func TestMiddlewareSharesItsScopesAcrossHandlers(t *testing.T) {
 	if st := h.Stats(); st.Admitted != 2 || st.Refused != 1 {
 		t.Errorf("the Handler counted %d admitted, %d refused; want 2 and 1", st.Admitted, st.Refused)
 	}
-	if _, _, err := NewMiddleware(WithLimit(ratewise.Limit{Rate: -1})); err == nil {
+	if _, _, err := NewMiddleware(WithLimit(Limit{Rate: -1})); err == nil {
 		t.Error("NewMiddleware took a negative rate")
 	}
 }
@@ -44,7 +42,7 @@ func TestMiddlewareSharesItsScopesAcrossHandlers(t *testing.T) {
 // Handler has set the RateLimit fields and Retry-After.
 func TestRefusalResponse(t *testing.T) {
 	var got Refusal
-	h := newHandler(t, WithLimit(ratewise.Limit{Name: "per-ip", Rate: perMinute(1), Burst: 1}),
+	h := newHandler(t, WithLimit(Limit{Name: "per-ip", Rate: perMinute(1), Burst: 1}),
 		WithRefusalResponse(func(w http.ResponseWriter, _ *http.Request, r Refusal) {
 			got = r
 			w.Header().Set("Content-Type", "text/plain")

@@ -129,7 +129,7 @@ func TestReplicasOnOneStoreHoldOneLimit(t *testing.T) {
 func TestSharedQueueGivesTheTurnBackToTheStore(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		mem := ratewise.NewMemoryStore()
-		l := ratewise.Limit{Name: "q", Rate: 1, Burst: 1, Key: ratewise.Global, MaxWait: 10 * time.Second, Store: mem}
+		l := Limit{Name: "q", Rate: 1, Burst: 1, Key: ratewise.Global, MaxWait: 10 * time.Second, Store: mem}
 		a, b := newHandler(t, WithLimit(l)), newHandler(t, WithLimit(l))
 		start := time.Now()
 		var wg sync.WaitGroup
@@ -161,7 +161,7 @@ func TestStoreOutageFallsBackOrFailsClosed(t *testing.T) {
 			mem := &downStore{MemoryStore: ratewise.NewMemoryStore(), closed: closed}
 			var logs bytes.Buffer
 			logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
-			h := newHandler(t, WithLimit(ratewise.Limit{Name: "ip", Rate: perMinute(10), Burst: 2, Store: mem}), WithLogger(logger))
+			h := newHandler(t, WithLimit(Limit{Name: "ip", Rate: perMinute(10), Burst: 2, Store: mem}), WithLogger(logger))
 			if rec := serve(h, "192.0.2.1:1", "/"); rec.Code != 200 {
 				t.Fatalf("closed %v, with the mem up: %s", closed, fields(rec))
 			}

@@ -50,7 +50,7 @@ func admissionCases(b *testing.B) []struct {
 	h    http.Handler
 } {
 	unlimited := func(name string, key ratewise.KeyFunc) admission.Option {
-		return admission.WithLimit(ratewise.Limit{Name: name, Rate: 1e9, Burst: 1e9, Key: key})
+		return admission.WithLimit(admission.Limit{Name: name, Rate: 1e9, Burst: 1e9, Key: key})
 	}
 	one, err := admission.New(noContent, unlimited("ip", nil))
 	if err != nil {

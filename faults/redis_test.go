@@ -343,7 +343,7 @@ func TestRedisRestartedEmpty(t *testing.T) {
 func (f *fleet) admissionReplica(t *testing.T) *admission.Handler {
 	t.Helper()
 	h, err := admission.New(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}),
-		admission.WithLimit(ratewise.Limit{Name: "ip", Rate: fleetRate, Burst: fleetBurst, Store: f.store}))
+		admission.WithLimit(admission.Limit{Name: "ip", Rate: fleetRate, Burst: fleetBurst, Store: f.store}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,6 @@ import (
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
-	"github.com/ratewise/ratewise"
 	"github.com/ratewise/ratewise/admission"
 )
 
@@ -20,7 +19,7 @@ import (
 func TestAdmissionDecisionsOnTheServerSpan(t *testing.T) {
 	r := newRecorded(nil, Config{})
 	limiter, err := admission.New(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}),
-		admission.WithLimit(ratewise.Limit{Name: "per-ip", Rate: 20, Burst: 1, MaxWait: 60 * time.Millisecond, MaxQueue: 1}),
+		admission.WithLimit(admission.Limit{Name: "per-ip", Rate: 20, Burst: 1, MaxWait: 60 * time.Millisecond, MaxQueue: 1}),
 		admission.WithHooks(AdmissionHooks(Config{MeterProvider: r.mp})))
 	if err != nil {
 		t.Fatal(err)

@@ -26,8 +26,8 @@ import (
 func TestAdmissionCollectorAfterAScriptedRun(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h, err := admission.New(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}),
-			admission.WithLimit(ratewise.Limit{Name: "ip", Rate: 1, Burst: 1}),
-			admission.WithLimit(ratewise.Limit{Name: "global", Rate: 0.5, Burst: 1, Key: ratewise.Global, MaxWait: 5 * time.Second}),
+			admission.WithLimit(admission.Limit{Name: "ip", Rate: 1, Burst: 1}),
+			admission.WithLimit(admission.Limit{Name: "global", Rate: 0.5, Burst: 1, Key: ratewise.Global, MaxWait: 5 * time.Second}),
 			admission.WithExemptPaths("/health"))
 		if err != nil {
 			t.Fatal(err)

@@ -18,7 +18,7 @@ import (
 
 // replica is one server of a fleet: an admission Handler whose scopes
 // keep their buckets in the Redis at srv, through a store of its own.
-func replica(t *testing.T, srv *redistest.Server, opts Options, limits ...ratewise.Limit) *admission.Handler {
+func replica(t *testing.T, srv *redistest.Server, opts Options, limits ...admission.Limit) *admission.Handler {
 	t.Helper()
 	store, _ := newStore(t, srv, opts)
 	var options []admission.Option
@@ -56,7 +56,7 @@ func serveFrom(h http.Handler, remote string) *httptest.ResponseRecorder {
 func TestThreeReplicasOnOneRedisHoldTheGlobalLimit(t *testing.T) {
 	srv := redistest.Start(t)
 	const globalRate, globalBurst = 100, 20
-	limits := []ratewise.Limit{
+	limits := []admission.Limit{
 		{Name: "ip", Rate: 1000, Burst: 100},
 		{Name: "global", Rate: globalRate, Burst: globalBurst, Key: ratewise.Global},
 	}
@@ -146,7 +146,7 @@ func TestAdmissionWhileRedisIsDown(t *testing.T) {
 			var logs bytes.Buffer
 			logger := slog.New(slog.NewTextHandler(&logs, nil))
 			h := replica(t, srv, Options{OnFailure: policy, Recheck: 100 * time.Millisecond, Logger: logger},
-				ratewise.Limit{Name: "ip", Rate: 1, Burst: 3})
+				admission.Limit{Name: "ip", Rate: 1, Burst: 3})
 			if rec := serveFrom(h, "198.51.100.1:1"); rec.Code != 200 || rec.Header().Get("RateLimit") != `"ip";r=2;t=1` {
 				t.Fatalf("with Redis up: %d %q", rec.Code, rec.Header().Get("RateLimit"))
 			}

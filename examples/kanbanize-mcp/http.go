@@ -16,7 +16,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/time/rate"
 
-	"github.com/ratewise/ratewise"
 	"github.com/ratewise/ratewise/admission"
 )
 
@@ -101,7 +100,7 @@ func loopback(addr string) bool {
 // limiter, and /healthz.
 func httpHandler(server *mcp.Server, cfg httpConfig, log *slog.Logger) (http.Handler, error) {
 	mcpHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil)
-	limit := ratewise.Limit{Name: "mcp per " + cfg.limitBy, Rate: rate.Limit(cfg.rate), Burst: cfg.burst}
+	limit := admission.Limit{Name: "mcp per " + cfg.limitBy, Rate: rate.Limit(cfg.rate), Burst: cfg.burst}
 	if cfg.limitBy == "session" {
 		limit.Key = bySession
 	}

@@ -12,7 +12,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/ratewise/ratewise/store"
-	"github.com/sony/gobreaker/v2"
 )
 
 // Defaults of [BreakerPolicy]: a zero field means the matching constant.
@@ -57,16 +56,6 @@ func (s BreakerState) String() string {
 
 // MarshalText writes the state's name, for JSON.
 func (s BreakerState) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
-
-func fromGobreaker(s gobreaker.State) BreakerState {
-	switch s {
-	case gobreaker.StateHalfOpen:
-		return BreakerHalfOpen
-	case gobreaker.StateOpen:
-		return BreakerOpen
-	}
-	return BreakerClosed
-}
 
 // BreakerPolicy configures the per-key circuit breakers, built on
 // sony/gobreaker. A breaker trips open after ConsecutiveFailures failures

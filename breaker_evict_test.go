@@ -45,10 +45,10 @@ func TestBreakerEviction(t *testing.T) {
 			time.Sleep(30 * time.Second)
 			send(fmt.Sprintf("/later/%d", i))
 		}
-		if tr.breakers.states.Acquire("/bad", false) != nil {
+		if tr.breakers.Kept("/bad") {
 			t.Errorf("the /bad breaker, its cooldown long over and idle for 2m30s, is still held")
 		}
-		if n := tr.breakers.states.Len(); n > 4 {
+		if n := tr.breakers.Len(); n > 4 {
 			t.Errorf("%d breakers held, want at most the few used lately", n)
 		}
 	})
@@ -88,7 +88,7 @@ func TestBreakerForgetsAStaleStreak(t *testing.T) {
 				time.Sleep(30 * time.Second)
 				send(fmt.Sprintf("/other/%d", i))
 			}
-			if kept := tr.breakers.states.Acquire("/failed-once", false) != nil; kept != tt.kept {
+			if kept := tr.breakers.Kept("/failed-once"); kept != tt.kept {
 				t.Errorf("Window %v: the breaker of a key that failed once, idle 4m, is kept: %v, want %v", p.Window, kept, tt.kept)
 			}
 		})

@@ -8,6 +8,8 @@ import (
 	"io"
 	"net/http"
 	"time"
+
+	"github.com/ratewise/ratewise/internal/breaker"
 )
 
 // This file is one call of RoundTrip: its state and its attempt loop,
@@ -64,7 +66,7 @@ type call struct {
 
 	// What the current attempt holds: its breaker ticket, and concurrency
 	// slots until its response body is closed.
-	ticket   breakerTicket
+	ticket   breaker.Ticket
 	held     heldSlots
 	adaptive adaptiveTickets
 	// paced is set when a scope that applies to the request paces it, by
@@ -250,7 +252,7 @@ func (c *call) send() (*http.Response, error) {
 	c.sent = c.t.counters.attempts.Add(1)
 	c.traceAttempt()
 	c.stats.recordAttempt()
-	c.ticket.sent()
+	c.ticket.Sent()
 	resp, err := c.t.base.RoundTrip(c.out)
 	if err == nil && resp == nil {
 		err = errNoResponse

@@ -21,33 +21,12 @@ func (c *call) admit() error {
 		// The breaker may have opened while this attempt queued in the
 		// gate or a scope: then it is not sent, and meets the breaker
 		// again, as an attempt that came now would.
-		if !c.ticket.openedSince() {
+		if !c.ticket.OpenedSince() {
 			return nil
 		}
 		c.withdraw()
-		c.ticket.cancel(c)
+		c.ticket.Cancel(c.ctx)
 	}
-}
-
-// admitBreaker takes the attempt through its key's breaker, waiting out
-// an open one if the budget allows.
-func (c *call) admitBreaker() error {
-	t := c.t
-	if t.breakers == nil {
-		return nil
-	}
-	key := t.breakers.key(c.req)
-	e := t.breakers.acquire(key)
-	ticket, err := t.breakers.admit(c, key, e)
-	if err != nil {
-		t.breakers.states.Release(e)
-		return err
-	}
-	if c.trace != nil {
-		ticket.heard = c.trace.BreakerStateChanged
-	}
-	c.ticket = ticket // holds e until the outcome
-	return nil
 }
 
 // admitLimits takes the attempt through the pause gate and every limit
@@ -57,12 +36,12 @@ func (c *call) admitLimits() error {
 	for {
 		if g := t.gate; g != nil && !g.Idle() {
 			if err := g.admit(c, c.gateKey()); err != nil {
-				c.ticket.cancel(c)
+				c.ticket.Cancel(c.ctx)
 				return err
 			}
 		}
 		if err := c.admitScopes(); err != nil {
-			c.ticket.cancel(c)
+			c.ticket.Cancel(c.ctx)
 			return err
 		}
 		// A refusal seen while this attempt queued in a scope pauses it

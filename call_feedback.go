@@ -14,9 +14,8 @@ import (
 // the pause gate the server's wait hint. A failed attempt frees its
 // concurrency slots at once; a response keeps them until its body closes.
 func (c *call) feedBack(resp *http.Response, err error, class Class) {
-	probed := c.ticket.probe != nil
-	c.ticket.outcome(c, resp, err, class)
-	c.ticket = breakerTicket{}
+	probed := c.ticket.Probe()
+	c.tellBreaker(resp, err, class)
 	// hint is the server's wait hint on a refusal it is honoured for. The
 	// clock is read only when something needs the time: on a virtual
 	// machine a reading can cost as much as the rest of a request that

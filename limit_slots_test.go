@@ -280,11 +280,9 @@ func TestSlotAccountingUnderChaos(t *testing.T) {
 				}
 			})
 		}
-		tr.breakers.states.Each(func(key string, e *keyed.Entry[breakerState]) {
-			if e.Holds() != 0 {
-				t.Errorf("breaker %q still held %d times", key, e.Holds())
-			}
-		})
+		for key, holds := range tr.breakers.Held() {
+			t.Errorf("breaker %q still held %d times", key, holds)
+		}
 	})
 }
 

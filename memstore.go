@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ratewise/ratewise/internal/breaker"
 	"github.com/ratewise/ratewise/store"
 	"golang.org/x/time/rate"
 )
@@ -232,7 +233,7 @@ func (b *memBreaker) levelAt(now time.Time, rules *store.Rules) int {
 	if rules != nil {
 		decay = rules.Decay
 	}
-	return decayedLevel(b.level, b.since, now, decay)
+	return breaker.DecayedLevel(b.level, b.since, now, decay)
 }
 
 // state is what b tells a transport: its level decayed while closed.

@@ -120,19 +120,20 @@ func (t *Transport) SetBreakerPolicy(p BreakerPolicy) error {
 	defer t.reloadMu.Unlock()
 	old := b.config()
 	var errs []error
-	if !sameKeyFunc(p.Key, old.policy.Key) {
+	if !sameKeyFunc(p.Key, old.Key) {
 		errs = append(errs, errors.New("its Key"))
 	}
-	if !sameStore(p.Store, old.policy.Store) {
+	if !sameStore(p.Store, old.Store) {
 		errs = append(errs, errors.New("its Store"))
 	}
-	if p.IdleTimeout != old.policy.IdleTimeout {
-		errs = append(errs, fmt.Errorf("its IdleTimeout (%v to %v)", old.policy.IdleTimeout, p.IdleTimeout))
+	if p.IdleTimeout != old.IdleTimeout {
+		errs = append(errs, fmt.Errorf("its IdleTimeout (%v to %v)", old.IdleTimeout, p.IdleTimeout))
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("ratewise: SetBreakerPolicy cannot change what makes the breakers what they are: %w", errors.Join(errs...))
 	}
-	b.cfg.Store(&breakerConfig{policy: p, rules: p.Rules(), notify: breakerListeners(p.OnStateChange, t.trace), gen: old.gen + 1})
+	b.policy.Store(&p)
+	b.SetConfig(engineConfig(p, breakerListeners(p.OnStateChange, t.trace)))
 	return nil
 }
 
@@ -142,7 +143,7 @@ func (t *Transport) BreakerPolicy() (BreakerPolicy, bool) {
 	if t.breakers == nil {
 		return BreakerPolicy{}, false
 	}
-	p := t.breakers.config().policy
+	p := *t.breakers.config()
 	p.Escalation = slices.Clone(p.Escalation)
 	return p, true
 }

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"math"
 	"time"
-
-	"github.com/ratewise/ratewise/store"
 )
 
 // LimitStatus is a snapshot of what holds a key back: its pause, each
@@ -235,7 +233,7 @@ func (t *Transport) BreakerStatuses() []BreakerStatus {
 		return nil
 	}
 	now := time.Now()
-	keys := t.breakers.states.Keys()
+	keys := t.breakers.Keys()
 	out := make([]BreakerStatus, 0, len(keys))
 	for _, key := range keys {
 		out = append(out, t.breakers.status(key, now))
@@ -246,63 +244,8 @@ func (t *Transport) BreakerStatuses() []BreakerStatus {
 // status is key's breaker: this transport's, and the one its store
 // shares, whichever holds requests back longer.
 func (b *breakers) status(key string, now time.Time) BreakerStatus {
-	out := b.localStatus(key, now)
-	if b.store != nil {
-		b.addShared(&out, key, now)
-	}
-	return out
-}
-
-// localStatus is key's breaker in this transport.
-func (b *breakers) localStatus(key string, now time.Time) BreakerStatus {
-	e := b.states.Peek(key)
-	if e == nil {
-		return BreakerStatus{Key: key, State: BreakerClosed}
-	}
-	defer b.states.Release(e)
-	st := &e.State
-	cb := st.cb.Load()
-	if cb == nil {
-		return BreakerStatus{Key: key, State: BreakerClosed}
-	}
-	state := fromGobreaker(cb.State()) // gobreaker's lock, then ours: never both
-	counts := cb.Counts()
-	b.report(key, st) // State may have moved it to half-open
-	cfg := b.config()
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	out := BreakerStatus{Key: key, State: state, Level: b.levelAt(st, now, cfg), Requests: counts.Requests,
-		Failures: counts.TotalFailures, ConsecutiveFailures: counts.ConsecutiveFailures,
-		OpenedAt: st.openedAt, Cause: st.cause}
-	if resetIn := st.openUntil.Sub(now); resetIn > 0 {
-		out.State, out.ResetIn = BreakerOpen, resetIn
-	}
-	return out
-}
-
-// addShared folds into out the breaker the store shares for key: open
-// there, opened by another transport, it is open here too; half-open
-// there, another transport probes and this one's requests wait for it. A
-// store that fails closed holds every request back: open, for as long as
-// it fails. Any other failure leaves this transport's own view.
-func (b *breakers) addShared(out *BreakerStatus, key string, now time.Time) {
-	cfg := b.config()
-	sb, err := b.store.BreakerRead(context.Background(), key, &cfg.rules)
-	switch {
-	case err != nil && storeFailedClosed(err):
-		out.State = BreakerOpen
-		return
-	case err != nil:
-		return
-	}
-	switch resetIn := sb.Until.Sub(now); {
-	case sb.State == store.Open && resetIn > 0:
-		out.State, out.ResetIn = BreakerOpen, max(out.ResetIn, resetIn)
-	case sb.State == store.HalfOpen && out.State == BreakerClosed:
-		out.State = BreakerHalfOpen
-	}
-	out.Level = max(out.Level, sb.Level)
-	if sb.OpenedAt.After(out.OpenedAt) {
-		out.OpenedAt, out.Cause = sb.OpenedAt, causeFromStore(sb.Cause)
-	}
+	st := b.Status(key, now)
+	return BreakerStatus{Key: key, State: BreakerState(st.State), ResetIn: st.ResetIn, Level: st.Level,
+		Requests: st.Requests, Failures: st.Failures, ConsecutiveFailures: st.ConsecutiveFailures,
+		OpenedAt: st.OpenedAt, Cause: causeFromStore(st.Cause)}
 }

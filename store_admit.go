@@ -45,7 +45,7 @@ func (c *call) prefetch() {
 	var ask store.AdmitAsk
 	parts := 0
 	if b := c.t.breakers; b != nil && c.t.breakerInStore {
-		ask.Breaker, ask.Rules = b.key(c.req), &b.config().rules
+		ask.Breaker, ask.Rules = b.key(c.req), &b.Config().Rules
 		parts++
 	}
 	if c.t.gateInStore {

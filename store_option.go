@@ -47,15 +47,15 @@ func (t *Transport) shareThroughStore() {
 	if t.gate != nil && t.gate.Store() == nil {
 		t.gate.SetStore(t.store)
 	}
-	if b := t.breakers; b != nil && b.store == nil {
-		cfg := *b.config()
-		cfg.policy.Store = t.store
-		b.store = t.store
-		b.cfg.Store(&cfg)
+	if b := t.breakers; b != nil && b.Store() == nil {
+		p := *b.config()
+		p.Store = t.store
+		b.policy.Store(&p)
+		b.SetStore(t.store)
 	}
 	if as, ok := t.store.(store.Admitter); ok {
 		t.admitStore = as
-		t.breakerInStore = t.breakers != nil && combinable(t.breakers.store, t.store)
+		t.breakerInStore = t.breakers != nil && combinable(t.breakers.Store(), t.store)
 		t.gateInStore = t.gate != nil && combinable(t.gate.Store(), t.store)
 	}
 }

@@ -111,9 +111,9 @@ func New(base http.RoundTripper, opts ...Option) *Transport {
 		t.addScope(t.learned)
 	}
 	if b := t.breakers; b != nil {
-		cfg := *b.config()
-		cfg.notify = breakerListeners(cfg.policy.OnStateChange, t.trace)
-		b.cfg.Store(&cfg)
+		if notify := breakerListeners(b.config().OnStateChange, t.trace); notify != nil {
+			b.SetNotify(engineConfig(*b.config(), notify).Notify)
+		}
 	}
 	return t
 }

@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"time"
 
+	"github.com/ratewise/ratewise/internal/limit"
 	"github.com/ratewise/ratewise/store"
 	"golang.org/x/time/rate"
 )
@@ -202,8 +203,8 @@ func (l Limit) Validate() error {
 	switch {
 	case l.Window < 0:
 		bad("Window (%v) must not be negative", l.Window)
-	case l.Window > 0 && (l.Burst < 1 || l.Burst > maxWindowBurst):
-		bad("has a Window (%v): it needs Burst (%d), the requests one window admits, from 1 to %d", l.Window, l.Burst, maxWindowBurst)
+	case l.Window > 0 && (l.Burst < 1 || l.Burst > limit.MaxWindowBurst):
+		bad("has a Window (%v): it needs Burst (%d), the requests one window admits, from 1 to %d", l.Window, l.Burst, limit.MaxWindowBurst)
 	case l.Window > 0 && (l.Rate != 0 || l.MinSpacing != 0 || l.Reserve != 0 || l.Store != nil || l.Adaptive):
 		bad("has a Window (%v): it takes no Rate (%v), MinSpacing (%v), Reserve (%d), Store or Adaptive (%v)",
 			l.Window, float64(l.Rate), l.MinSpacing, l.Reserve, l.Adaptive)

@@ -110,7 +110,8 @@ func (t *Transport) Acquire(ctx context.Context, scope, key string, n int, maxWa
 	if end, ok := ctx.Deadline(); ok {
 		wait = min(wait, end.Sub(now)-time.Nanosecond) // a wait must end before the deadline
 	}
-	err := s.pace(&c, key, st, now.Add(max(wait, 0)), &limit, n)
+	cfg := engineLimit(&limit)
+	err := s.pace(&c, key, st, now.Add(max(wait, 0)), &limit, &cfg, n)
 	if err != nil && ctx.Err() == nil {
 		// A wait that outgrew the deadline between the check and the
 		// wait (the clock moved) is a wait too long, as the check says.

@@ -12,6 +12,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/ratewise/ratewise/internal/limit"
 	"golang.org/x/time/rate"
 )
 
@@ -159,7 +160,7 @@ func TestAcquireCancelledGivesTheTurnBack(t *testing.T) {
 				}
 				next := time.Second // the window's start leaves it 5ms late
 				if l.Window > 0 {
-					next += windowMargin
+					next += limit.WindowMargin
 				}
 				ctx, cancel := context.WithCancel(context.Background())
 				time.AfterFunc(500*time.Millisecond, cancel)
@@ -224,7 +225,7 @@ func TestAcquireTakesNStartsOfAWindow(t *testing.T) {
 		time.Sleep(time.Second)
 		// Two left: 3 more come when the first 3 leave, 10s (and the
 		// margin) after they started.
-		wantLimitError(t, tr.Acquire(context.Background(), "window", host, 3, 0), "window", "fail-fast", 9*time.Second+windowMargin)
+		wantLimitError(t, tr.Acquire(context.Background(), "window", host, 3, 0), "window", "fail-fast", 9*time.Second+limit.WindowMargin)
 		if err := tr.Acquire(context.Background(), "window", host, 2, 0); err != nil {
 			t.Fatal(err)
 		}
@@ -238,7 +239,7 @@ func TestAcquireTakesNStartsOfAWindow(t *testing.T) {
 		if err := tr.Acquire(ctx, "window", host, 3, time.Minute); !errors.Is(err, context.Canceled) {
 			t.Fatalf("cancelled Acquire: %v", err)
 		}
-		if err := tr.Acquire(context.Background(), "window", host, 2, time.Minute); err != nil || time.Since(start) != 10*time.Second+windowMargin {
+		if err := tr.Acquire(context.Background(), "window", host, 2, time.Minute); err != nil || time.Since(start) != 10*time.Second+limit.WindowMargin {
 			t.Fatalf("Acquire of 2 after the cancelled one: %v at %v, want nil at 10.005s, when 2 of the first 3 leave", err, time.Since(start))
 		}
 		// The third of the first 3 left at the same instant: one more

@@ -173,10 +173,11 @@ func (s *scope) admitAdaptive(c *call, key string, a *learn.Pacer, st *scopeStat
 	expected, known := a.Join(now)
 	defer a.Leave()
 	if expected > 0 || !known {
-		if err := s.enqueue(st, key, expected, now, deadline, l); err != nil {
-			return 0, err
+		cfg := engineLimit(l) // the told limits' FailFast and MaxWait, when under them
+		if err := st.told.Enqueue(expected, now, deadline, &cfg); err != nil {
+			return 0, s.refusal(key, err)
 		}
-		defer st.dequeue()
+		defer st.told.Dequeue()
 	}
 	head := a.Head()
 	select {

@@ -274,9 +274,9 @@ func TestSlotAccountingUnderChaos(t *testing.T) {
 		wg.Wait()
 		for _, s := range tr.scopes() {
 			s.states.Each(func(key string, e *keyed.Entry[scopeState]) {
-				if e.Holds() != 0 || e.State.slots.Load() != 0 || e.State.waiting != 0 || len(e.State.queue) != 0 {
+				if slots, waiting, queued := e.State.told.Pending(); e.Holds() != 0 || slots != 0 || waiting != 0 || queued != 0 {
 					t.Errorf("scope %s, key %q: %d holds, %d in flight, %d waiting, %d queued; want none",
-						s.name, key, e.Holds(), e.State.slots.Load(), e.State.waiting, len(e.State.queue))
+						s.name, key, e.Holds(), slots, waiting, queued)
 				}
 			})
 		}

@@ -12,6 +12,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/ratewise/ratewise/internal/limit"
 	"github.com/ratewise/ratewise/ratewisetest"
 )
 
@@ -19,7 +20,7 @@ import (
 // leaves it after 10 s and the margin.
 var threePer10s = Limit{Name: "window", Burst: 3, Window: 10 * time.Second}
 
-const aWindowOn = 10*time.Second + windowMargin
+const aWindowOn = 10*time.Second + limit.WindowMargin
 
 // callAt makes one call through tr at the fake time start+at and returns
 // its error; the server's answer is read and closed.
@@ -164,7 +165,7 @@ func TestWindowValidate(t *testing.T) {
 	}{
 		{Limit{Window: -time.Second, Burst: 1}, "Window (-1s) must not be negative"},
 		{Limit{Window: time.Second}, "it needs Burst (0)"},
-		{Limit{Window: time.Second, Burst: maxWindowBurst + 1}, "from 1 to 65536"},
+		{Limit{Window: time.Second, Burst: limit.MaxWindowBurst + 1}, "from 1 to 65536"},
 		{Limit{Window: time.Second, Burst: 5, Rate: 1}, "takes no Rate (1)"},
 		{Limit{Window: time.Second, Burst: 5, Adaptive: true}, "Adaptive (true)"},
 	} {

@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/ratewise/ratewise/internal/limit"
 )
 
 // BenchmarkOverheadPaced measures one GET that is not retried through a
@@ -21,7 +23,7 @@ func BenchmarkOverheadPaced(b *testing.B) {
 		{"spacing", Limit{MinSpacing: time.Nanosecond}},
 		// A start leaves the window windowMargin after it: 65,536 turns
 		// last while a request takes more than 76 ns.
-		{"window", Limit{Burst: maxWindowBurst, Window: time.Nanosecond}},
+		{"window", Limit{Burst: limit.MaxWindowBurst, Window: time.Nanosecond}},
 		{"bucket+store", Limit{Rate: 1e12, Burst: 1 << 30, Store: NewMemoryStore()}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
-	"time"
 
 	"github.com/ratewise/ratewise/internal/keyed"
 	"github.com/ratewise/ratewise/store"
@@ -73,7 +72,7 @@ func (t *Transport) SetLimit(l Limit) error {
 	if len(errs) > 0 {
 		return fmt.Errorf("ratewise: SetLimit(%q) cannot change the scope's identity: %w", l.Name, errors.Join(errs...))
 	}
-	s.cfg.Store(&l)
+	s.setLimit(l)
 	s.gen.Add(1)
 	t.noteTold()
 	if !l.Adaptive {
@@ -82,12 +81,7 @@ func (t *Transport) SetLimit(l Limit) error {
 	// Requests waiting for a slot would otherwise not see a raised cap
 	// until one frees.
 	if l.MaxConcurrent != old.MaxConcurrent {
-		s.states.Each(func(_ string, e *keyed.Entry[scopeState]) {
-			st := &e.State
-			st.mu.Lock()
-			s.catchUp(st, time.Now())
-			st.mu.Unlock()
-		})
+		s.states.Each(func(_ string, e *keyed.Entry[scopeState]) { s.caughtUp(&e.State) })
 	}
 	return nil
 }

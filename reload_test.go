@@ -242,11 +242,8 @@ func TestSetLimitBetweenAdmissionsIsNotLost(t *testing.T) {
 		if err := tr.SetLimit(Limit{Name: "a", Rate: 1, Burst: 10}); err != nil {
 			t.Fatal(err)
 		}
-		e.State.mu.Lock()
-		s.catchUp(&e.State, time.Now())
-		got := e.State.bucket.Limit()
-		e.State.mu.Unlock()
-		if got != 1 {
+		s.catchUp(&e.State)
+		if got := e.State.told.BucketRate(); got != 1 {
 			t.Errorf("bucket rate %v after SetLimit(Rate 1), want 1", float64(got))
 		}
 	})

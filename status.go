@@ -195,15 +195,11 @@ func (s *scope) localStatus(key string, now time.Time, l *Limit) ScopeStatus {
 	}
 	defer s.states.Release(e)
 	st := &e.State
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	if st.bucket != nil && out.Rate != 0 {
-		out.Tokens = math.Max(st.bucket.TokensAt(now), 0)
+	snap := st.told.Snapshot(now, s.engine())
+	if snap.HasTokens && (out.Rate != 0 || l.Window > 0) {
+		out.Tokens = snap.Tokens
 	}
-	if l.Window > 0 {
-		out.Tokens = float64(st.window.room(now, l.Burst, l.Window))
-	}
-	out.InFlight, out.Waiting = int(st.slots.Load()), st.waiting
+	out.InFlight, out.Waiting = snap.InFlight, snap.Waiting
 	if a := st.adapt.Load(); a != nil {
 		learned := a.Snapshot(now)
 		out.InFlight = max(out.InFlight, learned.InFlight)

@@ -40,7 +40,7 @@ func (t *Transport) shareThroughStore() {
 	for _, s := range t.scopes() {
 		if old := s.limit(); old.Store == nil {
 			if l := t.withStore(*old); l.Store != nil {
-				s.cfg.Store(&l)
+				s.setLimit(l)
 			}
 		}
 	}

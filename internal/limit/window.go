@@ -1,22 +1,22 @@
-package ratewise
+package limit
 
 import "time"
 
-// maxWindowBurst bounds Limit.Burst with a Window: the scope remembers
+// MaxWindowBurst bounds Limit.Burst with a Window: the scope remembers
 // each start of the last window, per key.
-const maxWindowBurst = 1 << 16
+const MaxWindowBurst = 1 << 16
 
-// windowMargin is how long after a start leaves the window the turn it
+// WindowMargin is how long after a start leaves the window the turn it
 // frees comes: a server that counts its window from when the request
 // arrived, or ends it on its last instant, sees the next one a little
 // later than it was sent.
-const windowMargin = 5 * time.Millisecond
+const WindowMargin = 5 * time.Millisecond
 
 // windowLog is a key's sliding log for a Limit with a Window: the starts
 // of the requests of the last window, and the turns reserved after it, in
 // order. A request may start when fewer than Burst did in the Window
 // before; one past it takes the turn the oldest start frees, a Window
-// (and windowMargin) after it. The methods take the Limit's Window and
+// (and WindowMargin) after it. The methods take the Limit's Window and
 // add the margin themselves. Held in a ring of Burst entries.
 type windowLog struct {
 	at   []time.Time // oldest at head
@@ -25,10 +25,10 @@ type windowLog struct {
 }
 
 // left counts the oldest starts that left a window of length window by
-// now: a start leaves it window and windowMargin after it.
+// now: a start leaves it window and WindowMargin after it.
 func (w *windowLog) left(now time.Time, window time.Duration) int {
 	i := 0
-	for i < w.n && !w.at[(w.head+i)%len(w.at)].Add(window+windowMargin).After(now) {
+	for i < w.n && !w.at[(w.head+i)%len(w.at)].Add(window+WindowMargin).After(now) {
 		i++
 	}
 	return i
@@ -70,7 +70,7 @@ func (w *windowLog) take(now time.Time, limit int, window time.Duration, n int) 
 			}
 		}
 		t.windowFreed = w.at[(w.head+over-1)%limit]
-		start = t.windowFreed.Add(window + windowMargin)
+		start = t.windowFreed.Add(window + WindowMargin)
 		w.head = (w.head + over) % limit
 		w.n -= over
 	}
@@ -122,7 +122,7 @@ func (w *windowLog) resize(limit int) {
 
 // idle reports whether every start has left the window by now.
 func (w *windowLog) idle(now time.Time, window time.Duration) bool {
-	return w.n == 0 || !w.last().Add(window+windowMargin).After(now)
+	return w.n == 0 || !w.last().Add(window+WindowMargin).After(now)
 }
 
 // room is how many more requests may start at now.

@@ -1,0 +1,205 @@
+package limit
+
+import (
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+func newKey(cfg *Config) *Key {
+	k := new(Key)
+	k.Init(0, cfg)
+	return k
+}
+
+// reserveNow reserves one turn and returns its delay, failing the test on
+// a refusal.
+func reserveNow(t *testing.T, k *Key, cfg *Config) time.Duration {
+	t.Helper()
+	r, err := k.Reserve(false, cfg, 1, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Delay > 0 {
+		k.Waited(r, nil)
+	}
+	return r.Delay
+}
+
+func TestBucketTurns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := &Config{Rate: 1, Burst: 2}
+		k := newKey(cfg)
+		got := []time.Duration{reserveNow(t, k, cfg), reserveNow(t, k, cfg), reserveNow(t, k, cfg), reserveNow(t, k, cfg)}
+		want := []time.Duration{0, 0, time.Second, 2 * time.Second}
+		for i := range want {
+			if got[i] != want[i] {
+				t.Fatalf("delays = %v, want %v", got, want)
+			}
+		}
+	})
+}
+
+// A wait that ends in an error gives its turn back: the next request
+// takes the same place.
+func TestWaitedWithAnErrorGivesTheTurnBack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		for _, cfg := range []*Config{
+			{Rate: 1, Burst: 1},
+			{MinSpacing: time.Second},
+			{Burst: 1, Window: time.Second},
+		} {
+			k := newKey(cfg)
+			reserveNow(t, k, cfg)
+			r, err := k.Reserve(false, cfg, 1, time.Time{})
+			if err != nil || r.Delay <= 0 {
+				t.Fatalf("%+v: the second turn = %+v, %v; want a wait", cfg, r, err)
+			}
+			if again := k.Waited(r, errors.New("gave up")); again {
+				t.Errorf("%+v: Waited with an error says again", cfg)
+			}
+			if r2, _ := k.Reserve(false, cfg, 1, time.Time{}); r2.Delay != r.Delay {
+				t.Errorf("%+v: after the turn was given back, the next waits %v, want %v", cfg, r2.Delay, r.Delay)
+			}
+			if _, waiting, _ := k.Pending(); waiting != 1 {
+				t.Errorf("%+v: %d waiting, want the one reserved", cfg, waiting)
+			}
+		}
+	})
+}
+
+func TestWindowTurns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := &Config{Burst: 3, Window: 10 * time.Second}
+		k := newKey(cfg)
+		for range 3 {
+			if d := reserveNow(t, k, cfg); d != 0 {
+				t.Fatalf("a turn within the window's 3 waits %v", d)
+			}
+		}
+		if d := reserveNow(t, k, cfg); d != 10*time.Second+WindowMargin {
+			t.Errorf("the 4th turn waits %v, want a window and the margin", d)
+		}
+		if s := k.Snapshot(time.Now(), cfg); !s.HasTokens || s.Tokens != 0 {
+			t.Errorf("Snapshot = %+v, want no room", s)
+		}
+	})
+}
+
+// A low-priority request leaves Reserve tokens in the bucket: it waits
+// until there are more, then asks again.
+func TestLowPriorityLeavesTheReserve(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := &Config{Rate: 1, Burst: 3, Reserve: 2}
+		k := newKey(cfg)
+		if r, _ := k.Reserve(true, cfg, 1, time.Time{}); r.Delay != 0 {
+			t.Fatalf("a low-priority turn with 3 tokens waits %v", r.Delay)
+		}
+		r, _ := k.Reserve(true, cfg, 1, time.Time{})
+		if r.Delay != time.Second {
+			t.Fatalf("with 2 tokens left, all reserved: waits %v, want 1s", r.Delay)
+		}
+		time.Sleep(r.Delay)
+		if !k.Waited(r, nil) {
+			t.Error("the wait for the reserve to fill does not ask again")
+		}
+		if d := reserveNow(t, k, cfg); d != 0 {
+			t.Errorf("a normal turn with 3 tokens waits %v", d)
+		}
+	})
+}
+
+func TestRefusals(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tests := []struct {
+			cfg      Config
+			deadline time.Duration
+			want     string
+		}{
+			{Config{Rate: 1, Burst: 1, FailFast: true}, 0, "fail-fast"},
+			{Config{Rate: 1, Burst: 1}, 500 * time.Millisecond, "max-wait"},
+			{Config{Rate: 1, Burst: 1, MaxQueue: 1}, 0, "max-queue"},
+		}
+		for _, tt := range tests {
+			k := newKey(&tt.cfg)
+			reserveNow(t, k, &tt.cfg)
+			if tt.want == "max-queue" { // one waits already
+				if _, err := k.Reserve(false, &tt.cfg, 1, time.Time{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var deadline time.Time
+			if tt.deadline > 0 {
+				deadline = time.Now().Add(tt.deadline)
+			}
+			_, err := k.Reserve(false, &tt.cfg, 1, deadline)
+			var r *Refusal
+			if !errors.As(err, &r) || r.Reason != tt.want {
+				t.Errorf("%+v: Reserve = %v, want a %s refusal", tt.cfg, err, tt.want)
+			}
+		}
+	})
+}
+
+// Slots go to waiters by priority, the same priority in order; a waiter
+// that gives up leaves the queue, and one granted as it gave up passes the
+// slot on.
+func TestSlotsByPriority(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := &Config{MaxConcurrent: 1, Learned: true}
+		k := newKey(cfg)
+		if w, err := k.TakeSlot(cfg, 0, time.Now(), time.Time{}); w != nil || err != nil {
+			t.Fatalf("the free slot: %v, %v", w, err)
+		}
+		low, _ := k.TakeSlot(cfg, -1, time.Now(), time.Time{})
+		normal, _ := k.TakeSlot(cfg, 0, time.Now(), time.Time{})
+		gone, _ := k.TakeSlot(cfg, 1, time.Now(), time.Time{})
+		k.LeaveQueue(gone, errors.New("gave up"), cfg.MaxConcurrent)
+		k.ReleaseSlot(cfg.MaxConcurrent)
+		select {
+		case <-normal.Ready():
+		default:
+			t.Fatal("the freed slot did not go to the normal-priority waiter")
+		}
+		k.LeaveQueue(normal, nil, cfg.MaxConcurrent)
+		select {
+		case <-low.Ready():
+			t.Fatal("the low-priority waiter got a slot while the cap was taken")
+		default:
+		}
+		k.ReleaseSlot(cfg.MaxConcurrent) // normal's request ends
+		<-low.Ready()
+		k.LeaveQueue(low, nil, cfg.MaxConcurrent)
+		k.ReleaseSlot(cfg.MaxConcurrent)
+		if slots, waiting, queued := k.Pending(); slots != 0 || waiting != 0 || queued != 0 {
+			t.Errorf("Pending = %d, %d, %d", slots, waiting, queued)
+		}
+	})
+}
+
+// A new Config keeps the bucket's tokens and changes its rate.
+func TestCatchUpKeepsTheTokens(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := &Config{Rate: 10, Burst: 5}
+		k := newKey(cfg)
+		reserveNow(t, k, cfg)
+		if !k.UpToDate(0) || k.UpToDate(1) {
+			t.Fatal("UpToDate does not tell the generation")
+		}
+		k.CatchUp(1, &Config{Rate: 1, Burst: 5}, time.Now())
+		if got := k.BucketRate(); got != 1 {
+			t.Errorf("BucketRate = %v, want 1", float64(got))
+		}
+		if s := k.Snapshot(time.Now(), &Config{Rate: 1, Burst: 5}); s.Tokens != 4 {
+			t.Errorf("tokens after the new Config = %v, want the 4 left", s.Tokens)
+		}
+		if k.Idle(time.Now(), 0) {
+			t.Error("a bucket short of a token is idle")
+		}
+		time.Sleep(time.Second)
+		if !k.Idle(time.Now(), 0) {
+			t.Error("a full bucket is not idle")
+		}
+	})
+}

@@ -1,0 +1,126 @@
+package limit
+
+import (
+	"math/rand/v2"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// turn is a place taken in a key's pace, which can be given back when the
+// request does not wait for it after all. Acquire's turns are n places at
+// once.
+type turn struct {
+	reservation *rate.Reservation // future tokens of the bucket
+	spacedTo    time.Time         // the nextStart this turn set, with MinSpacing
+	before      time.Time         // the nextStart before it
+	windowAt    time.Time         // the start this turn took, with a Window
+	windowN     int               // how many starts it took there
+	// windowFreed is the newest start pushed out of the window to make
+	// room for windowAt, and windowFreedOlder the older ones, oldest
+	// first, when it took more than one.
+	windowFreed      time.Time
+	windowFreedOlder []time.Time
+	again            bool // no place was taken: wait, then try again
+}
+
+// Reservation is a request's place in a key's pace: it goes after Delay.
+type Reservation struct {
+	Delay time.Duration
+	turn  turn
+}
+
+// Reserve takes n turns of k's pace (1 for a request), and says how long
+// until they come: 0 when at once, or when nothing paces. It reads the
+// clock under k's lock, so that the bucket sees its times in order: an
+// earlier time after a later one would make it count tokens twice. A
+// request that must wait is counted among k's waiters until Waited; one
+// that may not wait so long (until deadline, zero for none) gets a
+// *Refusal and takes nothing. low marks a low-priority request, which
+// leaves Reserve tokens in the bucket.
+func (k *Key) Reserve(low bool, cfg *Config, n int, deadline time.Time) (Reservation, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.bucket == nil && cfg.MinSpacing <= 0 && cfg.Window <= 0 { // CatchUp may change the bucket: read it locked
+		return Reservation{}, nil
+	}
+	now := time.Now()
+	delay, t := k.takeTurn(now, low, cfg, n)
+	if delay <= 0 {
+		return Reservation{}, nil
+	}
+	if err := k.mayWaitLocked(delay, now, deadline, cfg); err != nil {
+		k.giveBackTurn(t, now)
+		return Reservation{}, err
+	}
+	k.waiting++
+	return Reservation{Delay: delay, turn: t}, nil
+}
+
+// Waited ends the wait of a Reservation with a Delay: err not nil gives
+// its turns back. It reports whether the request must Reserve again:
+// a low-priority request that only waited for the Reserve to fill.
+func (k *Key) Waited(r Reservation, err error) (again bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.waiting--
+	if err != nil {
+		k.giveBackTurn(r.turn, time.Now())
+		return false
+	}
+	return r.turn.again
+}
+
+// takeTurn takes n places in the pace, with k.mu held, and returns how
+// long until they come: n tokens of the bucket, n starts of the window,
+// or n gaps of the spacing, the first of which is the caller's.
+func (k *Key) takeTurn(now time.Time, low bool, cfg *Config, n int) (time.Duration, turn) {
+	if cfg.Window > 0 {
+		return k.window.take(now, cfg.Burst, cfg.Window, n)
+	}
+	if k.bucket == nil {
+		start := now
+		if k.nextStart.After(now) {
+			start = k.nextStart
+		}
+		t := turn{before: k.nextStart, spacedTo: start.Add(time.Duration(n) * spacingGap(cfg))}
+		k.nextStart = t.spacedTo
+		return start.Sub(now), t
+	}
+	if low && cfg.Reserve > 0 {
+		// Low priority leaves Reserve tokens: wait until n more are there.
+		need := float64(cfg.Reserve+n) - k.bucket.TokensAt(now)
+		if need > 0 {
+			return time.Duration(need / float64(k.bucket.Limit()) * float64(time.Second)), turn{again: true}
+		}
+	}
+	if k.bucket.AllowN(now, n) {
+		return 0, turn{}
+	}
+	r := k.bucket.ReserveN(now, n)
+	return r.DelayFrom(now), turn{reservation: r}
+}
+
+// giveBackTurn undoes takeTurn for a request that will not go, with k.mu
+// held: the token returns to the bucket, and a spacing slot or a window's
+// turn nobody queued behind is freed.
+func (k *Key) giveBackTurn(t turn, now time.Time) {
+	switch {
+	case t.reservation != nil:
+		t.reservation.CancelAt(now)
+	case !t.windowAt.IsZero():
+		k.window.giveBack(t)
+	case !t.spacedTo.IsZero() && k.nextStart.Equal(t.spacedTo):
+		k.nextStart = t.before
+	}
+}
+
+// spacingGap draws the gap after a request start: MinSpacing ±
+// SpacingJitter.
+func spacingGap(cfg *Config) time.Duration {
+	gap := float64(cfg.MinSpacing)
+	if cfg.SpacingJitter > 0 {
+		gap *= 1 + cfg.SpacingJitter*(2*rand.Float64()-1)
+	}
+	return time.Duration(gap)
+}

@@ -73,6 +73,9 @@ type call struct {
 	// a told pace or a learned one: that pace, not the pause gate,
 	// answers a wait hint of a second or less.
 	paced bool
+	// learns is set when an adaptive scope applies to the request: its
+	// answer may teach the scope (learnUntracked).
+	learns bool
 	// told is set when a scope that applies to the request paces it by a
 	// told limit (a Rate, a MinSpacing or a Window), which says what the
 	// key's first requests may take: the learned scope starts none slowly.

@@ -68,7 +68,7 @@ func (c *call) withdraw() {
 func (c *call) admitScopes() error {
 	scopes := c.t.scopes()
 	c.readTold(scopes)
-	c.paced = c.told
+	c.paced, c.learns = c.told, false
 	var first *scope // the LearnedScope, under told limits
 	if c.told {
 		first = c.t.learned
@@ -95,6 +95,7 @@ func (c *call) admitScope(s *scope) error {
 		return nil // not a request this scope limits
 	}
 	c.paced = c.paced || s.adaptive
+	c.learns = c.learns || s.adaptive
 	key := s.key(c.req)
 	if s.lazy() && s.answered(key) {
 		return nil // an adaptive scope's key that has learned nothing: unpaced
@@ -129,9 +130,6 @@ func (c *call) admitScope(s *scope) error {
 // first, learns under them.
 func (c *call) readTold(scopes []*scope) {
 	c.told, c.toldRate, c.toldFailFast, c.toldMaxWait = false, 0, false, 0
-	if !c.t.toldPaces.Load() {
-		return
-	}
 	for _, s := range scopes {
 		if s.adaptive || s.applies != nil && !s.applies(c.req) {
 			continue

@@ -32,7 +32,7 @@ func (c *call) feedBack(resp *http.Response, err error, class Class) {
 	// A request a told limit paces teaches only by its refusals: a
 	// server that never refuses under the told limit keeps it, to the
 	// letter.
-	if c.t.learns.Load() && err == nil && (class.refusal() || !c.told && c.sampleQuota(resp)) {
+	if c.learns && err == nil && (class.refusal() || !c.told && c.sampleQuota(resp)) {
 		c.learnUntracked(resp, class, hint)
 	}
 	// A hint pauses the key's other requests too: all of them when

@@ -74,7 +74,6 @@ func (t *Transport) SetLimit(l Limit) error {
 	}
 	s.setLimit(l)
 	s.gen.Add(1)
-	t.noteTold()
 	if !l.Adaptive {
 		t.toldGen.Add(1)
 	}
@@ -185,17 +184,6 @@ func (t *Transport) AddLimit(l Limit) error {
 	return nil
 }
 
-// noteTold notes whether a scope paces as told (a Rate, a MinSpacing or
-// a Window): only then does a request look for told limits before the
-// scopes admit it. In New, or with reloadMu held.
-func (t *Transport) noteTold() {
-	told := false
-	for _, s := range t.scopes() {
-		told = told || !s.adaptive && s.limit().paces()
-	}
-	t.toldPaces.Store(told)
-}
-
 // nextLimitName is the Name of the next scope given without one: "limit
 // N", N counting the scopes given from 1, the LearnedScope New added left
 // out.
@@ -213,7 +201,7 @@ func (t *Transport) scopes() []*scope { return *t.scopeList.Load() }
 
 // addScope adds s to the scopes, last but for the LearnedScope New
 // added, copying them so that a request going through the old ones keeps
-// them whole, and notes whether s learns, or paces as told. In New, or with reloadMu held.
+// them whole. In New, or with reloadMu held.
 func (t *Transport) addScope(s *scope) {
 	old := t.scopes()
 	scopes := make([]*scope, len(old), len(old)+1)
@@ -224,10 +212,6 @@ func (t *Transport) addScope(s *scope) {
 		scopes[n-2], scopes[n-1] = scopes[n-1], scopes[n-2]
 	}
 	t.scopeList.Store(&scopes)
-	t.noteTold()
-	if s.adaptive {
-		t.learns.Store(true)
-	}
 }
 
 // Limits returns the Limits in force, one per scope, in the order given.

@@ -78,16 +78,30 @@ func TestAddLimitRefusals(t *testing.T) {
 // An Adaptive scope added makes the transport learn from the answers to
 // requests it did not pace, as New does for one given.
 func TestAddLimitAdaptiveLearns(t *testing.T) {
-	tr := New(nil, WithoutLearning())
-	if tr.learns.Load() {
-		t.Fatal("a transport without learning learns")
-	}
-	if err := tr.AddLimit(Limit{Name: "tokens", Adaptive: true, Key: ByHeader("Authorization")}); err != nil {
-		t.Fatal(err)
-	}
-	if !tr.learns.Load() {
-		t.Error("an Adaptive scope was added, yet the transport does not learn")
-	}
+	synctest.Test(t, func(t *testing.T) {
+		s := newScript(answer(429, "Retry-After", "1"))
+		tr := New(s.mock(), WithoutLearning(), WithRetry(RetryPolicy{MaxAttempts: 1}))
+		learned := func() bool {
+			for _, st := range tr.LimitStatus(host).Scopes {
+				if st.LearnedRate > 0 {
+					return true
+				}
+			}
+			return false
+		}
+		_, _ = callOnce(t, tr, context.Background())
+		if learned() {
+			t.Fatal("a transport without learning learned from a refusal")
+		}
+		if err := tr.AddLimit(Limit{Name: "tokens", Adaptive: true}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second)
+		_, _ = callOnce(t, tr, context.Background())
+		if !learned() {
+			t.Errorf("an Adaptive scope was added, yet a refusal taught it nothing: %+v", tr.LimitStatus(host).Scopes)
+		}
+	})
 }
 
 // AddLimit while requests go through the transport: each request sees the

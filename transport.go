@@ -50,15 +50,12 @@ type Transport struct {
 	store                       store.Store
 	admitStore                  store.Admitter
 	breakerInStore, gateInStore bool
-	// learns is set when a scope is Adaptive: its keys learn from the
-	// signals of requests it did not pace. noLearning is WithoutLearning.
-	learns     atomic.Bool
+	// noLearning is WithoutLearning. learned is the LearnedScope New
+	// added, kept last of the scopes and admitted first (see
+	// admitScopes); nil when it added none. Whether a request learns, or
+	// is paced as told, the scopes that apply to it say (admitScopes).
 	noLearning bool
-	// learned is the LearnedScope New added, kept last of the scopes and
-	// admitted first (see admitScopes); nil when it added none. toldPaces is set when a scope paces as
-	// told (see noteTold).
-	learned   *scope
-	toldPaces atomic.Bool
+	learned    *scope
 	// toldGen counts the told limits changed or added since New: a key
 	// that learned under older ones forgets it (see admitLearned).
 	toldGen  atomic.Uint64

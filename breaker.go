@@ -58,31 +58,11 @@ func (s BreakerState) String() string {
 func (s BreakerState) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 
 // BreakerPolicy configures the per-key circuit breakers, built on
-// sony/gobreaker. A breaker trips open after ConsecutiveFailures failures
-// in a row, or WindowFailures failures within Window; while open, nothing
-// is sent to its key. After the cooldown it lets HalfOpenProbes probes
-// through: SuccessesToClose successes close it, one failure opens it
-// again for the next, longer cooldown of Escalation, as does a trip
-// within RetripWindow of its closing. Every quiet Decay brings the
-// cooldown one step back down. A request that finds the
-// breaker open waits for its reset, and one that finds every probe slot
-// taken waits for the probes' outcome, when its wait budget allows.
-//
-// A breaker counts rate-limit events, not refusals: a server whose quota
-// runs out refuses every request in flight at that moment, and those
-// siblings are one failure. A rate-limited response (429, or whatever
-// the retry policy reads as rate-limited) counts only when its request
-// was sent after the key's last counted one was seen, and it comes after
-// the wait that one asked for (its Retry-After or other wait hint, and at
-// least a second, the shortest wait Retry-After can ask); other refusals
-// count neither way. So what trips a breaker is refusals that persist
-// while the client honours every hint and pace: the learned pace and the
-// pause gate answer a burst, and the refusals the pace meets while it
-// searches for a server's rate come within a second of each other. Network
-// errors and 5xx count one each, siblings or not: a server that is down
-// fails every request on its own, and a burst of connection resets trips
-// the breaker at once, so that nothing more is sent to it.
-//
+// sony/gobreaker. A breaker trips open after ConsecutiveFailures failures in
+// a row, or WindowFailures within Window, and sends nothing while open; after
+// its cooldown it lets HalfOpenProbes probes through, and a failed probe
+// opens it for the next, longer cooldown of Escalation. It counts a burst of
+// rate-limit refusals as one failure (see "Breakers" in the package doc).
 // The zero value is ready to use: every zero field means its documented
 // default.
 type BreakerPolicy struct {
@@ -327,16 +307,11 @@ func boundedLine(s string) string {
 // ErrCircuitOpen matches every *CircuitOpenError with errors.Is.
 var ErrCircuitOpen = errors.New("ratewise: circuit breaker open")
 
-// CircuitOpenError reports a request not sent because its key's breaker
-// is open and the reset does not fit the call's wait budget (or its
-// context's deadline), or because it is half-open with every probe slot
-// taken and the budget ran out before the probes' outcome came, or at
-// once for either with [BreakerPolicy.FailFast] (that
-// outcome decides what comes next, so there is no reset to tell: ResetIn
-// is 0). A request that finds the probe slots taken waits for the
-// outcome: when the probe fails and the breaker opens again, the request
-// waits out the new cooldown if it fits, else it gets this error, open,
-// with the new cooldown's ResetIn.
+// CircuitOpenError reports a request not sent because its key's breaker is
+// open and the reset does not fit the call's wait budget or deadline, or is
+// half-open with every probe slot taken until the budget ran out, or at once
+// for either with [BreakerPolicy.FailFast]. ResetIn is how long it stays
+// open; 0 when half-open, as the probes' outcome decides.
 type CircuitOpenError struct {
 	Key      string
 	State    string        // "open" or "half-open"

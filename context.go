@@ -108,17 +108,12 @@ func callStatsFrom(ctx context.Context) *CallStats {
 }
 
 // WithBudget returns a context whose calls share one wait budget of d: the
-// time during which at least one call made with it waits is at most d.
-// Waits that overlap are paid for once: two calls waiting out the same 30
-// seconds spend 30 seconds. A wait that does not fit in what is left is not
-// started; the call ends at once with its last response, as it does when a
-// call's own [RetryPolicy.TotalWaitCap] runs out, which the shared budget
-// replaces. A wait cut short by cancellation gives back what it alone
-// covered. A wait for a concurrency slot, whose length is unknown when it
-// starts, is bounded by what is left then and paid for when it ends, so
-// that calls queued for slots together may overspend a little. A negative
-// d is read as 0: no waiting at all. An inner WithBudget replaces an outer
-// one for the calls made with it.
+// time during which at least one call made with it waits is at most d, and
+// waits that overlap are paid for once. A wait that does not fit what is
+// left is not started; the call ends at once with its last response. It
+// replaces each call's [RetryPolicy.TotalWaitCap]; an inner WithBudget
+// replaces an outer one, and a negative d is 0. See "Wait budgets" in the
+// package doc.
 func WithBudget(ctx context.Context, d time.Duration) context.Context {
 	b := newBudget(d)
 	return withOptions(ctx, func(o *callOptions) { o.budget = b })

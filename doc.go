@@ -60,4 +60,156 @@
 //     package store, apart from this one.
 //   - [RateLimitError]: the server refused (a final 429); [LimitError]: the
 //     client's own limit refused before sending ([ErrLimited]).
+//
+// # Limits
+//
+// A Limit paces a key by a token bucket (Rate and Burst), a minimum spacing
+// between starts (MinSpacing), a window of Burst starts (Window), or what
+// it learned from the server (Adaptive), and may cap the requests in
+// flight (MaxConcurrent). Without options, [New] adds the [LearnedScope]:
+// a host sends unpaced until its first rate-limit signal (a refusal, or a
+// count of its quota in the headers), then at the pace it learned. A Limit
+// you give that paces is a ceiling the learning stays under: a key the
+// server never refuses under it is paced by it to the letter, and one the
+// server refuses learns below it. An Adaptive Limit of your own that
+// applies to every request replaces the LearnedScope, and
+// [WithoutLearning] turns it off.
+//
+// Where a scope paces requests, a refusal whose wait hint is a second or
+// less does not pause the key's other requests: the pace already spaces
+// them, and a Retry-After rounded up to whole seconds would waste what the
+// server refills meanwhile. The refused request still waits its hint.
+//
+// [Transport.SetLimit] finds a scope by Name and keeps its Key and Applies,
+// since two funcs cannot be told apart: to key or pick requests another
+// way, add a scope under another Name with [Transport.AddLimit]. A raised
+// MaxConcurrent lets waiting requests through at once, a lowered one takes
+// slots back as they free.
+//
+// # Breakers
+//
+// A request that finds its breaker open waits for the reset, and one that
+// finds every probe slot taken waits for the probes' outcome, when its
+// wait budget allows; [BreakerPolicy.FailFast] refuses at once instead.
+// Every quiet Decay brings the cooldown one step back down, and a trip
+// within RetripWindow of the last closing opens it one level up.
+//
+// A breaker counts rate-limit events, not refusals: a server whose quota
+// runs out refuses every request in flight at that moment, and those
+// siblings are one failure. A rate-limited response counts only when its
+// request was sent after the key's last counted one was seen, and after
+// the wait that one asked for (its wait hint, and at least a second); other
+// refusals count neither way. So what trips a breaker is refusals that
+// persist while the client honours every hint and pace. Network errors and
+// 5xx count one each: a server that is down fails every request on its
+// own, and a burst of connection resets trips the breaker at once.
+//
+// [Transport.SetBreakerPolicy] applies its thresholds to the next outcome,
+// its cooldowns and escalation to the next trip, and its HalfOpenProbes,
+// ProbeTimeout, IsFailure and OnStateChange to the next request or change;
+// a breaker's next cooldown lasts at least the Cooldown it was built
+// under.
+//
+// # Wait budgets
+//
+// A call's waits (backoff, pauses, pace, slots, breaker) come out of one
+// budget: its policy's TotalWaitCap, or a budget shared through the
+// context ([WithBudget]). With a shared budget, waits that overlap are paid
+// once: two calls waiting out the same 30 seconds spend 30 seconds. A wait
+// cut short by cancellation gives back what it alone covered. A wait for a
+// concurrency slot, whose length is unknown when it starts, is bounded by
+// what is left then and paid for when it ends, so that calls queued for
+// slots together may overspend a little.
+//
+// # Fleets and stores
+//
+// [WithStore] puts in one store what replicas share: every told Limit that
+// keeps a token bucket (a finite Rate, and no MinSpacing, Reserve or
+// Window) takes its turns from the store's bucket; the pause gate's pauses
+// are the store's, so a refusal one replica sees pauses the key in all;
+// the breakers count failures and trip together. A store that is a
+// store.Admitter, as MemoryStore and ratewise/redis's Store are, is asked
+// once before each attempt for its breaker, pause and told bucket
+// together. When a store fails, each replica goes on with its own state,
+// unless the store fails closed ([ErrStoreUnavailable]): then the request
+// fails unsent. What a store implements is package store.
+//
+// # Turns for work that is not HTTP
+//
+// [Transport.Acquire] takes turns of a named scope: a token of its bucket,
+// a start in its Window, or a gap of its MinSpacing (n gaps, the first of
+// which starts when Acquire returns). key is what the scope's KeyFunc would
+// return for a request; a Global scope ignores it. n is at least 1 and, for
+// a bucket or a window, at most Burst. A scope that paces nothing returns
+// nil at once; an Adaptive one has no turns to give and returns an error.
+// A scope with a Store takes from the store's bucket under the requests'
+// key. FailFast and MaxQueue apply as to requests, and a PriorityLow
+// caller ([WithPriority]) takes at most Burst less Reserve at once. A wait
+// ended by ctx gives its turns back (tokens a store reserved are spent).
+// Acquire takes no concurrency slot and does not wait for a pause; its
+// waits count in [Transport.Stats] and [CallStats] as pacing waits, and are
+// traced with key as their Key.
+//
+// # Wait hints
+//
+// [WaitHint] reads, in order, the first of these that gives a valid wait:
+// Retry-After-Ms, then X-Ms-Retry-After-Ms (Azure, OpenAI); Retry-After,
+// the first valid value when repeated; RateLimit-Reset unless
+// RateLimit-Remaining says quota is left; RateLimit and Atlassian's
+// Beta-RateLimit (the "t" of the spent policy, the longest when several
+// are); X-RateLimit-Reset-After (Discord), then X-RateLimit-Reset unless
+// X-RateLimit-Remaining says quota is left; the per-resource resets of
+// OpenAI (X-RateLimit-Reset-Requests, -Tokens) and Anthropic
+// (Anthropic-RateLimit-*-Reset), the longest whose count is spent; and a
+// minute for a 403 or 429 from GitHub that names no wait, as GitHub asks.
+// A reset is seconds from now or, above 10^9, a Unix time; a Go duration
+// ("6m0s"); or an RFC 3339 date-time, with or without seconds. Absurd,
+// negative, malformed and overflowing values are no hint.
+//
+// [ParseRetryAfter] reads an RFC 850 two-digit year more than 50 years
+// ahead as the past year with the same last two digits, as RFC 9110 asks.
+// [DefaultClassify] reads no body: a 403 cannot be told from a refused
+// permission but by its body, so a 403 without Retry-After or
+// X-RateLimit-Remaining: 0 is Final. [RetryPolicy.CheckResponse]
+// classifies with a policy a response that did not come through the
+// transport.
+//
+// # Logging
+//
+// [WithLogger] writes these events:
+//
+//	event=rate_retry    attempt max delay_ms reason key endpoint     (Info)
+//	event=rate_wait     kind delay_ms attempt key endpoint           (Info)
+//	event=rate_success  attempts total_wait_ms status key endpoint   (Info after a retry or a wait, else Debug)
+//	event=rate_giveup   reason attempts total_wait_ms status error key endpoint (Warn)
+//	event=breaker_state from to key breaker_level [reset_in_ms opened_at cause_status cause_class cause_detail] (Warn on open, else Info)
+//
+// key is the request's host (for breaker_state, the breaker's key: ByHeader
+// hashes the header's value) and endpoint the label of [WithEndpoint]. A
+// breaker_state event of a breaker that opened says when (opened_at, RFC
+// 3339) and why ([BreakerCause]); one to open says for how long.
+//
+// # go-retryablehttp
+//
+// For a [retryablehttp.Client], [RetryablehttpPolicy] is wired in with
+//
+//	client.CheckRetry, client.Backoff = ratewise.RetryablehttpPolicy(p)
+//	client.RetryMax = p.WithDefaults().MaxAttempts - 1 // retryablehttp counts retries
+//	client.ErrorHandler = retryablehttp.PassthroughErrorHandler // keep the last response
+//
+// Backoff ignores the client's RetryWaitMin and RetryWaitMax: p's delays
+// apply. retryablehttp's hooks have no place for the total wait cap (a hint
+// longer than TotalWaitCap only stops the retries), the separate
+// NetworkRetries limit, nor the Idempotency-Key header (the method alone
+// decides). Use a context deadline to bound the whole call.
+//
+// # Environment
+//
+// [LimitFromEnvLenient] replaces the defaults' pace with the one the
+// environment sets, since a Limit paces by one or the other: a RATE clears
+// their MinSpacing and Window, a MIN_DELAY their Rate and Window (over
+// Adaptive defaults, a RATE is the learned pace's ceiling). A value that
+// does not fit the defaults' other fields (a MIN_DELAY where they have a
+// Store, a BURST not above their Reserve) falls back, and is reported. The
+// Limit is named as the defaults name it, or else prefix in lower case.
 package ratewise

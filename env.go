@@ -79,18 +79,12 @@ func LimitFromEnv(prefix string) (Limit, error) {
 }
 
 // LimitFromEnvLenient is LimitFromEnv that never fails, over defaults: a
-// variable not set keeps the defaults' value for its field; a bad one
-// falls back to the defaults' value, and report (when not nil) is told,
-// with the value used instead. A pace the environment sets (a RATE, or a
-// MIN_DELAY above 0) replaces the defaults' pace, since a Limit paces by
-// one or the other: a RATE clears the defaults' MinSpacing and Window, a
-// MIN_DELAY their Rate and Window (over Adaptive defaults, a RATE is the
-// learned pace's ceiling). A value that does not fit the defaults' other
-// fields (a MIN_DELAY where they have a Store, a BURST not above their
-// Reserve) falls back too, and is reported. The Limit is named as the
-// defaults name it, or else prefix in lower case, and always passes
-// Validate: defaults that do not are replaced whole by the zero Limit (no
-// pace), and report is told so first, with an empty Var.
+// variable not set keeps the defaults' value; a bad one falls back to it,
+// and report (when not nil) is told, with the value used. A pace the
+// environment sets replaces the defaults' pace. The Limit always passes
+// Validate: defaults that do not are replaced by the zero Limit, and report
+// is told so first, with an empty Var. See "Environment" in the package
+// doc.
 func LimitFromEnvLenient(prefix string, defaults Limit, report func(EnvFallback)) Limit {
 	return fromEnvLenient(prefix, func(r *envReader) Limit { return r.limit(defaults) }, report)
 }

@@ -73,17 +73,12 @@ func (e *RateLimitError) Is(target error) bool { return target == ErrRateLimited
 // headers and its body are as the server sent them.
 const ClassHeader = "Ratewise-Class"
 
-// CheckResponse returns a *RateLimitError when resp is a refusal for
-// rate: rate-limited by [DefaultClassify] (429; 503 with Retry-After; 403
-// with Retry-After or X-RateLimit-Remaining: 0), or marked by the
-// transport's policy as RateLimited or Blocked (see [ClassHeader]), such
-// as an anti-bot page served with 200 that its BlockPhrases caught. It
-// returns nil otherwise, nil resp included. The transport returns such a
-// final response with a nil error, as [http.RoundTripper] requires;
-// CheckResponse is for callers who would rather handle an error. The
-// body stays readable in full. [RetryPolicy.CheckResponse] classifies
-// with a policy instead, for a response that did not come through the
-// transport.
+// CheckResponse returns a *RateLimitError when resp is a refusal for rate
+// (rate-limited by [DefaultClassify], or marked RateLimited or Blocked by
+// the transport's policy, see [ClassHeader]), and nil otherwise, nil resp
+// included. The transport returns such a response with a nil error, as
+// [http.RoundTripper] requires; CheckResponse is for callers who would
+// rather handle an error. The body stays readable in full.
 func CheckResponse(resp *http.Response) error {
 	if resp == nil {
 		return nil

@@ -48,20 +48,12 @@ func ByHeader(name string) KeyFunc {
 }
 
 // Limit is one client-side limit scope: a pace (a token bucket, a minimum
-// spacing between request starts, or one learned from the server) and a
-// cap on requests in flight, kept per key.
-//
-// Where a scope paces requests, a refusal whose wait hint is a second or
-// less does not pause the key's other requests in the pause gate: the
-// pace already spaces them, and pausing for a Retry-After rounded up to
-// whole seconds would waste what the server refills meanwhile. The refused
-// request itself still waits its hint. Longer hints pause the key as
-// always. [WithLimit] may be given several times; a request must
-// pass every scope, e.g. per host and global, or per minute and per hour.
-//
-// The zero value limits nothing. Zero fields mean: no token bucket, no
-// spacing, Key Host, every request applies, no concurrency cap, no wait
-// limit but the call's budget, no queue cap, no reserve.
+// spacing between request starts, a window, or one learned from the
+// server) and a cap on requests in flight, kept per key. [WithLimit] may be
+// given several times; a request must pass every scope. The zero value
+// limits nothing: no bucket, no spacing, Key Host, every request applies, no
+// cap, no wait limit but the call's budget, no queue cap, no reserve. See
+// "Limits" in the package doc.
 type Limit struct {
 	// Name labels the scope in statuses and errors; by default "limit N",
 	// N counting WithLimit options from 1.

@@ -9,47 +9,13 @@ import (
 )
 
 // Acquire takes n turns of the limit scope named scope for key, for work
-// that does not go through the transport (a gRPC call, a library that
-// hides its HTTP client), so that it spends the same budget as the
-// transport's requests. scope is a Limit's Name as given to [WithLimit]
-// ("limit N" for the Nth given without one); key is what the scope's
-// KeyFunc would return for a request (a host, by default), and a scope
-// keyed by [Global] ignores it.
-//
-// A turn is what a request takes of the scope: a token of its bucket
-// (Rate), a start in its Window, or a gap of its MinSpacing; n turns of a
-// spacing are n gaps, the first of which starts when Acquire returns. A
-// scope with a Store takes its tokens from the store's bucket, under the
-// key the transport's requests use, so that every transport given the
-// store shares them; when the store fails, the scope's own bucket stands
-// in, unless the store fails closed: then Acquire returns a *LimitError
-// with Reason "store-unavailable" wrapping the store's error. n must be
-// at least 1 and, for a bucket or a window, at most Burst, or it could
-// never be had. A scope that paces nothing (only MaxConcurrent, or Rate
-// rate.Inf) has nothing to take: Acquire returns nil at once. An Adaptive
-// scope, such as the [LearnedScope] New adds by default, learns its pace
-// from the responses of the requests it paces and has no turns to give:
-// Acquire returns an error.
-//
-// With maxWait 0 (or less) Acquire does not wait: it returns nil when the
-// n turns are there now, else a *LimitError with Reason "fail-fast" and
-// RetryIn when they would be. Otherwise it waits for them, up to maxWait,
-// the Limit's own MaxWait and the context's deadline: when they would
-// come later, it returns a *LimitError with Reason "max-wait" and RetryIn
-// at once, having taken nothing. The Limit's FailFast and MaxQueue apply
-// as they do to requests; MaxQueue counts Acquire's waiters among the
-// requests'. A wait ends at once when ctx ends, with ctx's error, and the
-// turns it held in the scope's own bucket, spacing or window go back to
-// them (tokens the store reserved are spent, as a request's are).
-//
-// Acquire takes no concurrency slot (MaxConcurrent), which a request
-// holds until its response body is closed, and does not wait for a
-// pause (see [Transport.Blocking]). ctx's [WithPriority] applies
-// to a Limit's Reserve as it does to requests: a PriorityLow caller takes
-// at most Burst less Reserve at once. Its waits count in [Transport.Stats]
-// and in ctx's [CallStats] as pacing waits, and are traced (WaitStarted,
-// WaitEnded) with key as their Key. A transport given an invalid option
-// returns that option's error, as RoundTrip does.
+// that does not go through the transport (a gRPC call, a library that hides
+// its HTTP client), so that it spends the same budget as the requests. With
+// maxWait 0 it does not wait: it returns a *LimitError (Reason "fail-fast",
+// and RetryIn) when the turns are not there now; otherwise it waits up to
+// maxWait, the Limit's MaxWait and ctx's deadline, or returns "max-wait"
+// at once, having taken nothing. See "Turns for work that is not HTTP" in
+// the package doc for keys, stores, priorities and what it does not take.
 func (t *Transport) Acquire(ctx context.Context, scope, key string, n int, maxWait time.Duration) error {
 	if t.err != nil {
 		return t.err

@@ -8,24 +8,11 @@ import (
 )
 
 // WithLogger makes the transport log what it does to l, as structured
-// events with stable keys:
-//
-//	event=rate_retry    attempt max delay_ms reason key endpoint     (Info)
-//	event=rate_wait     kind delay_ms attempt key endpoint           (Info)
-//	event=rate_success  attempts total_wait_ms status key endpoint   (Info after a retry or a wait, else Debug)
-//	event=rate_giveup   reason attempts total_wait_ms status error key endpoint (Warn)
-//	event=breaker_state from to key breaker_level [reset_in_ms opened_at cause_status cause_class cause_detail] (Warn on open, else Info)
-//
-// key is the request's host (for breaker_state, the breaker's key as its
-// KeyFunc returns it: ByHeader hashes the header's value) and endpoint the
-// label of WithEndpoint. A breaker_state event of a breaker that has
-// opened says when (opened_at, RFC 3339) and why: the status, the class
-// and the first line of the body or error that tripped it (see
-// [BreakerCause]); one to open says for how long (reset_in_ms). No URL, header or body is logged, and errors go
-// through [Redact], so API keys, Authorization and tokens in query
-// parameters never appear. An event
-// whose level l does not enable is not built. Without WithLogger the
-// library logs nothing.
+// events with stable keys (rate_retry, rate_wait, rate_success,
+// rate_giveup, breaker_state; see "Logging" in the package doc). No URL,
+// header or body is logged, and errors go through [Redact]. An event whose
+// level l does not enable is not built. Without WithLogger the library
+// logs nothing.
 func WithLogger(l *slog.Logger) Option {
 	return func(t *Transport) {
 		if l != nil {

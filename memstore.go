@@ -10,15 +10,12 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// MemoryStore keeps shared state in this process's memory. It is a
-// store.Buckets, a store.Pauses and a store.Breakers at once: give it to the
-// transports of one process that must share limits and trips (several
-// clients of one API key), and read it as the reference of what a store
-// does. The ratewise/redis module does the same for several processes.
-//
-// It is safe for concurrent use; state that has nothing left to say (a
-// full bucket, a pause over, a breaker closed without failures) is dropped
-// as new keys come. The zero value is not usable: call NewMemoryStore.
+// MemoryStore keeps shared state in this process's memory: a store.Store
+// for transports of one process that share limits and trips, and the
+// reference of what a store does (the ratewise/redis module does the same
+// across processes). It is safe for concurrent use, and drops state that
+// has nothing left to say as new keys come. The zero value is not usable:
+// call NewMemoryStore.
 type MemoryStore struct {
 	mu       sync.Mutex
 	buckets  map[string]*rate.Limiter

@@ -23,15 +23,10 @@ import "time"
 // 5xx and network errors.
 
 // Preset is a configuration of the whole stack: a retry policy, limit
-// scopes and a breaker. Give it to [New] with [WithPreset]; options after
-// it add to it or replace its parts (a later WithRetry wins). Every preset
-// learns each host's limit, as [New] does by default: none paces a host
-// that the server has not yet refused or counted. No preset's breaker
-// opens on a server that only limits its rate: a breaker counts a burst
-// of refusals once, and a refusal within the wait the last one asked for
-// not at all (see [BreakerPolicy]), while the pace and the pause gate
-// answer them; a call that finds its breaker half-open waits for the
-// probe's outcome within its wait budget.
+// scopes and a breaker. Give it to [New] with [WithPreset]; options after it
+// add to it or replace its parts (a later WithRetry wins). Every preset
+// learns each host's limit, as New does, and no preset's breaker opens on a
+// server that only limits its rate (see "Breakers" in the package doc).
 type Preset struct {
 	Name    string
 	Retry   RetryPolicy

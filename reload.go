@@ -35,19 +35,13 @@ func (t *Transport) RetryPolicy() RetryPolicy {
 	return p
 }
 
-// SetLimit replaces the Limit of the scope named l.Name (the Name given to
-// WithLimit, or "limit N" for the Nth scope given without one), from the
-// next admission of every request. The scope is found by its Name alone.
-// Its Key and Applies are what the scope is: SetLimit keeps them, whatever
-// l says, since two funcs cannot be told apart (to key or pick requests
-// another way, add a scope under another Name with AddLimit); Limits
-// reports the ones kept. Adaptive and IdleTimeout may not change either,
-// and a SetLimit that tries is refused. Every other field may change.
-// Each key's bucket keeps the tokens it has under the new rate and
-// burst; a raised MaxConcurrent lets waiting requests through at once,
-// and a lowered one takes slots back as they free. An l that keeps a
-// token bucket and names no Store takes WithStore's, as in New. An
-// invalid l, or one naming no scope, is refused and changes nothing.
+// SetLimit replaces the Limit of the scope named l.Name from the next
+// admission of every request. The scope keeps its Key and Applies, whatever
+// l says; Adaptive and IdleTimeout may not change, and a SetLimit that tries
+// is refused. Each key's bucket keeps its tokens under the new rate and
+// burst, and slots follow a new MaxConcurrent. An l that keeps a bucket and
+// names no Store takes WithStore's. An invalid l, or one naming no scope, is
+// refused and changes nothing.
 func (t *Transport) SetLimit(l Limit) error {
 	if err := l.Validate(); err != nil {
 		return err
@@ -85,17 +79,12 @@ func (t *Transport) SetLimit(l Limit) error {
 	return nil
 }
 
-// SetBreakerPolicy makes p the policy of the transport's breakers, zero
-// fields taking their defaults, for each breaker's next decision: its
-// thresholds count the next outcome, its cooldowns and escalation time
-// the next trip, its HalfOpenProbes, ProbeTimeout, IsFailure and
-// OnStateChange the next request or change. A key's breaker takes p's
-// Window and SuccessesToClose once it is clean (closed, no failure
-// counted); until then it keeps counting, open or half-open runs its
-// course, and its next cooldown lasts at least the Cooldown it was built
-// under. Key, Store and IdleTimeout make the breakers what they are and
-// may not change; a p with no Store keeps WithStore's. An invalid p, or a
-// transport built without WithBreaker, is refused and changes nothing.
+// SetBreakerPolicy makes p, defaults filled in, the policy of the
+// transport's breakers, for each breaker's next decision. A key's breaker
+// takes p's Window and SuccessesToClose once it is clean (closed, no failure
+// counted); an open or half-open one runs its course. Key, Store and
+// IdleTimeout may not change; a p with no Store keeps WithStore's. An
+// invalid p, or a transport without WithBreaker, is refused.
 func (t *Transport) SetBreakerPolicy(p BreakerPolicy) error {
 	b := t.breakers
 	if b == nil {
@@ -151,18 +140,12 @@ func sameStore(a, b store.Breakers) bool {
 	return t == reflect.TypeOf(b) && t.Comparable() && a == b
 }
 
-// AddLimit adds the limit scope l to the running transport, from the
-// next admission of every request, as WithLimit adds one to a new
-// transport; requests already past the scopes are not held by it. l must
-// validate, and its Name (by default "limit N", N counting the scopes
-// from 1) must be new to the transport: a scope already named so is
-// changed with SetLimit, not added again. The LearnedScope that New
-// added, if any, stays, as it does beside a Limit given to New: under a
-// limit l paces, a key learns only what the server refuses, and the keys
-// l does not limit (other keys, or what l.Applies leaves out) learn as
-// before. An l that keeps a token bucket and names no Store takes
-// WithStore's. AddLimit is safe to call while requests go through the
-// transport.
+// AddLimit adds the limit scope l to the running transport, from the next
+// admission of every request, as WithLimit adds one to a new transport. l
+// must validate and its Name (by default "limit N") be new: a scope already
+// named so is changed with SetLimit. The LearnedScope stays, learning under
+// l what the server refuses. An l that keeps a bucket and names no Store
+// takes WithStore's. It is safe to call while requests go through.
 func (t *Transport) AddLimit(l Limit) error {
 	t.reloadMu.Lock()
 	defer t.reloadMu.Unlock()

@@ -61,23 +61,12 @@ func (c Class) refusal() bool { return c == RateLimited || c == Blocked }
 // MarshalText writes the class's name, for JSON.
 func (c Class) MarshalText() ([]byte, error) { return []byte(c.String()), nil }
 
-// DefaultClassify is the classification used when [RetryPolicy.Classify] is
-// nil. These are RateLimited:
-//
-//   - 429 Too Many Requests;
-//   - 503 Service Unavailable carrying Retry-After;
-//   - 403 Forbidden carrying Retry-After, or X-RateLimit-Remaining: 0.
-//     This is how GitHub refuses a request over its primary rate limit
-//     (the count is spent; X-RateLimit-Reset says until when) or over a
-//     secondary one that says when to come back.
-//
-// Everything else is Final, other 403s included: without those headers a
-// 403 cannot be told from a refused permission but by its body, which a
-// Classify must not read. GitHub's secondary limits that name no wait say
-// so only in the body; RateLimitPhrases such as "secondary rate limit"
-// catch them, and [WaitHint] then gives them the minute GitHub asks for. A
-// Classify hook may call DefaultClassify for the cases it does not handle
-// itself.
+// DefaultClassify is the classification used when [RetryPolicy.Classify]
+// is nil: 429, a 503 carrying Retry-After, and a 403 carrying Retry-After
+// or X-RateLimit-Remaining: 0 (GitHub's limits) are RateLimited; everything
+// else is Final. It reads no body: GitHub's secondary limits that say so only
+// in the body are caught by RateLimitPhrases. A Classify hook may call it
+// for the cases it does not handle.
 func DefaultClassify(resp *http.Response) Class {
 	if headers.RateLimited(resp) {
 		return RateLimited

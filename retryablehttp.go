@@ -15,23 +15,12 @@ import (
 )
 
 // RetryablehttpPolicy adapts p for a [retryablehttp.Client], for teams that
-// already have one: the CheckRetry retries what p reads as rate-limited or
-// retryable (by default 429, and 503 or 403 with a rate-limit signal, see
-// [DefaultClassify]; never what it reads as Blocked) and, after network errors, idempotent methods only,
-// never permanent errors; the Backoff is p's jittered backoff, raised to
-// the server's Retry-After or reset hint (see [WaitHint]) unless
-// p.IgnoreRetryAfter. Wire it in with
-//
-//	client.CheckRetry, client.Backoff = ratewise.RetryablehttpPolicy(p)
-//	client.RetryMax = p.WithDefaults().MaxAttempts - 1 // retryablehttp counts retries
-//	client.ErrorHandler = retryablehttp.PassthroughErrorHandler // keep the last response
-//
-// Backoff ignores the client's RetryWaitMin and RetryWaitMax: p's delays
-// apply. Three things of the Transport have no place in retryablehttp's
-// hooks: the total wait cap (a hint longer than p.TotalWaitCap only stops
-// the retries), the separate NetworkRetries limit, and the Idempotency-Key
-// header (the method alone decides). Use a context deadline to bound the
-// whole call.
+// already have one: CheckRetry retries what p reads as rate-limited or
+// retryable, and idempotent methods after network errors; Backoff is p's
+// jittered backoff raised to the server's wait hint. Wire it in with
+// client.CheckRetry, client.Backoff = ratewise.RetryablehttpPolicy(p); see
+// "go-retryablehttp" in the package doc for the rest of the wiring and
+// what retryablehttp's hooks leave out.
 func RetryablehttpPolicy(p RetryPolicy) (retryablehttp.CheckRetry, retryablehttp.Backoff) {
 	p = p.WithDefaults()
 	p.RateLimitPhrases = slices.Clone(p.RateLimitPhrases)

@@ -117,20 +117,12 @@ func (s BreakerStatus) MarshalJSON() ([]byte, error) {
 	return json.Marshal(out)
 }
 
-// LimitStatus reports the state kept for key: the pause gate's pause,
-// each limit scope's bucket and slots, and the breaker. The key is the one
-// the transport's KeyFuncs return (a host, by default); a scope keyed by
-// Global reports its one state whatever key is asked. A key with no state
-// reports an idle one. LimitStatus creates no state.
-//
-// What a store shares, the fleet knows, and LimitStatus asks it: a scope
-// with a Store reports the tokens of the shared bucket, a pause gate
-// with a Store the later of this transport's pause and the store's, and
-// a breaker with a Store the shared breaker too, open when another
-// transport opened it, with its cause. Each is one call to the store
-// (bounded by the store's own timeout, as ratewise/redis does); a store
-// that fails leaves what this transport knows, but for a breaker's store
-// that fails closed, which holds every request back: open.
+// LimitStatus reports the state kept for key (a host, by default): the
+// pause, each limit scope's bucket and slots, and the breaker; a scope
+// keyed by Global reports its one state. A key with no state reports an
+// idle one, and none is created. What a store shares, LimitStatus asks it,
+// one call each: a failing store leaves what this transport knows, but a
+// breaker's store failing closed reports the breaker open.
 func (t *Transport) LimitStatus(key string) LimitStatus {
 	now := time.Now()
 	st := LimitStatus{Key: key}

@@ -5,27 +5,13 @@ import "github.com/ratewise/ratewise/store"
 // This file is WithStore: one option that puts in a store what a fleet of
 // replicas shares, rather than a store threaded through each policy.
 
-// WithStore shares through store what the transport keeps per key and a
-// fleet of replicas holds in common, so that replicas given the same
-// store behave as one client:
-//
-//   - every told Limit that keeps a token bucket (a finite Rate, and no
-//     MinSpacing, Reserve or Window), given by WithLimit, AddLimit or
-//     SetLimit, takes its turns from the store's bucket;
-//   - the pause gate's pauses are the store's: a refusal one replica
-//     sees pauses the key in all;
-//   - the breakers, when WithBreaker adds them, count failures and trip
-//     together.
-//
-// A Store set on a Limit, a PausePolicy or a BreakerPolicy wins over
-// this one, whatever the order of the options. WithStore adds nothing
-// that is not configured: no breaker without WithBreaker, and no gate
-// when the PausePolicy is Off. A window (Limit.Window), a spacing and
-// the learned pace stay each transport's own. A store that is an
-// store.Admitter, as both MemoryStore and ratewise/redis's Store are, is
-// asked once before each attempt for its breaker, its pause and its told
-// bucket together, rather than once for each. A nil store changes
-// nothing.
+// WithStore shares through s what a fleet of replicas holds in common, so
+// that replicas given the same store behave as one client: the buckets of
+// told limits, the pause gate's pauses and the breakers' trips. A Store set
+// on a Limit, a PausePolicy or a BreakerPolicy wins over it; it adds nothing
+// that is not configured, and a window, a spacing and the learned pace stay
+// each transport's own. A nil s changes nothing. See "Fleets and stores" in
+// the package doc.
 func WithStore(s store.Store) Option {
 	return func(t *Transport) { t.store = s }
 }

@@ -9,14 +9,11 @@ import (
 )
 
 // Trace is a set of hooks into what the transport does, after
-// net/http/httptrace: each field is optional. Attach one to every call of
-// a transport with [WithTrace], or to the calls made with a context with
-// [WithCallTrace]; both are called, the transport's first, and neither is
-// modified.
-//
-// Hooks run in the goroutine of the call they describe, so the hooks of
-// concurrent calls run concurrently: they must be safe for that, and must
-// not block. Nothing is built for a hook that is not set.
+// net/http/httptrace: each field is optional. Attach one to every call with
+// [WithTrace], or to the calls of a context with [WithCallTrace]; both are
+// called, the transport's first. Hooks run in the goroutine of the call
+// they describe, concurrently for concurrent calls: they must be safe for
+// that, and must not block.
 type Trace struct {
 	// AttemptStarted is called as an attempt is handed to the base
 	// RoundTripper, after every wait before it.

@@ -12,18 +12,9 @@ import (
 )
 
 // Transport is an [http.RoundTripper] that sends each request through a
-// base RoundTripper, in the order of the pipeline:
-//
-//   - the key's circuit breaker ([WithBreaker]): while open, nothing is
-//     sent;
-//   - the key's pause gate ([WithPause]), paused by servers' wait
-//     hints, then each limit scope ([WithLimit]): a concurrency slot, then
-//     its pace, told or learned from the server ([Limit.Adaptive]);
-//   - the send, then the retry policy ([WithRetry]): rate-limited and
-//     retryable responses, and network errors of idempotent requests, are
-//     tried again after a backoff raised to the server's hint, while
-//     attempts, the wait budget and the host's retry budget last.
-//
+// base RoundTripper, by the pipeline (see the package doc): the key's
+// breaker, its pause gate and each limit scope, the send, then the retry
+// policy, while attempts, the wait budget and the host's retry budget last.
 // Create one with [New]. It is safe for concurrent use; its zero value is
 // not usable.
 type Transport struct {
@@ -76,18 +67,12 @@ type Option func(*Transport)
 
 // New returns a Transport that sends requests through base, or through
 // [http.DefaultTransport] when base is nil. Without options it retries with
-// [DefaultRetryPolicy], holds a host's requests while the host's wait hint
-// lasts, and learns each host's limit: a host sends unpaced until its
-// first rate-limit signal (a refusal, or a count of its quota in the
-// headers), then at the pace it learned from the server (see
-// [Limit.Adaptive]). That learning is the scope named [LearnedScope]. A
-// Limit you give that paces (a Rate, a MinSpacing, a Window) is a ceiling
-// the learning stays under: a key the server never refuses under it is
-// paced by it to the letter, and one the server refuses learns below it.
-// An Adaptive Limit of your own that applies to every request (no
-// Applies) replaces the LearnedScope, and [WithoutLearning] turns it off. There is no breaker unless [WithBreaker] adds one. An invalid
-// option makes every RoundTrip return an error naming the bad fields;
-// check policies with their Validate methods to catch that at start-up.
+// [DefaultRetryPolicy], pauses a host while its wait hint lasts, and learns
+// each host's limit from its first rate-limit signal on ([LearnedScope]);
+// a Limit you give is a ceiling the learning stays under (see "Limits" in
+// the package doc). There is no breaker unless [WithBreaker] adds one. An
+// invalid option makes every RoundTrip return an error naming the bad
+// fields.
 func New(base http.RoundTripper, opts ...Option) *Transport {
 	if base == nil {
 		base = http.DefaultTransport
@@ -187,14 +172,12 @@ func (t *Transport) CloseIdleConnections() {
 }
 
 // RoundTrip sends req through the pipeline and returns the final response
-// with a nil error, whatever its status. It returns an error when there is
-// no response to give: a network failure, an open breaker
+// with a nil error, whatever its status. It returns an error only when there
+// is no response to give: a network failure, an open breaker
 // (*CircuitOpenError), a limit that refused to queue (*LimitError), or a
-// wait budget spent before any response came. When a wait before a retry
-// is refused, the previous response is returned instead, if its body was
-// small enough (4 KiB) to keep. A cancelled context always ends the call
-// with its error. RoundTrip does not modify req; retries send shallow
-// copies carrying a fresh body.
+// wait budget spent before any response came; a refused wait returns the
+// previous response when its body was small enough (4 KiB) to keep. A
+// cancelled context ends the call with its error. req is not modified.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	c := call{t: t, policy: t.retry.Load(), req: req, out: req, ctx: req.Context()}
 	o := optionsFrom(c.ctx)

@@ -94,18 +94,10 @@ func (l Limit) client() ratewise.Limit {
 }
 
 // WithLimit adds a scope; give it once per scope. Requests go through the
-// scopes in the order given. A Limit's fields work as follows:
-//
-//   - Name: one per scope, printable ASCII.
-//   - Rate and Burst, or Burst and Window: a client told the same limit,
-//     which holds to any Window, never goes over it. A window follows
-//     the next while requests keep coming.
-//   - Key: nil is the client's IP, not the Host a client's nil Key means.
-//   - MaxWait, MaxQueue (per process), FailFast: queueing.
-//   - Store: the keys are "admission:" and the Name, then ":" and the key
-//     unless the scope is Global. When the store fails, this process's own
-//     bucket stands in, unless the store fails closed (its error wraps
-//     ratewise.ErrStoreUnavailable): then the request is answered 503.
+// scopes in the order given. A nil Key is the client's IP, not the Host a
+// client's nil Key means. With a Store, the keys are "admission:", the Name
+// and ":" and the key (but for Global); a store failing closed answers 503
+// (see "Scopes" in the package doc).
 func WithLimit(l Limit) Option {
 	return func(c *config) { c.limits = append(c.limits, l.client()) }
 }

@@ -8,18 +8,11 @@ import (
 	"strings"
 )
 
-// ClientIP says where a request's client address comes from: the
-// connection's peer (RemoteAddr) or, when the peer is one of the
-// TrustedProxies, the address the proxies say they received the request
-// from. A scope whose Limit has no Key is keyed by it.
-//
-// The zero value believes no header: the client is RemoteAddr, which no
-// client can forge. A header is believed only as far as trusted proxies
-// wrote it: read from its end, each address that is a trusted proxy's
-// hands over to the one before it, and the first address that is not a
-// trusted proxy's is the client's. What an untrusted client puts in the
-// header itself lies before that and is never read, so a forged header
-// moves no one to another key.
+// ClientIP says where a request's client address comes from: the peer
+// (RemoteAddr) or, when the peer is one of the TrustedProxies, the address
+// the proxies say they received the request from. The zero value believes
+// no header. A forged header moves no one to another key (see "Client
+// addresses" in the package doc).
 type ClientIP struct {
 	// TrustedProxies are the proxies whose Header is believed: CIDR
 	// prefixes ("10.0.0.0/8", "fd00::/8") or single addresses

@@ -40,4 +40,66 @@
 // Handler.Stats, the [Hooks] and a logger's events say what it admitted,
 // queued and refused, per scope; the ratewise/prometheus module exports
 // them. Handler.Status reports a key's tokens in each scope.
+//
+// # Client addresses
+//
+// ClientIP says where a request's client address comes from: the
+// connection's peer (RemoteAddr) or, when the peer is one of the
+// TrustedProxies, the address the proxies say they received the request
+// from. A scope whose Limit has no Key is keyed by it.
+//
+// The zero value believes no header: the client is RemoteAddr, which no
+// client can forge. A header is believed only as far as trusted proxies
+// wrote it: read from its end, each address that is a trusted proxy's
+// hands over to the one before it, and the first address that is not a
+// trusted proxy's is the client's. What an untrusted client puts in the
+// header itself lies before that and is never read, so a forged header
+// moves no one to another key.
+//
+// # Headers
+//
+// Headers picks the rate-limit fields a Handler writes, as a set of
+// flags; DefaultHeaders writes every field. What each field says, for the
+// scopes that applied to the request:
+//
+//   - HeaderRateLimit: the IETF fields, in the structured syntax of
+//     draft-ietf-httpapi-ratelimit-headers (drafts -08 to -11; -11 is the
+//     latest): RateLimit-Policy lists each scope as
+//     `"name";q=Q;w=W` (q its Burst; w its Window, or for a bucket the
+//     seconds an empty bucket takes to fill, so that q/w is its rate), and
+//     RateLimit gives each scope's `"name";r=R;t=T`: R the whole turns
+//     left once this request took its own, T the seconds until the
+//     quota is whole again (a bucket full, a window over), rounded up.
+//     That T is the reset of drafts -08 and -09, which a client that
+//     reads the refill as (q − r)/t, as ratewise's does, needs; for a
+//     window it is also what -10 and -11 call the effective window, and
+//     for a bucket it is longer, which keeps a client that reads it so
+//     within the limit.
+//   - HeaderXRateLimit: X-RateLimit-Limit, -Remaining and -Reset of the
+//     scope with the fewest turns left (on a refusal, the refusing
+//     scope's), with the same values as its RateLimit item; the reset
+//     is in seconds from now, not a Unix time.
+//   - HeaderRetryAfter: Retry-After on refusals, in whole seconds,
+//     rounded up and at least 1: never before every scope whose state
+//     this process knows would admit the request.
+//
+// The quota fields go on every answer, admitted requests' too: what a
+// client needs to send no request the server would refuse.
+// HeaderRefusalsOnly keeps them to refusals.
+//
+// # Scopes
+//
+// WithLimit adds a scope; give it once per scope. Requests go through the
+// scopes in the order given. A Limit's fields work as follows:
+//
+//   - Name: one per scope, printable ASCII.
+//   - Rate and Burst, or Burst and Window: a client told the same limit,
+//     which holds to any Window, never goes over it. A window follows
+//     the next while requests keep coming.
+//   - Key: nil is the client's IP, not the Host a client's nil Key means.
+//   - MaxWait, MaxQueue (per process), FailFast: queueing.
+//   - Store: the keys are "admission:" and the Name, then ":" and the key
+//     unless the scope is Global. When the store fails, this process's own
+//     bucket stands in, unless the store fails closed (its error wraps
+//     ratewise.ErrStoreUnavailable): then the request is answered 503.
 package admission

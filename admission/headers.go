@@ -7,34 +7,11 @@ import (
 	"time"
 )
 
-// Headers picks the rate-limit fields a Handler writes, as a set of
-// flags; DefaultHeaders writes every field. What each field says, for the
-// scopes that applied to the request:
-//
-//   - HeaderRateLimit: the IETF fields, in the structured syntax of
-//     draft-ietf-httpapi-ratelimit-headers (drafts -08 to -11; -11 is the
-//     latest): RateLimit-Policy lists each scope as
-//     `"name";q=Q;w=W` (q its Burst; w its Window, or for a bucket the
-//     seconds an empty bucket takes to fill, so that q/w is its rate), and
-//     RateLimit gives each scope's `"name";r=R;t=T`: R the whole turns
-//     left once this request took its own, T the seconds until the
-//     quota is whole again (a bucket full, a window over), rounded up.
-//     That T is the reset of drafts -08 and -09, which a client that
-//     reads the refill as (q − r)/t, as ratewise's does, needs; for a
-//     window it is also what -10 and -11 call the effective window, and
-//     for a bucket it is longer, which keeps a client that reads it so
-//     within the limit.
-//   - HeaderXRateLimit: X-RateLimit-Limit, -Remaining and -Reset of the
-//     scope with the fewest turns left (on a refusal, the refusing
-//     scope's), with the same values as its RateLimit item; the reset
-//     is in seconds from now, not a Unix time.
-//   - HeaderRetryAfter: Retry-After on refusals, in whole seconds,
-//     rounded up and at least 1: never before every scope whose state
-//     this process knows would admit the request.
-//
-// The quota fields go on every answer, admitted requests' too: what a
-// client needs to send no request the server would refuse.
-// HeaderRefusalsOnly keeps them to refusals.
+// Headers picks the rate-limit fields a Handler writes, as a set of flags:
+// HeaderRateLimit (the IETF fields), HeaderXRateLimit, HeaderRetryAfter,
+// and HeaderRefusalsOnly to keep the quota fields to refusals;
+// DefaultHeaders writes every field. See "Headers" in the package doc for
+// what each says.
 type Headers uint8
 
 // The flags of Headers.

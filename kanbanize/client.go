@@ -5,6 +5,102 @@
 // reads the card with retries, then its comments and subtasks in parallel
 // under one wait budget, and returns an [Envelope] that keeps what it got
 // when a part fails.
+//
+// # Plans
+//
+// WithPlan paces the client under the account plan's limits, so that
+// it seldom meets a 429 at all: a published plan's or a CustomPlan's (see
+// PlanLimits), or, with PlanAuto, the limits the API tells the account.
+//
+// A published or custom plan's scopes are built into the client's own
+// transport; a ratewise transport given through WithHTTPClient gets them
+// added (ratewise.Transport.AddLimit), unless it has scopes of those
+// names already, as when clients of one plan share it: it then keeps its
+// own. The scopes pace only requests that carry an apikey header, each
+// key apart, so a shared transport's other traffic is never paced by the
+// plan; clients of different plans sharing one transport are paced by
+// each plan's scopes, the strictest binding.
+//
+// With PlanAuto the client reads GET /api/v2/apiLimits at its first call
+// (the calls made beside it wait for that read), then adds two scopes
+// of its key, "kanbanize auto apikey:… per minute" and "... per hour",
+// to its transport, whichever it is: each its key's limit, as a token
+// bucket as large as the window's quota. The read is a request the API
+// counts: it goes through the transport and takes a turn of the scopes
+// it sets up. It is made once per key and transport: a second client of
+// the key sharing the transport takes the scopes the first one added.
+// When a call meets a refusal (429, or error code RL02) that the pace
+// should have spared it, the limits may have changed: the next call
+// reads them again, at most once every LimitsRereadInterval, and the
+// scopes take the new numbers, keeping their buckets' tokens. When the
+// endpoint does not tell them (404, 403, an answer that cannot be read,
+// a network error, an empty list), the client paces under no limit of
+// its own and the transport learns the limits from the API's refusals,
+// as with no plan: after a 404, a 403 or an unreadable answer the client
+// never asks again; after a network error, a refusal or an empty list it
+// asks again on a refusal, as above. Client.Limits says what it paces
+// under; WithLogger's logger hears each read as event=api_limits.
+//
+// # Keys and accounts
+//
+// NewClient returns a client of the account, given as a subdomain ("acme"),
+// an account URL (https://acme.kanbanize.com, https://acme.businessmap.io)
+// or the API's base URL (https://acme.kanbanize.com/api/v2), with the API
+// key it sends in the apikey header.
+//
+// Without WithPlan the client's transport paces nothing until the API
+// refuses a request, then paces each host by what it learned from the
+// refusals (ratewise.New's default); with a plan, it paces under the
+// plan's limits, per API key. Per key, because nothing public says
+// whether the API counts its limits per key or per account, and the key
+// is what a client can tell apart. When several keys share an account's
+// limit, one key's requests can be refused for what the others spent:
+// the transport's retries, what it learns from the refusals and the
+// client's breaker (per key) keep the client polite then, at the cost of
+// refusals (one for every three requests served on average, when two
+// keys each pace at the whole account's limit) and, now and then, of a
+// call that the other keys starve of every turn its attempts could have.
+//
+// # Logging
+//
+// WithLogger makes the client log to l, as structured events: its
+// transport's (rate_retry, rate_wait, rate_success, rate_giveup,
+// breaker_state: see ratewise.WithLogger) and its own (rate_partial, at
+// Warn, when ReadCardWithRetry returns without the comments or the
+// subtasks). No API key is logged. A ratewise transport given through
+// WithHTTPClient is already built and is not changed: l then serves the
+// client's own events only; give that transport ratewise.WithLogger
+// where it is built for the rest. Without WithLogger the client logs
+// nothing.
+//
+// # Plan scopes
+//
+// PlanLimits returns the ratewise limit scopes of a published or custom
+// plan: one per minute and one per hour, each a token bucket as large as
+// the window's quota, named "kanbanize <plan> per minute" and "... per
+// hour". They apply only to requests that carry an apikey header, so
+// that a transport shared with other APIs paces nothing else by them,
+// and keep a bucket per API key (hashed: the key never shows in
+// statuses or errors). Per key, because nothing public says whether the
+// API counts its limits per key or per account, and a key is what the
+// client can tell apart: an account whose users share its limits, each
+// with a key, is kept polite by the transport's retries, pauses and
+// breaker when another key has spent the quota (see NewClient). Give
+// each scope to ratewise.WithLimit or Transport.AddLimit, or the plan to
+// WithPlan. PlanAuto has no scopes of its own: WithPlan reads them from
+// the API.
+//
+// # Cards
+//
+// Card is a Kanbanize card as API v2 returns it (GET /cards/{card_id}):
+// where it sits, who owns and watches it, its timeline, the cards linked
+// to it, its own subtasks and attachments. Fields the API may send as null
+// are pointers, zero-able types or raw JSON; fields it adds later are
+// ignored. Custom fields and the block reason are kept as the API sends
+// them: their shape depends on the field's type and the account's setup.
+//
+// The API has named the watchers both "watcher_ids" and "watchers_ids":
+// a card reads either, or both merged, and writes "watcher_ids".
 package kanbanize
 
 import (
@@ -59,51 +155,20 @@ func WithHTTPClient(c *http.Client) Option {
 	return func(cfg *clientConfig) { cfg.http = c }
 }
 
-// WithPlan paces the client under the account plan's limits, so that
-// it seldom meets a 429 at all: a published plan's or a CustomPlan's (see
-// PlanLimits), or, with PlanAuto, the limits the API tells the account.
-//
-// A published or custom plan's scopes are built into the client's own
-// transport; a ratewise transport given through WithHTTPClient gets them
-// added (ratewise.Transport.AddLimit), unless it has scopes of those
-// names already, as when clients of one plan share it: it then keeps its
-// own. The scopes pace only requests that carry an apikey header, each
-// key apart, so a shared transport's other traffic is never paced by the
-// plan; clients of different plans sharing one transport are paced by
-// each plan's scopes, the strictest binding.
-//
-// With PlanAuto the client reads GET /api/v2/apiLimits at its first call
-// (the calls made beside it wait for that read), then adds two scopes
-// of its key, "kanbanize auto apikey:… per minute" and "... per hour",
-// to its transport, whichever it is: each its key's limit, as a token
-// bucket as large as the window's quota. The read is a request the API
-// counts: it goes through the transport and takes a turn of the scopes
-// it sets up. It is made once per key and transport: a second client of
-// the key sharing the transport takes the scopes the first one added.
-// When a call meets a refusal (429, or error code RL02) that the pace
-// should have spared it, the limits may have changed: the next call
-// reads them again, at most once every LimitsRereadInterval, and the
-// scopes take the new numbers, keeping their buckets' tokens. When the
-// endpoint does not tell them (404, 403, an answer that cannot be read,
-// a network error, an empty list), the client paces under no limit of
-// its own and the transport learns the limits from the API's refusals,
-// as with no plan: after a 404, a 403 or an unreadable answer the client
-// never asks again; after a network error, a refusal or an empty list it
-// asks again on a refusal, as above. Client.Limits says what it paces
-// under; WithLogger's logger hears each read as event=api_limits.
+// WithPlan paces the client under the account plan's limits, so that it
+// seldom meets a 429: a published plan's or a CustomPlan's (PlanLimits), or,
+// with PlanAuto, the limits the API tells the account. The scopes pace only
+// requests that carry an apikey header, each key apart. See "Plans" in the
+// package doc for shared transports and how PlanAuto reads and rereads.
 func WithPlan(p Plan) Option {
 	return func(cfg *clientConfig) { cfg.plan = p }
 }
 
-// WithLogger makes the client log to l, as structured events: its
-// transport's (rate_retry, rate_wait, rate_success, rate_giveup,
-// breaker_state: see ratewise.WithLogger) and its own (rate_partial, at
-// Warn, when ReadCardWithRetry returns without the comments or the
-// subtasks). No API key is logged. A ratewise transport given through
-// WithHTTPClient is already built and is not changed: l then serves the
-// client's own events only; give that transport ratewise.WithLogger
-// where it is built for the rest. Without WithLogger the client logs
-// nothing.
+// WithLogger makes the client log to l: its transport's events (see
+// ratewise.WithLogger) and its own (rate_partial, at Warn, when
+// ReadCardWithRetry returns without the comments or the subtasks). No API
+// key is logged. A transport given through WithHTTPClient is not changed:
+// give it ratewise.WithLogger where it is built.
 func WithLogger(l *slog.Logger) Option {
 	return func(cfg *clientConfig) { cfg.log = l }
 }
@@ -122,21 +187,10 @@ func WithTransportOptions(opts ...ratewise.Option) Option {
 
 // NewClient returns a client of the account, given as a subdomain ("acme"),
 // an account URL (https://acme.kanbanize.com, https://acme.businessmap.io)
-// or the API's base URL (https://acme.kanbanize.com/api/v2), with the API
-// key it sends in the apikey header.
-//
-// Without WithPlan the client's transport paces nothing until the API
-// refuses a request, then paces each host by what it learned from the
-// refusals (ratewise.New's default); with a plan, it paces under the
-// plan's limits, per API key. Per key, because nothing public says
-// whether the API counts its limits per key or per account, and the key
-// is what a client can tell apart. When several keys share an account's
-// limit, one key's requests can be refused for what the others spent:
-// the transport's retries, what it learns from the refusals and the
-// client's breaker (per key) keep the client polite then, at the cost of
-// refusals (one for every three requests served on average, when two
-// keys each pace at the whole account's limit) and, now and then, of a
-// call that the other keys starve of every turn its attempts could have.
+// or the API's base URL, with the API key it sends in the apikey header.
+// Without WithPlan its transport learns each host's limit from the API's
+// refusals; with a plan, it paces under the plan's limits, per API key (see
+// "Keys and accounts" in the package doc).
 func NewClient(account, apiKey string, opts ...Option) (*Client, error) {
 	if err := checkAPIKey(apiKey); err != nil {
 		return nil, err

@@ -111,19 +111,10 @@ func ParsePlan(s string) (Plan, error) {
 }
 
 // PlanLimits returns the ratewise limit scopes of a published or custom
-// plan: one per minute and one per hour, each a token bucket as large as
-// the window's quota, named "kanbanize <plan> per minute" and "... per
-// hour". They apply only to requests that carry an apikey header, so
-// that a transport shared with other APIs paces nothing else by them,
-// and keep a bucket per API key (hashed: the key never shows in
-// statuses or errors). Per key, because nothing public says whether the
-// API counts its limits per key or per account, and a key is what the
-// client can tell apart: an account whose users share its limits, each
-// with a key, is kept polite by the transport's retries, pauses and
-// breaker when another key has spent the quota (see NewClient). Give
-// each scope to ratewise.WithLimit or Transport.AddLimit, or the plan to
-// WithPlan. PlanAuto has no scopes of its own: WithPlan reads them from
-// the API.
+// plan: one per minute and one per hour, token buckets as large as each
+// window's quota, for requests that carry an apikey header, a bucket per
+// (hashed) key. Give each to ratewise.WithLimit or Transport.AddLimit, or
+// the plan to WithPlan. PlanAuto has no scopes of its own.
 func PlanLimits(p Plan) ([]ratewise.Limit, error) {
 	if p == PlanAuto {
 		return nil, errors.New("kanbanize: PlanLimits(auto): the auto plan's limits are read from the API (GET /api/v2/apiLimits) by the client: give the plan to WithPlan")

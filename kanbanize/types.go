@@ -6,15 +6,11 @@ import (
 	"slices"
 )
 
-// Card is a Kanbanize card as API v2 returns it (GET /cards/{card_id}):
-// where it sits, who owns and watches it, its timeline, the cards linked
-// to it, its own subtasks and attachments. Fields the API may send as null
-// are pointers, zero-able types or raw JSON; fields it adds later are
-// ignored. Custom fields and the block reason are kept as the API sends
-// them: their shape depends on the field's type and the account's setup.
-//
-// The API has named the watchers both "watcher_ids" and "watchers_ids":
-// a card reads either, or both merged, and writes "watcher_ids".
+// Card is a Kanbanize card as API v2 returns it (GET /cards/{card_id}).
+// Fields the API may send as null are pointers, zero-able types or raw
+// JSON; fields it adds later are ignored; custom fields and the block reason
+// are kept as sent. Watchers are read from "watcher_ids" and "watchers_ids"
+// alike, and written as "watcher_ids".
 type Card struct {
 	CardID       ID      `json:"card_id"`
 	CustomID     Text    `json:"custom_id"`

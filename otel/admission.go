@@ -26,19 +26,9 @@ const (
 )
 
 // AdmissionHooks returns hooks for admission.WithHooks that count the
-// limiter's decisions and put them on the request's span:
-//
-//	ratewise.server.admission.decisions      requests, by ratewise.scope and
-//	                                         ratewise.admission.decision (admitted, queued,
-//	                                         refused) and, for a refusal, ratewise.admission.reason
-//	ratewise.server.admission.wait.duration  histogram of the waits of the requests
-//	                                         admitted after queueing (s)
-//
-// and on the span in the request's context, an event
-// "ratewise.admission.queued" (the scope and the wait) or
-// "ratewise.admission.refused" (the scope, the reason and when it would
-// admit). Only cfg's MeterProvider is used: the spans are those of the
-// middleware before the limiter.
+// limiter's decisions and put them on the request's span, as events
+// "ratewise.admission.queued" and "ratewise.admission.refused" (see
+// "Admission" in the package doc). Only cfg's MeterProvider is used.
 func AdmissionHooks(cfg Config) admission.Hooks {
 	mp := cfg.MeterProvider
 	if mp == nil {

@@ -43,4 +43,21 @@
 // span wraps the whole call, waits and all; give it as the base with
 // Config.NoAttemptSpans, and its spans are the attempts, children of the
 // call span (see the README).
+//
+// # Admission
+//
+// AdmissionHooks returns hooks for admission.WithHooks that count the
+// limiter's decisions and put them on the request's span:
+//
+//	ratewise.server.admission.decisions      requests, by ratewise.scope and
+//	                                         ratewise.admission.decision (admitted, queued,
+//	                                         refused) and, for a refusal, ratewise.admission.reason
+//	ratewise.server.admission.wait.duration  histogram of the waits of the requests
+//	                                         admitted after queueing (s)
+//
+// and on the span in the request's context, an event
+// "ratewise.admission.queued" (the scope and the wait) or
+// "ratewise.admission.refused" (the scope, the reason and when it would
+// admit). Only cfg's MeterProvider is used: the spans are those of the
+// middleware before the limiter.
 package otel

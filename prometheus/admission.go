@@ -8,19 +8,10 @@ import (
 )
 
 // AdmissionCollector is a prometheus.Collector for one admission.Handler,
-// ratewise's inbound limiter:
-//
-//	ratewise_admission_requests_total{outcome}                 requests: admitted, refused, exempt
-//	ratewise_admission_admitted_total{scope}                   requests each scope admitted
-//	ratewise_admission_queued_total{scope}                     requests each scope made wait
-//	ratewise_admission_refused_total{scope,reason}             refusals: limit, max-wait, max-queue, canceled, store-unavailable
-//	ratewise_admission_queue_depth{scope}                      requests waiting now
-//	ratewise_admission_wait_duration_seconds{scope}            histogram of the waits of queued requests let through
-//	ratewise_admission_store_outages_total{scope}              outages of the scope's store
-//	ratewise_admission_store_fallbacks_total{scope}            turns taken locally while the store failed
-//
-// Its labels are bounded: the scopes are the Handler's, the reasons five.
-// It reads the Handler's counters when scraped (admission.Handler.Stats).
+// ratewise's inbound limiter: requests by outcome, admissions, queueing,
+// refusals by reason, queue depth, waits and store outages, per scope (see
+// "Admission metrics" in the package doc). Its labels are bounded. It reads
+// the Handler's counters when scraped.
 type AdmissionCollector struct {
 	h *admission.Handler
 

@@ -11,20 +11,10 @@ import (
 )
 
 // Bucket is the rate-limited API of a [Server] as an [http.RoundTripper]
-// that answers in the caller's goroutine, with no network: the same
-// limits of every [Model], headers, Retry-After, latency, service time,
-// faults and counts. It starts no goroutine and waits only on timers in
-// the caller's goroutine, so inside a testing/synctest bubble its
-// latency, a LeakyBucket's queue, the service time and the client's waits
-// take no real time, and a batch of many seconds runs in milliseconds. Create it with [NewBucket].
-// A Bucket is safe for concurrent use.
-//
-// A request cancelled during the latency, while queued or while served
-// gets its context's error, and a
-// FaultReset a connection reset (syscall.ECONNRESET), as a client over
-// the network would. A FaultResetAfterHeaders body ends in a connection
-// reset and a FaultTruncatedBody one in io.ErrUnexpectedEOF; the pauses
-// of a FaultSlowBody are spent before RoundTrip returns.
+// that answers in the caller's goroutine, with no network: the same limits,
+// headers, faults and counts. It starts no goroutine, so inside a
+// testing/synctest bubble its waits take no real time (see "Bucket" in the
+// package doc). Create it with [NewBucket]; it is safe for concurrent use.
 type Bucket struct {
 	api *api
 }

@@ -288,37 +288,10 @@ func bucketState(tokens, perSecond float64, size int) verdict {
 }
 
 // Ideal returns the least time calls requests take against the limit c
-// describes, from the first request's arrival to the last one's answer,
-// for a client that sends each request the moment the limit would admit
-// it, starting on a fresh key at a window's start; latency, the handler's
-// own time and faults aside: the last one's admission, below, plus
-// ServiceTime. It is the yardstick of
-// a client's pacing: such a client takes Ideal, and one that waits longer
-// than it must takes longer. A client that starts late in a clock-aligned
-// window (FixedWindow, SlidingWindow) can do up to a Window better, since
-// its first window is short. For a Config that Validate refuses it
-// returns 0. The last request is admitted, from the first one's arrival:
-//
-//   - TokenBucket: (calls − Burst)/Rate, a zero Burst counting as 1, and
-//     0 without a limit.
-//   - LeakyBucket with NoDelay: (calls − Burst − 1)/Rate.
-//   - LeakyBucket queued: (calls − 1)/Rate, the last answer's wait
-//     included.
-//   - FixedWindow and FixedWindowFromFirst: (⌈calls/Limit⌉ − 1)·Window.
-//   - SlidingWindow: (calls − 1)·Window/Limit when calls > Limit, else 0:
-//     Limit pass at once, then, with the previous window counting in
-//     full, one every Window/Limit. Since a request passes only once the
-//     weighted count is below Limit, the last passes up to a nanosecond
-//     later.
-//   - ConcurrencyCap: (⌈calls/Limit⌉ − 1)·ServiceTime: Limit at once,
-//     then Limit more each time they are answered, so that Ideal is
-//     ⌈calls/Limit⌉·ServiceTime.
-//   - LoadShed: at once, since it sets no pace: a client that sends a
-//     refused request again at once loses no time to the refusal (it may
-//     still run out of attempts).
-//
-// Times below the nanosecond are rounded up, and those past the longest
-// duration saturate.
+// describes, from the first request's arrival to the last one's answer, for
+// a client that sends each request the moment the limit admits it: the
+// yardstick of a client's pacing. It returns 0 for a Config that Validate
+// refuses. See "Ideal times" in the package doc for each model's formula.
 func (c Config) Ideal(calls int) time.Duration {
 	if calls <= 0 || c.Validate() != nil {
 		return 0

@@ -32,13 +32,9 @@ type Stats struct {
 
 // Server is a fake rate-limited HTTP server listening on 127.0.0.1, built on
 // [httptest.Server]. Create it with [NewServer] and stop it with
-// [Server.Close]. A Server is safe for concurrent use.
-//
-// Each request waits out the configured latency first, then meets the
-// limit of its key: a request abandoned during the latency never reached
-// the "application", so it is not counted. A LeakyBucket's queued request
-// then waits its turn, and an admitted request is held for the
-// ServiceTime, before the handler answers it.
+// [Server.Close]. A Server is safe for concurrent use. Each request waits
+// out the latency, then meets the limit of its key (see "Server" in the
+// package doc).
 type Server struct {
 	// URL is the base URL of the server, of the form http://127.0.0.1:port,
 	// with no trailing slash.

@@ -37,6 +37,19 @@
 //
 // Times are the clocks of the processes, but for the buckets, which use
 // Redis's: keep them in sync (NTP) across a fleet.
+//
+// # Timeouts
+//
+// New returns a Store on rdb: a *redis.Client, a *redis.ClusterClient (its
+// keys use hash tags, so each script's keys share a slot) or a Ring.
+//
+// Build the client with ContextTimeoutEnabled: true. Without it go-redis
+// ignores contexts, and a Redis that stops answering would hold each call
+// for the client's ReadTimeout (seconds) whatever Options.Timeout and the
+// caller's context say; the store then runs each call in a goroutine of
+// its own and stops waiting for it at the timeout, which costs a goroutine
+// per call and leaves the abandoned call to end at ReadTimeout. A client
+// of another type is treated so too.
 package redis
 
 import (
@@ -126,15 +139,10 @@ type Store struct {
 var _ store.Store = (*Store)(nil)
 
 // New returns a Store on rdb: a *redis.Client, a *redis.ClusterClient (its
-// keys use hash tags, so each script's keys share a slot) or a Ring.
-//
-// Build the client with ContextTimeoutEnabled: true. Without it go-redis
-// ignores contexts, and a Redis that stops answering would hold each call
-// for the client's ReadTimeout (seconds) whatever Options.Timeout and the
-// caller's context say; the store then runs each call in a goroutine of
-// its own and stops waiting for it at the timeout, which costs a goroutine
-// per call and leaves the abandoned call to end at ReadTimeout. A client
-// of another type is treated so too.
+// keys use hash tags, so each script's keys share a slot) or a Ring. Build
+// the client with ContextTimeoutEnabled: true, or a Redis that stops
+// answering holds each call for ReadTimeout (see "Timeouts" in the package
+// doc).
 func New(rdb goredis.UniversalClient, opts Options) *Store {
 	if opts.Prefix == "" {
 		opts.Prefix = DefaultPrefix

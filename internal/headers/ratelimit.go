@@ -229,17 +229,10 @@ func githubSecondaryHint(resp *http.Response) (time.Duration, bool) {
 	return 0, false
 }
 
-// RateLimited reports whether the status and headers of resp alone say
-// that the server refused the request for rate:
-//
-//   - 429 Too Many Requests;
-//   - 503 Service Unavailable carrying Retry-After;
-//   - 403 Forbidden carrying Retry-After, or X-RateLimit-Remaining: 0, as
-//     GitHub refuses a request over its primary rate limit or over a
-//     secondary one that says when to come back.
-//
-// Any other answer, other 403s included, is not: without those headers a
-// 403 cannot be told from a refused permission but by its body.
+// RateLimited reports whether the status and headers of resp alone say the
+// server refused the request for rate: 429, a 503 with Retry-After, a 403
+// with Retry-After or X-RateLimit-Remaining: 0 (see "Refusals" in the
+// package doc).
 func RateLimited(resp *http.Response) bool {
 	switch resp.StatusCode {
 	case http.StatusTooManyRequests:

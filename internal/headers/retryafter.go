@@ -8,14 +8,9 @@ import (
 )
 
 // ParseRetryAfter reads a Retry-After value (RFC 9110, section 10.2.3) as a
-// wait from now. It accepts delta-seconds ("120"), an HTTP-date in any of
-// the three forms RFC 9110 allows (IMF-fixdate, RFC 850 and asctime), and,
-// leniently, non-negative decimal seconds ("1.5") and an RFC 1123 date in
-// "UTC" rather than "GMT". A date in the past means
-// a wait of 0; an RFC 850 two-digit year more than 50 years ahead is read
-// as the past year with the same last two digits, as RFC 9110 asks. It
-// reports false for anything else: empty or malformed values, signs,
-// exponents, NaN, and waits too long for a time.Duration.
+// wait from now, leniently (see "Retry-After" in the package doc). It
+// reports false for empty or malformed values, signs, exponents, NaN, and
+// waits too long for a time.Duration.
 func ParseRetryAfter(value string, now time.Time) (time.Duration, bool) {
 	value = strings.TrimSpace(value)
 	if value == "" {
@@ -62,40 +57,9 @@ func fixTwoDigitYear(t, now time.Time) time.Time {
 }
 
 // WaitHint returns how long resp asks the client to wait before the next
-// request, from the first of these that gives a valid wait:
-//
-//  1. Retry-After-Ms, then X-Ms-Retry-After-Ms: milliseconds, as Azure
-//     and OpenAI send them; the same hint as Retry-After, finer, so
-//     read first, as Azure's own clients do;
-//  2. Retry-After (see [ParseRetryAfter]), the first valid value when it
-//     is repeated;
-//  3. RateLimit-Reset, unless RateLimit-Remaining says quota is left (the
-//     IETF draft's early form);
-//  4. RateLimit, the IETF draft's structured header, then Atlassian's
-//     Beta-RateLimit of the same syntax: the "t" (or "reset") parameter
-//     of the policy whose quota ("r" or "remaining") is spent, the
-//     longest when several are;
-//  5. X-RateLimit-Reset-After (Discord: seconds from now), then
-//     X-RateLimit-Reset, unless X-RateLimit-Remaining says quota is left;
-//  6. the per-resource resets of OpenAI (X-RateLimit-Reset-Requests,
-//     X-RateLimit-Reset-Tokens) and Anthropic
-//     (Anthropic-RateLimit-{Requests,Tokens,Input-Tokens,Output-Tokens}-Reset):
-//     the longest of those whose remaining count is spent;
-//  7. a minute, for a 403 or 429 from GitHub (it carries
-//     X-GitHub-Request-Id) that names no wait: GitHub asks a client
-//     refused by a secondary rate limit without Retry-After to wait at
-//     least that long. The transport reads a hint only from a refusal;
-//     a 403 that is none (a permission refused) has the minute too.
-//
-// A reset is seconds from now or, when the number is that large (above
-// 10^9), the Unix time of the reset, possibly fractional; a Go duration
-// ("6m0s", "12ms", as OpenAI writes them); or an RFC 3339 date-time, with
-// or without seconds ("2026-03-10T12:01:00Z", Jira's "2026-03-10T12:01Z").
-// A reset is skipped when its remaining count is above zero: the refusal
-// then came from some other limit, and waiting for that quota's reset
-// would be waiting for the wrong thing. Absurd, negative, malformed and
-// overflowing values are no hint. It reports false when no header gives a
-// valid wait.
+// request, from the first header that gives a valid wait (see "Wait hints"
+// in the package doc for the order and each form), and false when none
+// does.
 func WaitHint(resp *http.Response, now time.Time) (time.Duration, bool) {
 	if resp == nil {
 		return 0, false

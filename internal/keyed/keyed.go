@@ -2,6 +2,24 @@
 // idle: the map behind each limit scope, the pause gate, the breakers
 // and the retry budget. It is on the path of every request, so a lookup
 // of a busy key takes no lock and reads no clock.
+//
+// # Sweeps
+//
+// Map holds per-key state for one limit scope, the pause gate or the
+// breakers. It evicts state whose key has gone idle, when that state has
+// nothing left to remember (a full bucket, a pause that is over, a closed
+// breaker that saw no failure), so memory stays bounded however many
+// distinct keys come and go. Entries in use are counted and never evicted.
+//
+// Idleness is counted in sweeps rather than timestamps, so that a lookup
+// never reads the clock. Sweeps run at least half an idle timeout apart,
+// when new keys come (and lookups of keys not held); an entry missed by
+// three of them has been idle for at least the idle timeout. A map that
+// gets no new key does not grow, and needs no sweep.
+//
+// Create one with [New]; the zero value is not usable. A Map is safe for
+// concurrent use; the state of its entries is guarded by what the caller
+// puts in it.
 package keyed
 
 import (
@@ -23,20 +41,11 @@ const (
 )
 
 // Map holds per-key state for one limit scope, the pause gate or the
-// breakers. It evicts state whose key has gone idle, when that state has
-// nothing left to remember (a full bucket, a pause that is over, a closed
-// breaker that saw no failure), so memory stays bounded however many
-// distinct keys come and go. Entries in use are counted and never evicted.
-//
-// Idleness is counted in sweeps rather than timestamps, so that a lookup
-// never reads the clock. Sweeps run at least half an idle timeout apart,
-// when new keys come (and lookups of keys not held); an entry missed by
-// three of them has been idle for at least the idle timeout. A map that
-// gets no new key does not grow, and needs no sweep.
-//
-// Create one with [New]; the zero value is not usable. A Map is safe for
-// concurrent use; the state of its entries is guarded by what the caller
-// puts in it.
+// breakers, and evicts state whose key has gone idle when it has nothing
+// left to remember, so memory stays bounded. Entries in use are never
+// evicted. Idleness is counted in sweeps, so a lookup never reads the clock
+// (see the package doc). Create one with [New]; it is safe for concurrent
+// use.
 type Map[S any] struct {
 	shards      [shardCount]shard[S]
 	seed        maphash.Seed

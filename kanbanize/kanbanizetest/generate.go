@@ -28,19 +28,9 @@ var titles = [...]string{
 var fixtureEpoch = time.Date(2025, 1, 6, 9, 0, 0, 0, time.UTC)
 
 // Fixtures returns n deterministic fixtures with card IDs FirstCardID,
-// FirstCardID+1, … The card at index i (ID 100+i) has i%5 comments and
-// i%4 subtasks, so card 100 has neither, and its title is titles[i%10],
-// starting "Set up CI pipeline", "Fix login redirect loop", "Migrate
-// invoices to the new schema". Cards at even indexes write times with "Z",
-// those at odd indexes with "+00:00". Cards at indexes 1, 4, 7, … send
-// their watchers as "watchers_ids", the others as "watcher_ids". Cards at
-// indexes 3, 8, 13, … carry unknown extra fields. The subtask counts of
-// each card match its subtasks, which the card embeds too. Comment 2 of a
-// card, when it has one, was sent as email and comment 3 received as
-// email; the others are plain. The card at index 2, 6, 10, … has the card
-// before it as its child, which has it as its parent. Fixtures returns an
-// empty, non-nil slice for n <= 0, so that Config{Cards: Fixtures(0)}
-// serves no cards.
+// FirstCardID+1, …: their comments, subtasks, titles, time zones, watcher
+// field names, extra fields and links vary by index (see "Fixtures" in the
+// package doc). It returns an empty, non-nil slice for n <= 0.
 func Fixtures(n int) []CardFixture {
 	out := make([]CardFixture, 0, max(n, 0))
 	for i := range max(n, 0) {

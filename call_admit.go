@@ -1,6 +1,6 @@
 package ratewise
 
-// This file admits an attempt: through its key's breaker, the cooldown
+// This file admits an attempt: through its key's breaker, the pause
 // gate and every limit scope, in that order, waiting where they say.
 
 // admit takes the attempt through the breaker, the pause gate and every

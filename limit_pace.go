@@ -7,9 +7,9 @@ import (
 )
 
 // This file is a scope's admission: a concurrency slot (limit_slots.go),
-// then the request's turn by the bucket, the spacing, the window
-// (limit_window.go), the store's bucket, or the learned pace
-// (limit_learned.go).
+// then the request's turn by the told limit's engine (internal/limit:
+// bucket, spacing or window), the store's bucket, or the learned pace
+// (limit_learned.go). The engine says how long to wait; the call waits.
 
 // admit waits until the request may go in this scope: a concurrency slot,
 // then its turn by the bucket, the spacing or the adaptive pace. It returns

@@ -35,7 +35,7 @@ func TestBreakerStatusSaysWhyItOpened(t *testing.T) {
 		body := "upstream refused key " + apiKey + ": overloaded\nretry later\n"
 		s := newScript(step{status: 503, header: http.Header{}, body: body})
 		tr := breakerTransport(s.mock(), BreakerPolicy{ConsecutiveFailures: 1, Cooldown: time.Hour})
-		if js, _ := json.Marshal(tr.LimitStatus(host).Breaker); strings.Contains(string(js), "opened_at") || strings.Contains(string(js), "cause") {
+		if js, _ := json.Marshal(tr.KeyStatus(host).Breaker); strings.Contains(string(js), "opened_at") || strings.Contains(string(js), "cause") {
 			t.Errorf("a breaker that never opened: %s, want no opened_at nor cause", js)
 		}
 		trippedAt := time.Now()
@@ -47,7 +47,7 @@ func TestBreakerStatusSaysWhyItOpened(t *testing.T) {
 			t.Errorf("the caller read %q, want the whole body %q", got, body)
 		}
 		time.Sleep(time.Minute)
-		st := tr.LimitStatus(host).Breaker
+		st := tr.KeyStatus(host).Breaker
 		want := BreakerCause{StatusCode: 503, Class: Final, Detail: "upstream refused key REDACTED: overloaded"}
 		if st.State != BreakerOpen || !st.OpenedAt.Equal(trippedAt) || st.Level != 0 || st.Cause != want || st.ResetIn != 59*time.Minute {
 			t.Errorf("status = %+v, want open since %v at level 0 for 59m more, cause %+v", st, trippedAt, want)
@@ -68,7 +68,7 @@ func TestBreakerCauseOfErrorsAndLongLines(t *testing.T) {
 		s := newScript(step{err: errors.New("dial tcp: lookup api.example.com?token=planted-token: no such host")})
 		tr := breakerTransport(s.mock(), BreakerPolicy{ConsecutiveFailures: 1})
 		_, _ = callOnce(t, tr, context.Background())
-		c := tr.LimitStatus(host).Breaker.Cause
+		c := tr.KeyStatus(host).Breaker.Cause
 		if c.StatusCode != 0 || c.Class != Final || strings.Contains(c.Detail, "planted-token") || !strings.Contains(c.Detail, "no such host") {
 			t.Errorf("cause of a network error = %+v, want status 0, final, the error without its token", c)
 		}
@@ -77,7 +77,7 @@ func TestBreakerCauseOfErrorsAndLongLines(t *testing.T) {
 		s = newScript(step{status: 500, header: http.Header{}, body: "\n\n  " + long})
 		tr = breakerTransport(s.mock(), BreakerPolicy{ConsecutiveFailures: 1})
 		_, _ = callOnce(t, tr, context.Background())
-		d := tr.LimitStatus(host).Breaker.Cause.Detail
+		d := tr.KeyStatus(host).Breaker.Cause.Detail
 		if len(d) != maxCauseDetail || !utf8.ValidString(d) || !strings.HasPrefix(long, d) {
 			t.Errorf("detail of a long line: %d bytes, valid %v; want the line's first %d bytes, whole runes", len(d), utf8.ValidString(d), maxCauseDetail)
 		}
@@ -108,7 +108,7 @@ func TestBreakerCauseOfAProbeTimeout(t *testing.T) {
 		probe := goCallOnce(t, tr, ctx)
 		time.Sleep(10 * time.Second)
 		synctest.Wait()
-		st := tr.LimitStatus(host).Breaker
+		st := tr.KeyStatus(host).Breaker
 		if st.State != BreakerOpen || st.Cause.Detail != "the probe had no answer within 10s" || st.Cause.StatusCode != 0 {
 			t.Errorf("after the probe hung: %+v, want open, caused by the probe's timeout", st)
 		}
@@ -160,7 +160,7 @@ func TestBreakerChangeCarriesTheCause(t *testing.T) {
 // instances share breaker state" and "Batch fail-fast:
 // isCircuitBreakerBlocking()": a replica that sent nothing reports the
 // breaker another replica opened, with when and why, in Blocking and
-// LimitStatus.
+// KeyStatus.
 func TestSharedBreakerShowsInEveryReplicasStatus(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		mem := NewMemoryStore()
@@ -178,7 +178,7 @@ func TestSharedBreakerShowsInEveryReplicasStatus(t *testing.T) {
 		time.Sleep(10 * time.Minute)
 
 		blocked, d := b.Blocking(host)
-		st := b.LimitStatus(host).Breaker
+		st := b.KeyStatus(host).Breaker
 		if !blocked || d != 50*time.Minute {
 			t.Errorf("b.Blocking = %v, %v; want true, 50m", blocked, d)
 		}

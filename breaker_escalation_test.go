@@ -49,12 +49,12 @@ func detect(t *testing.T, tr *Transport) *CircuitOpenError {
 // probeOK waits out the cooldown, then sends the probe, answered 200.
 func probeOK(t *testing.T, tr *Transport, s *script, refusal step) {
 	t.Helper()
-	time.Sleep(tr.LimitStatus(host).Breaker.ResetIn)
+	time.Sleep(tr.KeyStatus(host).Breaker.ResetIn)
 	s.reset(answer(200), refusal)
 	if status, err := callOnce(t, tr, noWait()); status != 200 {
 		t.Fatalf("probe = %d, %v; want 200", status, err)
 	}
-	if st := tr.LimitStatus(host).Breaker.State; st != BreakerClosed {
+	if st := tr.KeyStatus(host).Breaker.State; st != BreakerClosed {
 		t.Fatalf("after a good probe: %v, want closed", st)
 	}
 }
@@ -90,7 +90,7 @@ func TestBreakerRepeatedDetectionsEscalate(t *testing.T) {
 				time.Sleep(st.quiet)
 			}
 			open := detect(t, tr)
-			b := tr.LimitStatus(host).Breaker
+			b := tr.KeyStatus(host).Breaker
 			if open.ResetIn != st.cooldown || b.Level != st.level {
 				t.Errorf("%s: open for %v at level %d, want %v at level %d", st.name, open.ResetIn, b.Level, st.cooldown, st.level)
 			}
@@ -210,7 +210,7 @@ func TestSetBreakerPolicyRebuildsAClosedBreaker(t *testing.T) {
 			_, _ = callOnce(t, tr, noWait())
 			time.Sleep(time.Second)
 		}
-		if st := tr.LimitStatus(host).Breaker.State; st != BreakerOpen {
+		if st := tr.KeyStatus(host).Breaker.State; st != BreakerOpen {
 			t.Errorf("two failures within the new Window, a success between: %v, want open", st)
 		}
 	})

@@ -56,7 +56,7 @@ func TestBreakerCountsABurstOfRefusalsOnce(t *testing.T) {
 				s := newScript(tt.give)
 				tr := breakerTransport(s.slowMock(100*time.Millisecond), BreakerPolicy{ConsecutiveFailures: 5})
 				burst(t, tr, 10, noWait)
-				st := tr.LimitStatus(host).Breaker
+				st := tr.KeyStatus(host).Breaker
 				if st.State != tt.state || st.State == BreakerClosed && st.ConsecutiveFailures != tt.failures {
 					t.Errorf("breaker after a burst of 10 = %v with %d failures, want %v with %d",
 						st.State, st.ConsecutiveFailures, tt.state, tt.failures)
@@ -88,7 +88,7 @@ func TestBreakerOpensOnRefusalsThatPersist(t *testing.T) {
 		if took := time.Since(start); took != 4500*time.Millisecond {
 			t.Errorf("5 rounds took %v, want 4.5s", took)
 		}
-		st := tr.LimitStatus(host).Breaker
+		st := tr.KeyStatus(host).Breaker
 		if st.State != BreakerOpen || st.ResetIn != DefaultBreakerCooldown {
 			t.Fatalf("breaker after 5 rounds = %v resetting in %v, want open for the 60s cooldown", st.State, st.ResetIn)
 		}
@@ -124,7 +124,7 @@ func TestBreakerEventIsWhenSentNotWhenAnswered(t *testing.T) {
 		get("/fast") // sent at 0, refused at 1s: the first event
 		get("/fast") // sent at 1s, refused at 2s: the second
 		wg.Wait()
-		if st := tr.LimitStatus(host).Breaker; st.State != BreakerClosed || st.ConsecutiveFailures != 2 {
+		if st := tr.KeyStatus(host).Breaker; st.State != BreakerClosed || st.ConsecutiveFailures != 2 {
 			t.Errorf("breaker = %v with %d failures, want closed with 2: the slow siblings count nothing", st.State, st.ConsecutiveFailures)
 		}
 	})
@@ -153,7 +153,7 @@ func TestBreakerEventLastsItsHint(t *testing.T) {
 				_, _ = callOnce(t, tr, noWait())
 				time.Sleep(tt.after)
 				_, _ = callOnce(t, tr, noWait())
-				if got := tr.LimitStatus(host).Breaker.ConsecutiveFailures; got != tt.want {
+				if got := tr.KeyStatus(host).Breaker.ConsecutiveFailures; got != tt.want {
 					t.Errorf("failures = %d, want %d", got, tt.want)
 				}
 			})
@@ -194,7 +194,7 @@ func TestBreakerEventCountsFromTheSend(t *testing.T) {
 			WithPause(PausePolicy{Off: true}), WithLimit(Limit{Rate: 0.5, Burst: 1}),
 			WithBreaker(BreakerPolicy{ConsecutiveFailures: 5}))
 		burst(t, tr, 2, context.Background)
-		if got := tr.LimitStatus(host).Breaker.ConsecutiveFailures; got != 2 {
+		if got := tr.KeyStatus(host).Breaker.ConsecutiveFailures; got != 2 {
 			t.Errorf("failures = %d, want 2: the second was sent after the first refusal was seen", got)
 		}
 	})

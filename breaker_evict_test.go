@@ -33,11 +33,11 @@ func TestBreakerEviction(t *testing.T) {
 			send(fmt.Sprintf("/other/%d", i))
 			time.Sleep(10 * time.Second)
 		}
-		if got := tr.LimitStatus("/bad").Breaker.ConsecutiveFailures; got != 19 {
+		if got := tr.KeyStatus("/bad").Breaker.ConsecutiveFailures; got != 19 {
 			t.Fatalf("/bad counts %d failures in a row, want 19", got)
 		}
 		send("/bad")
-		if st := tr.LimitStatus("/bad").Breaker; st.State != BreakerOpen {
+		if st := tr.KeyStatus("/bad").Breaker; st.State != BreakerOpen {
 			t.Fatalf("after 20 failures: %v, want open", st.State)
 		}
 		// Open breakers are kept through their cooldown, then go once idle.

@@ -288,7 +288,7 @@ func TestBreakerProbeTimeout(t *testing.T) {
 		time.Sleep(time.Minute)
 		done := goCallOnce(t, tr, noWait())
 		time.Sleep(10*time.Second + time.Millisecond)
-		st := tr.LimitStatus(host).Breaker
+		st := tr.KeyStatus(host).Breaker
 		if st.State != BreakerOpen || st.ResetIn != time.Hour-time.Millisecond {
 			t.Errorf("breaker %v, resets in %v, while the probe hangs past its timeout; want open for 1h", st.State, st.ResetIn)
 		}
@@ -311,7 +311,7 @@ func TestProbeTimeoutStartsWhenSent(t *testing.T) {
 		if status, err := callOnce(t, tr, context.Background()); status != 200 {
 			t.Fatalf("probe = %d, %v; want 200", status, err)
 		}
-		if st := tr.LimitStatus(host).Breaker; st.State != BreakerClosed || st.Level != 0 {
+		if st := tr.KeyStatus(host).Breaker; st.State != BreakerClosed || st.Level != 0 {
 			t.Errorf("breaker %v at level %d after a good probe that queued, want closed at 0", st.State, st.Level)
 		}
 	})

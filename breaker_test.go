@@ -94,7 +94,7 @@ func TestBreakerWaitsForResetWithinBudget(t *testing.T) {
 		if waited := time.Since(start); waited != DefaultBreakerCooldown {
 			t.Errorf("waited %v, want the 60s cooldown", waited)
 		}
-		if st := tr.LimitStatus(host).Breaker; st.State != BreakerClosed {
+		if st := tr.KeyStatus(host).Breaker; st.State != BreakerClosed {
 			t.Errorf("breaker %v after a good probe, want closed", st.State)
 		}
 	})
@@ -131,7 +131,7 @@ func TestBreakerCountsWhatFails(t *testing.T) {
 				_, _ = callOnce(t, tr, ctx)
 				time.Sleep(time.Second) // a refusal a second: each is an event
 			}
-			st := tr.LimitStatus(host).Breaker
+			st := tr.KeyStatus(host).Breaker
 			if open := st.State == BreakerOpen; open != tt.fails {
 				t.Errorf("%s: breaker %v after 3 of them, want open %v", tt.name, st.State, tt.fails)
 			}
@@ -152,7 +152,7 @@ func TestBreakerEscalatesAndDecays(t *testing.T) {
 			Decay:               24 * time.Hour,
 			OnStateChange: func(c BreakerChange) {
 				// Runs outside any lock: asking the transport must not deadlock.
-				_ = tr.LimitStatus(c.Key)
+				_ = tr.KeyStatus(c.Key)
 				mu.Lock()
 				changes = append(changes, fmt.Sprintf("%s->%s", c.From, c.To))
 				mu.Unlock()
@@ -173,12 +173,12 @@ func TestBreakerEscalatesAndDecays(t *testing.T) {
 			t.Fatalf("after the trip: resets in %v, want 1m", got)
 		}
 		for i, want := range []time.Duration{10 * time.Minute, time.Hour, time.Hour} {
-			time.Sleep(tr.LimitStatus(host).Breaker.ResetIn)
+			time.Sleep(tr.KeyStatus(host).Breaker.ResetIn)
 			_, _ = callOnce(t, tr, noWait()) // the probe fails
 			if got := resetIn(); got != want {
 				t.Fatalf("after failed probe %d: resets in %v, want %v", i+1, got, want)
 			}
-			if lvl := tr.LimitStatus(host).Breaker.Level; lvl != min(i+1, 2) {
+			if lvl := tr.KeyStatus(host).Breaker.Level; lvl != min(i+1, 2) {
 				t.Errorf("after failed probe %d: level %d, want %d", i+1, lvl, min(i+1, 2))
 			}
 		}
@@ -225,7 +225,7 @@ func TestBreakerRollingWindow(t *testing.T) {
 				_, _ = callOnce(t, tr, noWait()) // a failure
 				_, _ = callOnce(t, tr, noWait()) // and a success: the window counts failures, not runs
 			}
-			if open := tr.LimitStatus(host).Breaker.State == BreakerOpen; open != tt.trips {
+			if open := tr.KeyStatus(host).Breaker.State == BreakerOpen; open != tt.trips {
 				t.Errorf("%s: open = %v, want %v", tt.name, open, tt.trips)
 			}
 		}
@@ -262,13 +262,13 @@ func TestBreakerSuccessResetsTheRun(t *testing.T) {
 		for _, status := range []int{500, 500, 200, 500, 500, 200, 500, 500, 200} {
 			send(status)
 		}
-		if st := tr.LimitStatus(host).Breaker; st.State != BreakerClosed || st.ConsecutiveFailures != 0 {
+		if st := tr.KeyStatus(host).Breaker; st.State != BreakerClosed || st.ConsecutiveFailures != 0 {
 			t.Fatalf("after runs of 2 failures broken by successes: %v with %d in a row, want closed with 0", st.State, st.ConsecutiveFailures)
 		}
 		for range 3 {
 			send(500)
 		}
-		if st := tr.LimitStatus(host).Breaker; st.State != BreakerOpen {
+		if st := tr.KeyStatus(host).Breaker; st.State != BreakerOpen {
 			t.Errorf("after 3 failures in a row: %v, want open", st.State)
 		}
 	})
@@ -297,7 +297,7 @@ func TestBreakerTripsUnderConcurrentFailures(t *testing.T) {
 			})
 		}
 		wg.Wait()
-		if st := tr.LimitStatus(host).Breaker; st.State != BreakerOpen {
+		if st := tr.KeyStatus(host).Breaker; st.State != BreakerOpen {
 			t.Errorf("breaker %v after %d failures, want open", st.State, sent)
 		}
 		if sent < 60 || sent > 60+50 {

@@ -216,7 +216,7 @@ func (c *call) final(class Class) bool {
 // giveUp notes why the call gives up: err, read as a GiveUpReason.
 func (c *call) giveUp(err error) {
 	var open *CircuitOpenError
-	var limited *LimitError
+	var limited *ClientLimitError
 	var pastDeadline pastDeadlineError
 	switch {
 	case c.ctx.Err() != nil:

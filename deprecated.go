@@ -21,3 +21,18 @@ const (
 	DefaultCooldownMaxPause = DefaultMaxPause
 	WaitCooldown            = WaitPause
 )
+
+// LimitError is the former name of ClientLimitError.
+//
+// Deprecated: use [ClientLimitError]; [RateLimitError] is the server's.
+type LimitError = ClientLimitError
+
+// LimitStatus is the former name of KeyStatus.
+//
+// Deprecated: use [KeyStatus]; it holds the breaker and pause too.
+type LimitStatus = KeyStatus
+
+// LimitStatus is the former name of KeyStatus.
+//
+// Deprecated: use [Transport.KeyStatus].
+func (t *Transport) LimitStatus(key string) KeyStatus { return t.KeyStatus(key) }

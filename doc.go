@@ -58,8 +58,11 @@
 //     server's window the learned pace finds. Always named with its owner.
 //   - store: where a fleet shares state; what a store implements is
 //     package store, apart from this one.
-//   - [RateLimitError]: the server refused (a final 429); [LimitError]: the
-//     client's own limit refused before sending ([ErrLimited]).
+//   - refused: [RateLimitError] when the server refused (a final 429);
+//     [ClientLimitError] when the client's own limit refused before
+//     sending ([ErrLimited]); [CircuitOpenError] when the breaker did.
+//   - status: what holds a key back, its pause, scopes and breaker
+//     ([Transport.KeyStatus]).
 //
 // # Limits
 //

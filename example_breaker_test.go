@@ -56,7 +56,7 @@ func ExampleBreakerPolicy_failFast() {
 		resp.Body.Close()
 		fmt.Printf("item %d: %d\n", item, resp.StatusCode)
 	}
-	st := tr.LimitStatus("api.example.com").Breaker
+	st := tr.KeyStatus("api.example.com").Breaker
 	fmt.Printf("opened at level %d by %d %s: %q\n", st.Level, st.Cause.StatusCode, st.Cause.Class, st.Cause.Detail)
 	// Output:
 	// item 0: 503

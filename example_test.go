@@ -181,7 +181,7 @@ func ExampleWithLimit() {
 
 	for range 3 {
 		resp, err := client.Get("https://api.example.com/items")
-		var le *ratewise.LimitError
+		var le *ratewise.ClientLimitError
 		switch {
 		case errors.As(err, &le):
 			fmt.Printf("refused by %s (%s), try again in about %v\n", le.Scope, le.Reason, le.RetryIn.Round(time.Second))
@@ -278,11 +278,11 @@ func ExampleBreakerPolicy_rateLimitEvents() {
 	for range 5 {
 		get("/items")
 	}
-	st := tr.LimitStatus("api.example.com").Breaker
+	st := tr.KeyStatus("api.example.com").Breaker
 	fmt.Println("after five 429s:", st.State, "with", st.ConsecutiveFailures, "failure")
 	get("/down")
 	get("/down")
-	fmt.Println("after two 503s more:", tr.LimitStatus("api.example.com").Breaker.State)
+	fmt.Println("after two 503s more:", tr.KeyStatus("api.example.com").Breaker.State)
 	// Output:
 	// after five 429s: closed with 1 failure
 	// after two 503s more: open
@@ -299,12 +299,12 @@ func ExampleLimit_window() {
 		resp, _ := tr.RoundTrip(req)
 		resp.Body.Close()
 	}
-	scope := tr.LimitStatus("api.example.com").Scopes[0]
+	scope := tr.KeyStatus("api.example.com").Scopes[0]
 	fmt.Printf("%s: %d of %d may start now, window %v\n", scope.Name, int(scope.Tokens), scope.Burst, scope.Window)
 	// Output: per minute: 18 of 30 may start now, window 1m0s
 }
 
-// LimitStatus is what a get_throttle_stats tool reports.
+// KeyStatus is what a get_throttle_stats tool reports.
 func ExampleTransport_LimitStatus() {
 	mock := httpmock.NewMockTransport()
 	mock.RegisterResponder(http.MethodGet, "https://api.example.com/items", httpmock.NewStringResponder(200, "[]"))
@@ -314,7 +314,7 @@ func ExampleTransport_LimitStatus() {
 		resp, _ := tr.RoundTrip(req)
 		resp.Body.Close()
 	}
-	st := tr.LimitStatus("api.example.com")
+	st := tr.KeyStatus("api.example.com")
 	scope := st.Scopes[0]
 	fmt.Printf("%s: %d of %d tokens left, %.1f/s, paused %v\n", scope.Name, int(scope.Tokens), scope.Burst, scope.Rate, st.PausedFor)
 	// Output: plan: 27 of 30 tokens left, 0.5/s, paused 0s
@@ -351,7 +351,7 @@ func ExampleTransport_Acquire() {
 	// A job that must not wait is refused at once, and told when to come
 	// back.
 	err := tr.Acquire(context.Background(), "plan", "api.example.com", 1, 0)
-	var le *ratewise.LimitError
+	var le *ratewise.ClientLimitError
 	if errors.As(err, &le) {
 		fmt.Printf("refused by %s (%s), try again in about %v\n", le.Scope, le.Reason, le.RetryIn.Round(time.Second))
 	}
@@ -378,7 +378,7 @@ func ExampleMemoryStore() {
 		fmt.Println("a:", resp.StatusCode)
 	}
 	_, err = b.Get("https://api.example.com/items")
-	var le *ratewise.LimitError
+	var le *ratewise.ClientLimitError
 	fmt.Println("b refused by the shared limit:", errors.As(err, &le))
 	// Output:
 	// a: 200
@@ -405,7 +405,7 @@ func ExampleTransport_AddLimit() {
 		resp, _ := tr.RoundTrip(req)
 		resp.Body.Close()
 	}
-	for _, scope := range tr.LimitStatus("api.github.com").Scopes {
+	for _, scope := range tr.KeyStatus("api.github.com").Scopes {
 		if scope.Name == "search" {
 			fmt.Printf("%s: %d of %d tokens left\n", scope.Name, int(scope.Tokens), scope.Burst)
 		}
@@ -432,7 +432,7 @@ func ExampleWithStore() {
 	// a takes the whole burst of api.example.com's bucket; b, at once after,
 	// finds none left.
 	fmt.Println("a:", a.Acquire(ctx, "api", "api.example.com", 5, 0))
-	var limited *ratewise.LimitError
+	var limited *ratewise.ClientLimitError
 	err := b.Acquire(ctx, "api", "api.example.com", 1, 0)
 	fmt.Println("b refused:", errors.As(err, &limited), limited.Reason)
 	// Output:

@@ -262,9 +262,9 @@ func TestHostileEndlessOKBody(t *testing.T) {
 	}
 	// While the body is open, its slot is taken.
 	req2, _ := http.NewRequest(http.MethodGet, req.URL.String(), nil)
-	var limited *LimitError
+	var limited *ClientLimitError
 	if _, err := tr.RoundTrip(req2); !errors.As(err, &limited) {
-		t.Errorf("a second call while the body is open: %v, want a *LimitError", err)
+		t.Errorf("a second call while the body is open: %v, want a *ClientLimitError", err)
 	}
 	cancel()
 	if _, err := io.Copy(io.Discard, resp.Body); !errors.Is(err, context.Canceled) {

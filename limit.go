@@ -92,15 +92,15 @@ type Limit struct {
 	// until the response body is closed (or read to its end).
 	MaxConcurrent int
 	// MaxWait is the longest a request may wait in this scope; a longer
-	// wait fails at once with a *LimitError. Zero leaves only the call's
+	// wait fails at once with a *ClientLimitError. Zero leaves only the call's
 	// wait budget to bound it.
 	MaxWait time.Duration
 	// FailFast makes a request that would have to wait fail at once with a
-	// *LimitError saying when its turn would come (unknown for a
+	// *ClientLimitError saying when its turn would come (unknown for a
 	// concurrency slot). Nothing is sent.
 	FailFast bool
 	// MaxQueue caps the requests of one key waiting in this scope; the next
-	// one fails at once with a *LimitError instead of queueing without end.
+	// one fails at once with a *ClientLimitError instead of queueing without end.
 	MaxQueue int
 	// Reserve is how many tokens of the bucket PriorityLow requests must
 	// leave for the others; it needs a Rate and must be below Burst.
@@ -262,10 +262,10 @@ func WithLimit(l Limit) Option {
 	}
 }
 
-// LimitError reports a request that a limit scope refused to queue: it
+// ClientLimitError reports a request that a limit scope refused to queue: it
 // was not sent; or turns asked of [Transport.Acquire] that it refused:
 // none was taken.
-type LimitError struct {
+type ClientLimitError struct {
 	Scope string // the Limit's Name
 	Key   string // the request's key in that scope
 	// Reason is "fail-fast", "max-wait", "max-queue" or, when a shared
@@ -280,13 +280,13 @@ type LimitError struct {
 }
 
 // Unwrap returns Err.
-func (e *LimitError) Unwrap() error { return e.Err }
+func (e *ClientLimitError) Unwrap() error { return e.Err }
 
-// ErrLimited matches every *LimitError with errors.Is.
+// ErrLimited matches every *ClientLimitError with errors.Is.
 var ErrLimited = errors.New("ratewise: client-side limit reached")
 
 // Error says which scope refused, why, and when to come back.
-func (e *LimitError) Error() string {
+func (e *ClientLimitError) Error() string {
 	msg := fmt.Sprintf("ratewise: %s refused the request (%s)", e.Scope, e.Reason)
 	if e.RetryIn > 0 {
 		msg += fmt.Sprintf("; a slot frees up in %v", e.RetryIn)
@@ -298,7 +298,7 @@ func (e *LimitError) Error() string {
 }
 
 // Is reports whether target is ErrLimited.
-func (e *LimitError) Is(target error) bool { return target == ErrLimited }
+func (e *ClientLimitError) Is(target error) bool { return target == ErrLimited }
 
 // withDefaults fills the fields whose zero value means a default.
 func (l Limit) withDefaults() Limit {

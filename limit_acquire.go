@@ -11,7 +11,7 @@ import (
 // Acquire takes n turns of the limit scope named scope for key, for work
 // that does not go through the transport (a gRPC call, a library that hides
 // its HTTP client), so that it spends the same budget as the requests. With
-// maxWait 0 it does not wait: it returns a *LimitError (Reason "fail-fast",
+// maxWait 0 it does not wait: it returns a *ClientLimitError (Reason "fail-fast",
 // and RetryIn) when the turns are not there now; otherwise it waits up to
 // maxWait, the Limit's MaxWait and ctx's deadline, or returns "max-wait"
 // at once, having taken nothing. See "Turns for work that is not HTTP" in
@@ -83,7 +83,7 @@ func (t *Transport) Acquire(ctx context.Context, scope, key string, n int, maxWa
 		// wait (the clock moved) is a wait too long, as the check says.
 		var late pastDeadlineError
 		if errors.As(err, &late) {
-			return &LimitError{Scope: s.name, Key: key, Reason: "max-wait", RetryIn: late.wait}
+			return &ClientLimitError{Scope: s.name, Key: key, Reason: "max-wait", RetryIn: late.wait}
 		}
 	}
 	return err

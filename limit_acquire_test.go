@@ -26,13 +26,13 @@ func timedAcquire(tr *Transport, ctx context.Context, scope string, n int, maxWa
 	return time.Since(start), err
 }
 
-// wantLimitError fails t unless err is a *LimitError of scope with reason
+// wantLimitError fails t unless err is a *ClientLimitError of scope with reason
 // and retryIn.
 func wantLimitError(t *testing.T, err error, scope, reason string, retryIn time.Duration) {
 	t.Helper()
-	var le *LimitError
+	var le *ClientLimitError
 	if !errors.As(err, &le) || le.Scope != scope || le.Reason != reason || le.RetryIn != retryIn {
-		t.Errorf("err = %v, want a *LimitError of %q, %s, RetryIn %v", err, scope, reason, retryIn)
+		t.Errorf("err = %v, want a *ClientLimitError of %q, %s, RetryIn %v", err, scope, reason, retryIn)
 	}
 }
 
@@ -58,7 +58,7 @@ func TestAcquireSharesTheBucketWithRequests(t *testing.T) {
 }
 
 // adr-009-token-bucket-redis.md, acquire(wait=False): returns at once,
-// true when the tokens are there, false (here a *LimitError saying when
+// true when the tokens are there, false (here a *ClientLimitError saying when
 // they come) without taking any when they are not.
 func TestAcquireWithoutWaiting(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -71,7 +71,7 @@ func TestAcquireWithoutWaiting(t *testing.T) {
 			t.Errorf("a refused Acquire took %v, want none", took)
 		}
 		wantLimitError(t, err, "api", "fail-fast", time.Second)
-		if tokens := tr.LimitStatus(host).Scopes[0].Tokens; tokens != 1 {
+		if tokens := tr.KeyStatus(host).Scopes[0].Tokens; tokens != 1 {
 			t.Errorf("after a refused Acquire of 2 with 1 there: %v tokens, want the 1 untouched", tokens)
 		}
 		time.Sleep(time.Second)
@@ -229,7 +229,7 @@ func TestAcquireTakesNStartsOfAWindow(t *testing.T) {
 		if err := tr.Acquire(context.Background(), "window", host, 2, 0); err != nil {
 			t.Fatal(err)
 		}
-		if tokens := tr.LimitStatus(host).Scopes[0].Tokens; tokens != 0 {
+		if tokens := tr.KeyStatus(host).Scopes[0].Tokens; tokens != 0 {
 			t.Errorf("after 5 of 5 taken: %v may start, want 0", tokens)
 		}
 		// Cancelled while it waits, an Acquire of 3 gives back its 3 starts

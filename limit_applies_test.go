@@ -58,8 +58,8 @@ func TestLimitAppliesPacesOnlyWhatItPicks(t *testing.T) {
 		if took := time.Since(mid); took != 0 {
 			t.Errorf("a request the scope does not pick waited %v behind the searches", took)
 		}
-		if st := tr.LimitStatus("api.github.com").Scopes; len(st) != 2 || st[0].Name != "search" || st[1].LearnedRate != 0 {
-			t.Errorf("LimitStatus scopes = %+v, want the search scope, then the learned scope with nothing learned", st)
+		if st := tr.KeyStatus("api.github.com").Scopes; len(st) != 2 || st[0].Name != "search" || st[1].LearnedRate != 0 {
+			t.Errorf("KeyStatus scopes = %+v, want the search scope, then the learned scope with nothing learned", st)
 		}
 	})
 }
@@ -164,13 +164,13 @@ func TestAppliesLimitLeavesOtherHostsLearned(t *testing.T) {
 				}
 				readAll(t, resp)
 				var learned *ScopeStatus
-				for _, st := range tr.LimitStatus("b.test").Scopes {
+				for _, st := range tr.KeyStatus("b.test").Scopes {
 					if st.Name == LearnedScope {
 						learned = &st
 					}
 				}
 				if learned == nil || learned.LearnedRate <= 0 || math.IsInf(learned.LearnedRate, 0) {
-					t.Errorf("b.test's scopes %+v, want a learned pace after its refusal", tr.LimitStatus("b.test").Scopes)
+					t.Errorf("b.test's scopes %+v, want a learned pace after its refusal", tr.KeyStatus("b.test").Scopes)
 				}
 			})
 		})
@@ -234,7 +234,7 @@ func TestAdaptiveScopeLearnsOnlyWhatItApplies(t *testing.T) {
 		if _, err := callOnce(t, tr, context.Background()); err != nil { // testURL: /items, not a search
 			t.Fatal(err)
 		}
-		if st := tr.LimitStatus("api.example.com").Scopes; len(st) != 1 || st[0].LearnedRate != 0 || st[0].Windowed {
+		if st := tr.KeyStatus("api.example.com").Scopes; len(st) != 1 || st[0].LearnedRate != 0 || st[0].Windowed {
 			t.Errorf("scope status = %+v, want nothing learned from a request it does not pick", st)
 		}
 	})

@@ -203,7 +203,7 @@ func (s *scope) admitAdaptive(c *call, key string, a *learn.Pacer, st *scopeStat
 			}
 		default:
 			if !deadline.IsZero() && now.Add(delay).After(deadline) {
-				return 0, &LimitError{Scope: s.name, Key: key, Reason: "max-wait", RetryIn: delay}
+				return 0, &ClientLimitError{Scope: s.name, Key: key, Reason: "max-wait", RetryIn: delay}
 			}
 			// An answer may come first and say the request may go sooner.
 			if err := c.waitAdmissionOr(delay, WaitPacing, ready); err != nil {
@@ -214,10 +214,10 @@ func (s *scope) admitAdaptive(c *call, key string, a *learn.Pacer, st *scopeStat
 }
 
 // waitError is the error of a wait for a turn that ended early: a
-// *LimitError when MaxWait ran out, else err.
+// *ClientLimitError when MaxWait ran out, else err.
 func (s *scope) waitError(err error, key string, deadline time.Time, c *call) error {
 	if !deadline.IsZero() && !time.Now().Before(deadline) && c.ctx.Err() == nil {
-		return &LimitError{Scope: s.name, Key: key, Reason: "max-wait"}
+		return &ClientLimitError{Scope: s.name, Key: key, Reason: "max-wait"}
 	}
 	return err
 }

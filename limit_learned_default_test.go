@@ -168,7 +168,7 @@ func TestUnthrottledKeyIsSentUnpaced(t *testing.T) {
 		if at := s.offsets(start); len(at) != 50 || at[len(at)-1] != 0 {
 			t.Fatalf("requests at %v, want 50 at once", at)
 		}
-		st := tr.LimitStatus(host).Scopes[0]
+		st := tr.KeyStatus(host).Scopes[0]
 		if st.Name != LearnedScope || st.LearnedRate != 0 || st.Counted {
 			t.Errorf("status %+v, want the learned scope with nothing learned", st)
 		}
@@ -177,7 +177,7 @@ func TestUnthrottledKeyIsSentUnpaced(t *testing.T) {
 		if status, _ := callOnce(t, tr, noWait()); status != 429 {
 			t.Fatalf("call = %d, want the 429", status)
 		}
-		if st := tr.LimitStatus(host).Scopes[0]; st.LearnedRate <= 0 || math.IsInf(st.LearnedRate, 0) {
+		if st := tr.KeyStatus(host).Scopes[0]; st.LearnedRate <= 0 || math.IsInf(st.LearnedRate, 0) {
 			t.Errorf("status after a refusal %+v, want a learned pace", st)
 		}
 	})
@@ -292,8 +292,8 @@ func TestRefusalsAloneTeachAWindow(t *testing.T) {
 		if late > 20 {
 			t.Errorf("%d refusals after the first two windows, want at most 20, 0.05 of the 400 calls left (all: %d)", late, len(srv.refused))
 		}
-		// LimitStatus says what the key learned.
-		st := tr.LimitStatus("api.test").Scopes[0]
+		// KeyStatus says what the key learned.
+		st := tr.KeyStatus("api.test").Scopes[0]
 		b, _ := json.Marshal(st)
 		if !st.Windowed || st.WindowQuota != 50 || !strings.Contains(string(b), `"windowed":true,"window_quota":50`) {
 			t.Errorf("status %s, want the window and its quota of 50", b)
@@ -346,7 +346,7 @@ func TestLearnedWindowIsSharedThroughTheCooldownStore(t *testing.T) {
 		a := New(srv, WithPause(PausePolicy{Store: mem}), WithRetry(RetryPolicy{MaxAttempts: 1}))
 		b := New(srv, WithPause(PausePolicy{Store: mem}))
 		for range 200 {
-			if st := a.LimitStatus("api.test").Scopes[0]; st.Windowed && st.HeldFor > 0 {
+			if st := a.KeyStatus("api.test").Scopes[0]; st.Windowed && st.HeldFor > 0 {
 				break
 			}
 			req, _ := http.NewRequest(http.MethodGet, "http://api.test/items", nil)
@@ -355,7 +355,7 @@ func TestLearnedWindowIsSharedThroughTheCooldownStore(t *testing.T) {
 				readAll(t, resp)
 			}
 		}
-		st := a.LimitStatus("api.test").Scopes[0]
+		st := a.KeyStatus("api.test").Scopes[0]
 		if !st.Windowed || st.HeldFor <= 0 {
 			t.Fatalf("status %+v: the first transport learned no window", st)
 		}

@@ -288,7 +288,7 @@ func TestLearnedConcurrencyCap(t *testing.T) {
 			}
 			ratios = append(ratios, wall.Seconds()/cfg.Ideal(300).Seconds())
 			refusals = append(refusals, float64(srv.Stats().Limited)/300)
-			if st := tr.LimitStatus("api.test").Scopes[0]; st.InFlightCap >= 5 && st.InFlightCap <= 6 && st.LearnedRate == 0 {
+			if st := tr.KeyStatus("api.test").Scopes[0]; st.InFlightCap >= 5 && st.InFlightCap <= 6 && st.LearnedRate == 0 {
 				capped++ // 6 while a probe is out
 			}
 		})

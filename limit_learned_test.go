@@ -159,7 +159,7 @@ func TestAdaptiveLearnsTheServersRate(t *testing.T) {
 		if refused := srv.Stats().Limited; failed != 0 || float64(refused) > 0.05*500 {
 			t.Errorf("%d refused, %d failed calls, want at most 25 and none", refused, failed)
 		}
-		st := tr.LimitStatus("api.test").Scopes[0]
+		st := tr.KeyStatus("api.test").Scopes[0]
 		if !st.Adaptive || st.Counted || st.LearnedRate < 45 || st.LearnedRate > 55 {
 			t.Errorf("status = %+v, want an adaptive pace within 10%% of the server's 50", st)
 		}
@@ -173,7 +173,7 @@ func TestAdaptiveStatusOfACountedKey(t *testing.T) {
 		if _, failed := goodput(tr, 20, 200); failed != 0 {
 			t.Fatalf("%d failed calls", failed)
 		}
-		st := tr.LimitStatus("api.test").Scopes[0]
+		st := tr.KeyStatus("api.test").Scopes[0]
 		if !st.Adaptive || !st.Counted {
 			t.Errorf("status = %+v, want the server's count", st)
 		}
@@ -237,7 +237,7 @@ func TestAdaptiveBreakerCloseResumesGently(t *testing.T) {
 		if status, _ := callOnce(t, tr, context.Background()); status != 503 {
 			t.Fatalf("first call = %d, want the 503", status)
 		}
-		if got := tr.LimitStatus(host).Scopes[0].LearnedRate; got != 40 {
+		if got := tr.KeyStatus(host).Scopes[0].LearnedRate; got != 40 {
 			t.Fatalf("pace after the 503 = %.1f, want the StartRate, 40", got)
 		}
 		if status, err := callOnce(t, tr, context.Background()); status != 200 || err != nil {
@@ -247,7 +247,7 @@ func TestAdaptiveBreakerCloseResumesGently(t *testing.T) {
 			if status, err := callOnce(t, tr, context.Background()); status != 200 || err != nil {
 				t.Fatalf("call = %d, %v; want 200", status, err)
 			}
-			if got := tr.LimitStatus(host).Scopes[0].LearnedRate; i == 0 && got != 20 {
+			if got := tr.KeyStatus(host).Scopes[0].LearnedRate; i == 0 && got != 20 {
 				t.Errorf("pace once the breaker closed = %.1f, want half of 40", got)
 			}
 		}

@@ -14,7 +14,7 @@ import (
 // admit waits until the request may go in this scope: a concurrency slot,
 // then its turn by the bucket, the spacing or the adaptive pace. It returns
 // the request's number in an adaptive scope's key. A request that must not
-// wait, or not that long, gets a *LimitError instead.
+// wait, or not that long, gets a *ClientLimitError instead.
 func (s *scope) admit(c *call, key string, st *scopeState) (seq uint64, slotted, starting bool, err error) {
 	s.caughtUp(st)
 	l := s.limit()
@@ -95,7 +95,7 @@ func (s *scope) paceShared(c *call, key string, st *scopeState, deadline time.Ti
 		case err != nil && c.ctx.Err() != nil:
 			return true, c.ctx.Err()
 		case err != nil && storeFailedClosed(err):
-			return true, &LimitError{Scope: s.name, Key: key, Reason: "store-unavailable", Err: err}
+			return true, &ClientLimitError{Scope: s.name, Key: key, Reason: "store-unavailable", Err: err}
 		case err != nil:
 			return false, nil
 		case wait <= 0:

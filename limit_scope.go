@@ -164,11 +164,11 @@ func (s *scope) forgettable(st *scopeState, now time.Time) bool {
 	return st.told.Idle(now, s.limit().Window)
 }
 
-// refusal is err, the engine's *limit.Refusal, as the *LimitError of key
+// refusal is err, the engine's *limit.Refusal, as the *ClientLimitError of key
 // in s; any other error as it is.
 func (s *scope) refusal(key string, err error) error {
 	if r, ok := err.(*limit.Refusal); ok {
-		return &LimitError{Scope: s.name, Key: key, Reason: r.Reason, RetryIn: r.RetryIn}
+		return &ClientLimitError{Scope: s.name, Key: key, Reason: r.Reason, RetryIn: r.RetryIn}
 	}
 	return err
 }

@@ -62,7 +62,7 @@ func TestMaxConcurrentNeverExceeded(t *testing.T) {
 		if most := base.most.Load(); most != 3 {
 			t.Errorf("most requests in flight = %d, want 3", most)
 		}
-		if st := tr.LimitStatus("api.example.com").Scopes[0]; st.InFlight != 0 || st.Waiting != 0 {
+		if st := tr.KeyStatus("api.example.com").Scopes[0]; st.InFlight != 0 || st.Waiting != 0 {
 			t.Errorf("after the run: %d in flight, %d waiting; want 0, 0", st.InFlight, st.Waiting)
 		}
 	})
@@ -175,7 +175,7 @@ func TestSlotFreedWhenALaterScopeRefuses(t *testing.T) {
 		if _, err := tr.RoundTrip(mustRequest(t, http.MethodGet, nil)); !errors.Is(err, ErrLimited) {
 			t.Fatalf("err = %v, want the bucket's refusal", err)
 		}
-		if st := tr.LimitStatus(host).Scopes[0]; st.InFlight != 0 {
+		if st := tr.KeyStatus(host).Scopes[0]; st.InFlight != 0 {
 			t.Errorf("%d slots still taken after the refusal, want 0", st.InFlight)
 		}
 	})
@@ -217,7 +217,7 @@ func TestSlotHandedOnWhenAWaiterGivesUp(t *testing.T) {
 		if ok != 2 || canceled != 1 || base.calls.Load() != 2 {
 			t.Errorf("%d succeeded, %d cancelled, %d sent; want 2, 1, 2", ok, canceled, base.calls.Load())
 		}
-		if st := tr.LimitStatus(host).Scopes[0]; st.InFlight != 0 || st.Waiting != 0 {
+		if st := tr.KeyStatus(host).Scopes[0]; st.InFlight != 0 || st.Waiting != 0 {
 			t.Errorf("after the run: %d in flight, %d waiting; want 0, 0", st.InFlight, st.Waiting)
 		}
 	})

@@ -79,12 +79,12 @@ func TestFailFastSendsNothing(t *testing.T) {
 		getN(t, tr, 1)
 		time.Sleep(time.Second)
 		resp, err := tr.RoundTrip(mustRequest(t, http.MethodGet, strings.NewReader("body")))
-		var le *LimitError
+		var le *ClientLimitError
 		if resp != nil || !errors.As(err, &le) || !errors.Is(err, ErrLimited) {
-			t.Fatalf("RoundTrip = %v, %v; want a *LimitError", resp, err)
+			t.Fatalf("RoundTrip = %v, %v; want a *ClientLimitError", resp, err)
 		}
 		if le.Reason != "fail-fast" || le.RetryIn != 3*time.Second || le.Scope != "per-host" || le.Key != "api.example.com" {
-			t.Errorf("LimitError = %+v, want fail-fast, RetryIn 3s, per-host, api.example.com", *le)
+			t.Errorf("ClientLimitError = %+v, want fail-fast, RetryIn 3s, per-host, api.example.com", *le)
 		}
 		if s.calls() != 1 {
 			t.Errorf("server calls = %d, want 1: nothing sent for the refused request", s.calls())
@@ -101,7 +101,7 @@ func TestMaxWaitAndMaxQueue(t *testing.T) {
 		tr := New(s.mock(), WithLimit(Limit{Rate: 1, MaxWait: 1500 * time.Millisecond}))
 		getN(t, tr, 2) // the second waits 1s, within MaxWait
 		getN(t, tr, 1)
-		var le *LimitError
+		var le *ClientLimitError
 		// Two more at once: the first waits 1s, the second would wait 2s.
 		var wg sync.WaitGroup
 		errs := make(chan error, 2)
@@ -144,7 +144,7 @@ func TestMaxWaitAndMaxQueue(t *testing.T) {
 		}
 		var refused int
 		for range 4 {
-			var le *LimitError
+			var le *ClientLimitError
 			if err := <-results; errors.As(err, &le) && le.Reason == "max-queue" {
 				refused++
 			} else if err != nil {
@@ -184,7 +184,7 @@ func TestReserveLeftForHigherPriorities(t *testing.T) {
 		if err := send(PriorityHigh); !errors.Is(err, ErrLimited) {
 			t.Fatalf("sixth request: err = %v, want ErrLimited: the bucket is empty", err)
 		}
-		if st := tr.LimitStatus("api.example.com").Scopes[0]; st.Tokens >= 1 {
+		if st := tr.KeyStatus("api.example.com").Scopes[0]; st.Tokens >= 1 {
 			t.Errorf("tokens left = %v, want under 1", st.Tokens)
 		}
 	})
@@ -224,9 +224,9 @@ func TestScopesStack(t *testing.T) {
 		if got := s.offsets(start); fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("sent at %v, want %v", got, want)
 		}
-		st := tr.LimitStatus("api.example.com")
+		st := tr.KeyStatus("api.example.com")
 		if len(st.Scopes) != 3 || st.Scopes[1].Key != "" || st.Scopes[0].Name != "minute" || st.Scopes[0].Burst != 3 || st.Scopes[2].Name != LearnedScope {
-			t.Errorf("LimitStatus scopes = %+v", st.Scopes)
+			t.Errorf("KeyStatus scopes = %+v", st.Scopes)
 		}
 	})
 }

@@ -28,7 +28,7 @@ func TestToldLimitKeptToTheLetter(t *testing.T) {
 		if wall != 2*time.Second || failed != 0 {
 			t.Errorf("25 calls took %v, %d failed; want 2s and none", wall, failed)
 		}
-		if st := tr.LimitStatus("api.test").Scopes; len(st) != 2 || st[1].Counted || st[1].LearnedRate != 0 {
+		if st := tr.KeyStatus("api.test").Scopes; len(st) != 2 || st[1].Counted || st[1].LearnedRate != 0 {
 			t.Errorf("scopes %+v, want the learned scope to have learned nothing", st)
 		}
 	})
@@ -95,7 +95,7 @@ func TestToldWindowCorrectedBySlidingCounter(t *testing.T) {
 			if !told {
 				return
 			}
-			st := tr.LimitStatus("api.test").Scopes
+			st := tr.KeyStatus("api.test").Scopes
 			if learned := st[len(st)-1]; learned.Name != LearnedScope || learned.LearnedRate <= 0 || learned.LearnedRate > 50 {
 				t.Errorf("the learned scope %+v, want a pace learned at or below the told 50 a second", learned)
 			}
@@ -111,7 +111,7 @@ func TestToldAnewIsTrustedAgain(t *testing.T) {
 		srv := ratewisetest.NewBucket(ratewisetest.Config{Rate: 5, Burst: 5})
 		tr := New(srv, WithLimit(Limit{Name: "plan", Rate: 10, Burst: 10}))
 		goodput(tr, 5, 40) // the told 10/s is refused: the key learns below it
-		if st := tr.LimitStatus("api.test").Scopes; st[1].LearnedRate <= 0 {
+		if st := tr.KeyStatus("api.test").Scopes; st[1].LearnedRate <= 0 {
 			t.Fatalf("scopes %+v, want a pace learned under the refused plan", st)
 		}
 		if err := tr.SetLimit(Limit{Name: "plan", Rate: 5, Burst: 5}); err != nil {

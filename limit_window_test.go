@@ -135,14 +135,14 @@ func TestWindowIsNeverRefusedByAServerWindow(t *testing.T) {
 	}
 }
 
-// TestWindowStatus: LimitStatus says the window, what one admits and how
+// TestWindowStatus: KeyStatus says the window, what one admits and how
 // many more may start now; the learned scope follows it, learning
 // nothing while the server refuses nothing.
 func TestWindowStatus(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tr := New(newScript(answer(200)).mock(), WithLimit(threePer10s))
 		callsAt(t, tr, time.Now(), 0)
-		scopes := tr.LimitStatus("api.test").Scopes
+		scopes := tr.KeyStatus("api.test").Scopes
 		if len(scopes) != 2 || scopes[1].Name != LearnedScope || scopes[1].LearnedRate != 0 {
 			t.Fatalf("scopes %+v, want the told window, then the learned scope with nothing learned", scopes)
 		}
@@ -152,7 +152,7 @@ func TestWindowStatus(t *testing.T) {
 			t.Errorf("status %s, want a window of 10 s admitting 3, 2 more now", b)
 		}
 		time.Sleep(aWindowOn)
-		if st := tr.LimitStatus("api.test").Scopes[0]; st.Tokens != 3 {
+		if st := tr.KeyStatus("api.test").Scopes[0]; st.Tokens != 3 {
 			t.Errorf("a window on: %v may start, want 3", st.Tokens)
 		}
 	})

@@ -387,7 +387,7 @@ func TestWatchingDoesNotKeepIdleStateAlive(t *testing.T) {
 		for i := range 240 { // an hour, scraped every 15s
 			time.Sleep(15 * time.Second)
 			tr.BreakerStatuses()
-			tr.LimitStatus("h1.test")
+			tr.KeyStatus("h1.test")
 			if i%4 == 0 {
 				get(fmt.Sprintf("fresh%d.test", i)) // traffic elsewhere, so sweeps run
 			}

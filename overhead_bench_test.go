@@ -57,7 +57,7 @@ func BenchmarkOverheadLearned(b *testing.B) {
 	if _, err := tr.RoundTrip(req); err != nil { // the first answer's count arms the key
 		b.Fatal(err)
 	}
-	if st := tr.LimitStatus("api.example.com").Scopes[0]; !st.Counted {
+	if st := tr.KeyStatus("api.example.com").Scopes[0]; !st.Counted {
 		b.Fatalf("status %+v, want the key paced by the server's count", st)
 	}
 	b.ReportAllocs()

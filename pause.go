@@ -47,7 +47,7 @@ type PausePolicy struct {
 	// sees pauses the key in all of them. Each request then asks the store
 	// whether its key is paused. When the store fails, the gate goes on
 	// with the pauses this transport knows, unless the store fails closed:
-	// then the request fails with a *LimitError and is not sent.
+	// then the request fails with a *ClientLimitError and is not sent.
 	Store store.Pauses
 }
 
@@ -98,13 +98,13 @@ func newGate(p PausePolicy) *gate {
 
 // admit waits out key's pause, if any, looking again after each wait:
 // another refusal may have pushed it further. A store that fails closed
-// refuses the request with a *LimitError.
+// refuses the request with a *ClientLimitError.
 func (g *gate) admit(c *call, key string) error {
 	for {
 		asked, ok := c.pre.pauseAnswer(key)
 		d, left, err := g.Wait(c.ctx, key, asked, ok)
 		if closed, isClosed := err.(*pause.StoreClosedError); isClosed {
-			return &LimitError{Scope: "pause", Key: key, Reason: "store-unavailable", Err: closed.Err}
+			return &ClientLimitError{Scope: "pause", Key: key, Reason: "store-unavailable", Err: closed.Err}
 		}
 		if err != nil || d == 0 {
 			return err

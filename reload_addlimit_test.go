@@ -14,7 +14,7 @@ import (
 
 // kanbanize-rate-limit-plan.md §1 (stay under the published limits): a
 // limit added to a running transport paces the requests that come after,
-// as one given to New does, and shows in Limits and LimitStatus.
+// as one given to New does, and shows in Limits and KeyStatus.
 func TestAddLimitPacesWhatComesNext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newScript(answer(200))
@@ -44,9 +44,9 @@ func TestAddLimitPacesWhatComesNext(t *testing.T) {
 		if strings.Join(names, ",") != "api,"+LearnedScope {
 			t.Errorf("Limits() are named %v, want api, then the learned scope kept last", names)
 		}
-		st := tr.LimitStatus("api.example.com")
+		st := tr.KeyStatus("api.example.com")
 		if len(st.Scopes) != 2 || st.Scopes[0].Name != "api" || st.Scopes[0].Rate != 1 || st.Scopes[0].Burst != 2 {
-			t.Errorf("LimitStatus = %+v, want the added scope at 1/s, burst 2", st.Scopes)
+			t.Errorf("KeyStatus = %+v, want the added scope at 1/s, burst 2", st.Scopes)
 		}
 	})
 }
@@ -82,7 +82,7 @@ func TestAddLimitAdaptiveLearns(t *testing.T) {
 		s := newScript(answer(429, "Retry-After", "1"))
 		tr := New(s.mock(), WithoutLearning(), WithRetry(RetryPolicy{MaxAttempts: 1}))
 		learned := func() bool {
-			for _, st := range tr.LimitStatus(host).Scopes {
+			for _, st := range tr.KeyStatus(host).Scopes {
 				if st.LearnedRate > 0 {
 					return true
 				}
@@ -99,7 +99,7 @@ func TestAddLimitAdaptiveLearns(t *testing.T) {
 		time.Sleep(time.Second)
 		_, _ = callOnce(t, tr, context.Background())
 		if !learned() {
-			t.Errorf("an Adaptive scope was added, yet a refusal taught it nothing: %+v", tr.LimitStatus(host).Scopes)
+			t.Errorf("an Adaptive scope was added, yet a refusal taught it nothing: %+v", tr.KeyStatus(host).Scopes)
 		}
 	})
 }

@@ -84,7 +84,7 @@ func TestSetLimitChangesTheRate(t *testing.T) {
 		if got := tr.Limits()[0]; got.Rate != 1 || got.Name != "api" {
 			t.Errorf("Limits() = %+v", got)
 		}
-		if st := tr.LimitStatus(host).Scopes[0]; st.Rate != 1 {
+		if st := tr.KeyStatus(host).Scopes[0]; st.Rate != 1 {
 			t.Errorf("status rate = %v, want 1", st.Rate)
 		}
 	})

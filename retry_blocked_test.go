@@ -103,7 +103,7 @@ func TestBlockedAnswersOpenABreakerThatEscalates(t *testing.T) {
 		if !errors.As(err, &open) || open.ResetIn != time.Hour || s.calls() != 3 {
 			t.Fatalf("after three blocked answers: err = %v, %d sent; want the breaker open for 1h, nothing sent", err, s.calls())
 		}
-		st := tr.LimitStatus(host).Breaker
+		st := tr.KeyStatus(host).Breaker
 		if st.Cause.StatusCode != 200 || st.Cause.Class != Blocked || st.Cause.Detail != "Sign in to confirm you’re not a bot" {
 			t.Errorf("cause = %+v, want the blocked 200 and its line", st.Cause)
 		}
@@ -115,7 +115,7 @@ func TestBlockedAnswersOpenABreakerThatEscalates(t *testing.T) {
 		}
 		readAll(t, resp)
 		_, err = tr.RoundTrip(mustRequest(t, http.MethodGet, nil))
-		if !errors.As(err, &open) || open.ResetIn != 6*time.Hour || tr.LimitStatus(host).Breaker.Level != 1 {
+		if !errors.As(err, &open) || open.ResetIn != 6*time.Hour || tr.KeyStatus(host).Breaker.Level != 1 {
 			t.Errorf("after the blocked probe: err = %v, want open for 6h at level 1", err)
 		}
 		if s.calls() != 4 {

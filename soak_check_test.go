@@ -88,8 +88,8 @@ func (s *soak) checkSecrets(t *testing.T) {
 		metricsText = append(metricsText, string(b))
 	}
 	for i := range soakHosts {
-		b, _ := json.Marshal(s.tr.LimitStatus(soakHost(i)))
-		metricsText = append(metricsText, string(b), fmt.Sprintf("%+v", s.tr.LimitStatus(soakHost(i))))
+		b, _ := json.Marshal(s.tr.KeyStatus(soakHost(i)))
+		metricsText = append(metricsText, string(b), fmt.Sprintf("%+v", s.tr.KeyStatus(soakHost(i))))
 	}
 	sources := map[string][]string{
 		"log line":      strings.Split(s.logs.String(), "\n"),

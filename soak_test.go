@@ -295,7 +295,7 @@ func (s *soak) outcome(n int, req *http.Request, resp *http.Response, err error)
 		}
 		s.report(inner.Error())
 		var open *ratewise.CircuitOpenError
-		var limited *ratewise.LimitError
+		var limited *ratewise.ClientLimitError
 		var netErr net.Error
 		switch {
 		case errors.As(inner, &open):

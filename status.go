@@ -7,10 +7,10 @@ import (
 	"time"
 )
 
-// LimitStatus is a snapshot of what holds a key back: its pause, each
+// KeyStatus is a snapshot of what holds a key back: its pause, each
 // limit scope's state and its breaker. It marshals to JSON with durations
 // in seconds, for get_throttle_stats-style tools.
-type LimitStatus struct {
+type KeyStatus struct {
 	Key string `json:"key"`
 	// PausedFor is what is left of the key's pause.
 	PausedFor time.Duration `json:"-"`
@@ -93,8 +93,8 @@ type BreakerStatus struct {
 }
 
 // MarshalJSON writes the status with PausedFor in seconds.
-func (s LimitStatus) MarshalJSON() ([]byte, error) {
-	type plain LimitStatus
+func (s KeyStatus) MarshalJSON() ([]byte, error) {
+	type plain KeyStatus
 	return json.Marshal(struct {
 		plain
 		PausedFor float64 `json:"paused_for_seconds"`
@@ -117,15 +117,15 @@ func (s BreakerStatus) MarshalJSON() ([]byte, error) {
 	return json.Marshal(out)
 }
 
-// LimitStatus reports the state kept for key (a host, by default): the
+// KeyStatus reports the state kept for key (a host, by default): the
 // pause, each limit scope's bucket and slots, and the breaker; a scope
 // keyed by Global reports its one state. A key with no state reports an
-// idle one, and none is created. What a store shares, LimitStatus asks it,
+// idle one, and none is created. What a store shares, KeyStatus asks it,
 // one call each: a failing store leaves what this transport knows, but a
 // breaker's store failing closed reports the breaker open.
-func (t *Transport) LimitStatus(key string) LimitStatus {
+func (t *Transport) KeyStatus(key string) KeyStatus {
 	now := time.Now()
-	st := LimitStatus{Key: key}
+	st := KeyStatus{Key: key}
 	if t.gate != nil {
 		st.PausedFor = t.gate.PausedForShared(key, now)
 	}
@@ -142,7 +142,7 @@ func (t *Transport) LimitStatus(key string) LimitStatus {
 // Blocking reports whether requests to key are held back right now, by an
 // open breaker or a server's cooldown, and for how long: a batch job can
 // stop early instead of failing item by item. With a Store, a pause or a
-// breaker another transport set counts (see LimitStatus).
+// breaker another transport set counts (see KeyStatus).
 func (t *Transport) Blocking(key string) (bool, time.Duration) {
 	now := time.Now()
 	var wait time.Duration

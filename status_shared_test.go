@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// Tests of what LimitStatus and Blocking read from a store: what the fleet
+// Tests of what KeyStatus and Blocking read from a store: what the fleet
 // knows, every transport reports.
 
 // adr-009-token-bucket-redis.md, get_status(identifier): every replica
@@ -27,12 +27,12 @@ func TestLimitStatusReportsTheSharedBucket(t *testing.T) {
 				}
 			}
 			for name, tr := range map[string]*Transport{"a, which sent 3": a, "b, which sent nothing": b} {
-				if tokens := tr.LimitStatus(host).Scopes[0].Tokens; tokens != 2 {
+				if tokens := tr.KeyStatus(host).Scopes[0].Tokens; tokens != 2 {
 					t.Errorf("%s: %s reports %v tokens, want the shared bucket's 2", limit.Name, name, tokens)
 				}
 			}
 			time.Sleep(time.Second)
-			if tokens := b.LimitStatus(host).Scopes[0].Tokens; tokens != 3 {
+			if tokens := b.KeyStatus(host).Scopes[0].Tokens; tokens != 3 {
 				t.Errorf("%s: a second later at 1/s, b reports %v tokens, want 3", limit.Name, tokens)
 			}
 		}
@@ -40,7 +40,7 @@ func TestLimitStatusReportsTheSharedBucket(t *testing.T) {
 }
 
 // adr-009-token-bucket-redis.md, Redis down: while the store fails, the
-// scope's own bucket stands in, and LimitStatus reports it.
+// scope's own bucket stands in, and KeyStatus reports it.
 func TestLimitStatusWithTheStoreDownReportsTheOwnBucket(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tr := New(newScript(answer(200)).mock(), WithLimit(Limit{Name: "api", Rate: 1, Burst: 5, Store: failingStore{}}))
@@ -49,7 +49,7 @@ func TestLimitStatusWithTheStoreDownReportsTheOwnBucket(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if tokens := tr.LimitStatus(host).Scopes[0].Tokens; tokens != 2 {
+		if tokens := tr.KeyStatus(host).Scopes[0].Tokens; tokens != 2 {
 			t.Errorf("with the mem down: %v tokens, want the own bucket's 2", tokens)
 		}
 	})
@@ -58,7 +58,7 @@ func TestLimitStatusWithTheStoreDownReportsTheOwnBucket(t *testing.T) {
 // youtube-remediation-plan.md, Phase 2: the cooldown is visible to every
 // backend instance, and a batch stops at once rather than hit the API:
 // a pause one transport stored shows in another's Blocking and
-// LimitStatus, the later of its own and the store's winning.
+// KeyStatus, the later of its own and the store's winning.
 func TestBlockingReportsAPauseAnotherTransportStored(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		mem := NewMemoryStore()
@@ -75,8 +75,8 @@ func TestBlockingReportsAPauseAnotherTransportStored(t *testing.T) {
 		if blocked, wait := b.Blocking(host); !blocked || wait != 20*time.Second {
 			t.Errorf("b 10s after a's Retry-After: 30: Blocking = %v, %v; want true, 20s", blocked, wait)
 		}
-		if paused := b.LimitStatus(host).PausedFor; paused != 20*time.Second {
-			t.Errorf("b's LimitStatus.PausedFor = %v, want 20s", paused)
+		if paused := b.KeyStatus(host).PausedFor; paused != 20*time.Second {
+			t.Errorf("b's KeyStatus.PausedFor = %v, want 20s", paused)
 		}
 		// b's own longer pause wins over the store's.
 		b.gate.PauseLocal(host, time.Now().Add(time.Minute))

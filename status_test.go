@@ -21,9 +21,9 @@ func TestLimitStatusJSON(t *testing.T) {
 			WithLimit(Limit{Name: "plan", Rate: rate.Every(2 * time.Second), Burst: 30}),
 			WithBreaker(BreakerPolicy{ConsecutiveFailures: 1}))
 		_, _ = callOnce(t, tr, context.Background())
-		st := tr.LimitStatus(host)
+		st := tr.KeyStatus(host)
 		if st.PausedFor != 30*time.Second || st.Breaker.State != BreakerOpen || st.Scopes[0].Tokens != 29 {
-			t.Fatalf("LimitStatus = %+v, breaker %+v", st, *st.Breaker)
+			t.Fatalf("KeyStatus = %+v, breaker %+v", st, *st.Breaker)
 		}
 		js, err := json.Marshal(st)
 		if err != nil {
@@ -40,12 +40,12 @@ func TestLimitStatusJSON(t *testing.T) {
 
 func TestLimitStatusOfUnknownKeyCreatesNothing(t *testing.T) {
 	tr := New(nil, WithLimit(Limit{Rate: 1}), WithBreaker(BreakerPolicy{}))
-	st := tr.LimitStatus("never.example.com")
+	st := tr.KeyStatus("never.example.com")
 	if st.PausedFor != 0 || st.Scopes[0].Tokens != 1 || st.Breaker.State != BreakerClosed {
-		t.Errorf("LimitStatus of an unknown key = %+v, want an idle one", st)
+		t.Errorf("KeyStatus of an unknown key = %+v, want an idle one", st)
 	}
 	if n := tr.scopes()[0].states.Len() + tr.breakers.Len(); n != 0 {
-		t.Errorf("LimitStatus created %d states, want none", n)
+		t.Errorf("KeyStatus created %d states, want none", n)
 	}
 	if blocked, d := tr.Blocking("never.example.com"); blocked || d != 0 {
 		t.Errorf("Blocking = %v, %v; want false, 0", blocked, d)
@@ -107,12 +107,12 @@ func TestPriorityString(t *testing.T) {
 }
 
 func TestLimitErrorMessage(t *testing.T) {
-	err := error(&LimitError{Scope: "plan", Key: host, Reason: "fail-fast", RetryIn: 2 * time.Second})
+	err := error(&ClientLimitError{Scope: "plan", Key: host, Reason: "fail-fast", RetryIn: 2 * time.Second})
 	if want := "ratewise: plan refused the request (fail-fast); a slot frees up in 2s"; err.Error() != want {
 		t.Errorf("Error() = %q, want %q", err, want)
 	}
 	if !errors.Is(err, ErrLimited) {
-		t.Error("LimitError does not match ErrLimited")
+		t.Error("ClientLimitError does not match ErrLimited")
 	}
 }
 

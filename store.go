@@ -12,7 +12,7 @@ import (
 
 // ErrStoreUnavailable is [store.ErrUnavailable]: a store that fails closed
 // wraps it, and a request refused so gets an error that matches it, a
-// *LimitError or a *CircuitOpenError.
+// *ClientLimitError or a *CircuitOpenError.
 var ErrStoreUnavailable = store.ErrUnavailable
 
 // Rules returns what a store needs of p, defaults filled in.

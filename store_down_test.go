@@ -84,8 +84,8 @@ func TestStoreDownFailsClosed(t *testing.T) {
 		opt  Option
 		want any
 	}{
-		{"limit", WithLimit(Limit{Rate: 10, Store: closed}), new(*LimitError)},
-		{"pause", WithPause(PausePolicy{Store: closed}), new(*LimitError)},
+		{"limit", WithLimit(Limit{Rate: 10, Store: closed}), new(*ClientLimitError)},
+		{"pause", WithPause(PausePolicy{Store: closed}), new(*ClientLimitError)},
 		{"breaker", WithBreaker(BreakerPolicy{Store: closed}), new(*CircuitOpenError)},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -179,9 +179,9 @@ func TestSharedLimitRefusalsTakeNothing(t *testing.T) {
 				t.Fatal(err)
 			}
 			_, err := callOnce(t, tr, context.Background())
-			var limited *LimitError
+			var limited *ClientLimitError
 			if !errors.As(err, &limited) || limited.Reason != tt.reason || limited.RetryIn != 100*time.Millisecond {
-				t.Errorf("%s: err = %v, want a %s LimitError with RetryIn 100ms", tt.reason, err, tt.reason)
+				t.Errorf("%s: err = %v, want a %s ClientLimitError with RetryIn 100ms", tt.reason, err, tt.reason)
 			}
 			if w, _ := mem.Take(context.Background(), "api:"+host, 1, 10, 1, 0); w != 100*time.Millisecond {
 				t.Errorf("%s: the refused request took a token: the next is %v away, want 100ms", tt.reason, w)

@@ -31,7 +31,7 @@ type Trace struct {
 	// BreakerStateChanged is called when a key's breaker changes state.
 	// The trace given to WithTrace hears every change, in the goroutine
 	// that found it: a request that caused it, a probe's timer, or a status
-	// read (LimitStatus, BreakerStatuses) that saw an open breaker go
+	// read (KeyStatus, BreakerStatuses) that saw an open breaker go
 	// half-open. A trace given with WithCallTrace hears the changes its
 	// call's attempts caused by their outcomes, in the call's goroutine.
 	BreakerStateChanged func(BreakerChange)

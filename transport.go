@@ -128,7 +128,7 @@ func idleTimeout(d time.Duration) time.Duration {
 // LearnedScope is the Name of the limit scope that [New] adds, after the
 // Limits given, unless [WithoutLearning] or an Adaptive Limit given
 // learns of every request: Limit{Name: LearnedScope, Adaptive: true},
-// keyed by Host. [Transport.LimitStatus] reports it, and
+// keyed by Host. [Transport.KeyStatus] reports it, and
 // [Transport.SetLimit] may give it a ceiling (a Rate).
 const LearnedScope = "learned"
 
@@ -174,7 +174,7 @@ func (t *Transport) CloseIdleConnections() {
 // RoundTrip sends req through the pipeline and returns the final response
 // with a nil error, whatever its status. It returns an error only when there
 // is no response to give: a network failure, an open breaker
-// (*CircuitOpenError), a limit that refused to queue (*LimitError), or a
+// (*CircuitOpenError), a limit that refused to queue (*ClientLimitError), or a
 // wait budget spent before any response came; a refused wait returns the
 // previous response when its body was small enough (4 KiB) to keep. A
 // cancelled context ends the call with its error. req is not modified.

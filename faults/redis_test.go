@@ -204,7 +204,7 @@ func (f *fleet) run(t *testing.T, d time.Duration) (from, to time.Time) {
 				for time.Now().Before(end) {
 					req, _ := http.NewRequest(http.MethodGet, f.api.URL, nil)
 					o := do(t, c, req, time.Second)
-					var limit *ratewise.LimitError
+					var limit *ratewise.ClientLimitError
 					if o.err != nil && !errors.As(o.err, &limit) && !errors.Is(o.err, context.DeadlineExceeded) {
 						t.Errorf("a call to the API: %v", o.err)
 					}

@@ -298,7 +298,7 @@ func TestSoakUnderToxics(t *testing.T) {
 // errorKind names a call's error by what the caller can tell of it.
 func errorKind(err error) string {
 	var open *ratewise.CircuitOpenError
-	var limit *ratewise.LimitError
+	var limit *ratewise.ClientLimitError
 	switch {
 	case errors.As(err, &open):
 		return "refused by the open breaker"

@@ -333,7 +333,7 @@ func (a *autoLimits) install(limits Limits, again bool) error {
 // tokens returns the tokens of the key's bucket in the scope named name,
 // and whether it has one.
 func (a *autoLimits) tokens(name string) (float64, bool) {
-	for _, s := range a.rw.LimitStatus(a.hash).Scopes {
+	for _, s := range a.rw.KeyStatus(a.hash).Scopes {
 		if s.Name == name && s.Burst > 0 {
 			return s.Tokens, true
 		}

@@ -275,19 +275,19 @@ func addScopes(rw *ratewise.Transport, scopes []ratewise.Limit) error {
 	return nil
 }
 
-// LimitStatus says what holds the client's calls back now, keyed by the
+// KeyStatus says what holds the client's calls back now, keyed by the
 // API's host: the scopes of its plan and its breaker, kept per API key
 // (the plan told by WithPlan, or read from the API under PlanAuto), and
 // the transport's own scopes and pause, kept per host (the pace learned
 // from the API's refusals among them). The API key shows only as the
 // hash its state is kept under.
-func (c *Client) LimitStatus() ratewise.LimitStatus {
+func (c *Client) KeyStatus() ratewise.KeyStatus {
 	host := ""
 	if u, err := url.Parse(c.base); err == nil {
 		host = u.Host
 	}
-	st := c.rw.LimitStatus(host)
-	keyed := c.rw.LimitStatus(ratewise.ByHeader("apikey")(&http.Request{Header: http.Header{apiKeyHeader: {c.apiKey}}}))
+	st := c.rw.KeyStatus(host)
+	keyed := c.rw.KeyStatus(ratewise.ByHeader("apikey")(&http.Request{Header: http.Header{apiKeyHeader: {c.apiKey}}}))
 	for i, s := range st.Scopes {
 		// A plan's scope (limitScopes): its state is the key's. A scope
 		// added between the two looks keeps the host's.
@@ -301,7 +301,7 @@ func (c *Client) LimitStatus() ratewise.LimitStatus {
 
 // Transport returns the ratewise transport the client calls through: the
 // one it built, or the one WithHTTPClient brought. Ask it what it is doing
-// (Stats, LimitStatus, BreakerStatuses) or turn it down at run time
+// (Stats, KeyStatus, BreakerStatuses) or turn it down at run time
 // (SetRetryPolicy, SetLimit).
 func (c *Client) Transport() *ratewise.Transport { return c.rw }
 
@@ -512,3 +512,8 @@ func (c *Client) ReadCard(ctx context.Context, card string) (*CardDetails, error
 	}
 	return d, nil
 }
+
+// LimitStatus is the former name of KeyStatus.
+//
+// Deprecated: use [Client.KeyStatus].
+func (c *Client) LimitStatus() ratewise.KeyStatus { return c.KeyStatus() }

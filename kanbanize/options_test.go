@@ -228,9 +228,9 @@ func TestWithPlanOverAnOwnTransport(t *testing.T) {
 		if want := "kanbanize standard per minute,kanbanize standard per hour,learned"; strings.Join(names, ",") != want {
 			t.Errorf("Limits() are named %q, want %s: the learned scope stays last", names, want)
 		}
-		st := rw.LimitStatus(planKey(t)).Scopes
+		st := rw.KeyStatus(planKey(t)).Scopes
 		if len(st) != 3 || st[0].Burst != 30 || st[1].Burst != 600 {
-			t.Errorf("LimitStatus scopes = %+v, want the plan's 30 a minute and 600 an hour", st)
+			t.Errorf("KeyStatus scopes = %+v, want the plan's 30 a minute and 600 an hour", st)
 		}
 
 		start := time.Now()

@@ -76,17 +76,17 @@ func TestRetryOptionsWithDefaults(t *testing.T) {
 	}
 }
 
-// LimitStatus shows the plan's scopes by the API key's hash, never the
+// KeyStatus shows the plan's scopes by the API key's hash, never the
 // key, and the learned scope, pause and breaker by the host.
-func TestClientLimitStatus(t *testing.T) {
+func TestClientKeyStatus(t *testing.T) {
 	c, _ := newClient(t, kanbanizetest.Config{}, kanbanize.WithPlan(kanbanize.PlanStandard))
 	if _, err := c.ReadCard(context.Background(), "100"); err != nil {
 		t.Fatal(err)
 	}
-	st := c.LimitStatus()
+	st := c.KeyStatus()
 	b, _ := json.Marshal(st)
 	if strings.Contains(string(b), kanbanizetest.DefaultAPIKey) {
-		t.Errorf("LimitStatus shows the API key: %s", b)
+		t.Errorf("KeyStatus shows the API key: %s", b)
 	}
 	names := map[string]ratewise.ScopeStatus{}
 	for _, s := range st.Scopes {
@@ -101,6 +101,9 @@ func TestClientLimitStatus(t *testing.T) {
 	}
 	if st.Breaker == nil || st.Breaker.Key != minute.Key {
 		t.Errorf("the breaker: %+v, want the API key's", st.Breaker)
+	}
+	if old := c.LimitStatus(); old.Key != st.Key || len(old.Scopes) != len(st.Scopes) {
+		t.Errorf("LimitStatus, the former name, = %+v; want KeyStatus's %+v", old, st)
 	}
 }
 

@@ -116,7 +116,7 @@ func (c *call) ended(i ratewise.CallEndInfo) {
 		attrs = append(attrs, attrGiveUp.String(string(i.GaveUp)))
 	}
 	var open *ratewise.CircuitOpenError
-	var limit *ratewise.LimitError
+	var limit *ratewise.ClientLimitError
 	switch {
 	case errors.As(i.Err, &open):
 		c.span.AddEvent("ratewise.refused", trace.WithAttributes(attrRefusedBy.String("breaker"),

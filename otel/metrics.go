@@ -23,7 +23,7 @@ import (
 // MaxKeys bounds the keys each gauge reports: the learned rates of the
 // first keys seen, and the first breakers ratewise lists. The counters
 // and histograms take every key, as ratewise's own Stats do. A
-// collection reads each of those keys' status (Transport.LimitStatus,
+// collection reads each of those keys' status (Transport.KeyStatus,
 // BreakerStatuses): with a Store, that asks the store, a round trip per
 // shared scope, pause and breaker of each key.
 const MaxKeys = 256
@@ -162,7 +162,7 @@ func (in *instruments) observe(rw *ratewise.Transport) {
 		}
 		in.keys.Range(func(k, _ any) bool {
 			key := k.(string)
-			for _, s := range rw.LimitStatus(key).Scopes {
+			for _, s := range rw.KeyStatus(key).Scopes {
 				if s.Adaptive && s.LearnedRate > 0 { // an adaptive scope's Rate is 0: its pace is LearnedRate
 					o.ObserveFloat64(in.learned, s.LearnedRate, metric.WithAttributes(attrKey.String(key), attrScopeName.String(s.Name)))
 				}

@@ -38,7 +38,7 @@ func TestAcquireSharesTheRedisBucketAcrossTransports(t *testing.T) {
 	if tokens, err := store.Tokens(ctx, "api:"+key, 2, 2); err != nil || tokens >= 1 {
 		t.Errorf("the store's bucket after a's Acquire of 2: %v tokens, %v; want less than 1", tokens, err)
 	}
-	if tokens := b.LimitStatus(key).Scopes[0].Tokens; tokens >= 1 {
+	if tokens := b.KeyStatus(key).Scopes[0].Tokens; tokens >= 1 {
 		t.Errorf("b, which sent nothing, reports %v tokens, want the shared bucket's, less than 1", tokens)
 	}
 	if err := get(b, api.URL); err != nil {
@@ -48,7 +48,7 @@ func TestAcquireSharesTheRedisBucketAcrossTransports(t *testing.T) {
 		t.Errorf("b's request after a took the burst ended %v after a's Acquire, want it to wait for the next token, 500ms on", took)
 	}
 	// a, refused at once, is told when the next 2 come.
-	var le *ratewise.LimitError
+	var le *ratewise.ClientLimitError
 	if err := a.Acquire(ctx, "api", key, 2, 0); !errors.As(err, &le) || le.Reason != "fail-fast" ||
 		le.RetryIn <= 0 || le.RetryIn > time.Second {
 		t.Errorf("a's Acquire of 2 right after b's request: %v, want fail-fast within 1s", err)
@@ -58,7 +58,7 @@ func TestAcquireSharesTheRedisBucketAcrossTransports(t *testing.T) {
 
 // youtube-remediation-plan.md, Phase 2: the cooldown is visible to every
 // backend instance: a pause one replica stored in Redis shows in
-// another's Blocking and LimitStatus.
+// another's Blocking and KeyStatus.
 func TestPauseInRedisShowsInEveryTransport(t *testing.T) {
 	srv := redistest.Start(t)
 	client := srv.Client()
@@ -83,7 +83,7 @@ func TestPauseInRedisShowsInEveryTransport(t *testing.T) {
 	if blocked, wait := b.Blocking(key); !blocked || wait < 29*time.Second || wait > 30*time.Second {
 		t.Errorf("b after a's Retry-After: 30: Blocking = %v, %v; want true, about 30s", blocked, wait)
 	}
-	if paused := b.LimitStatus(key).PausedFor; paused < 29*time.Second || paused > 30*time.Second {
-		t.Errorf("b's LimitStatus.PausedFor = %v, want about 30s", paused)
+	if paused := b.KeyStatus(key).PausedFor; paused < 29*time.Second || paused > 30*time.Second {
+		t.Errorf("b's KeyStatus.PausedFor = %v, want about 30s", paused)
 	}
 }

@@ -108,7 +108,7 @@ func TestReplicaSeesTheBreakerAnotherOpened(t *testing.T) {
 	if !blocked || d <= 55*time.Second || d > time.Minute {
 		t.Errorf("b.Blocking = %v, %v; want true, about a minute", blocked, d)
 	}
-	st := b.LimitStatus(host).Breaker
+	st := b.KeyStatus(host).Breaker
 	want := ratewise.BreakerCause{StatusCode: 503, Class: ratewise.Final, Detail: "backend overloaded"}
 	if st.State != ratewise.BreakerOpen || st.Cause != want || st.OpenedAt.Before(before) || st.OpenedAt.After(time.Now()) {
 		t.Errorf("b's status = %+v; want open since a's trip, caused by %+v", st, want)

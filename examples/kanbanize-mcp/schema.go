@@ -124,7 +124,7 @@ const (
 
 	// throttleStatsOutput is get_throttle_stats's result: ratewise.Stats,
 	// the transport's ratewise.BreakerStatus values and the account's
-	// ratewise.LimitStatus.
+	// ratewise.KeyStatus.
 	throttleStatsOutput = `{
 "type": "object",
 "required": ["stats", "breakers", "limits"],

@@ -142,7 +142,7 @@ type throttleStats struct {
 	// Limits is what holds the account's calls back now: the plan's
 	// limits (told, or read from the API under auto), the pace learned
 	// from refusals, a pause and the breaker, with their state.
-	Limits ratewise.LimitStatus `json:"limits"`
+	Limits ratewise.KeyStatus `json:"limits"`
 }
 
 func (t *tools) throttleStats(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, throttleStats, error) {
@@ -151,7 +151,7 @@ func (t *tools) throttleStats(context.Context, *mcp.CallToolRequest, struct{}) (
 	if breakers == nil {
 		breakers = []ratewise.BreakerStatus{}
 	}
-	return nil, throttleStats{Stats: rw.Stats(), Breakers: breakers, Limits: t.client.LimitStatus()}, nil
+	return nil, throttleStats{Stats: rw.Stats(), Breakers: breakers, Limits: t.client.KeyStatus()}, nil
 }
 
 // retrySchema is the inferred schema of read_card_with_retry's arguments,

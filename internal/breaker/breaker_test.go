@@ -210,3 +210,57 @@ func TestTripsAreToldToTheStore(t *testing.T) {
 		}
 	})
 }
+
+// WindowFailures within Window trip the breaker, successes in between or
+// not; a new Config takes effect on a clean breaker's next use.
+func TestWindowFailuresAndANewConfig(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := config(nil)
+		cfg.ConsecutiveFailures, cfg.WindowFailures = 10, 3
+		b := New(cfg, nil, time.Minute)
+		for _, r := range []Result{Failure, Success, Failure, Success, Failure} {
+			attempt(t, b, "k", r)
+		}
+		if v := attempt(t, b, "k", Success); v.OpenFor != 10*time.Second {
+			t.Fatalf("after 3 failures in the window, successes between: %+v, want open 10s", v)
+		}
+		// Another key, clean: a new Config of 1 failure trips it at once.
+		attempt(t, b, "other", Success)
+		strict := config(nil)
+		strict.ConsecutiveFailures = 1
+		b.SetConfig(strict)
+		attempt(t, b, "other", Failure)
+		if v := attempt(t, b, "other", Success); v.OpenFor == 0 {
+			t.Errorf("under the new Config of 1 failure: %+v, want open", v)
+		}
+	})
+}
+
+// A clean breaker idle past the idle timeout is forgotten, and so is one
+// whose first cooldown is over; one escalated by a failed probe is kept
+// until its level decays.
+func TestIdleBreakersAreForgotten(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := New(config(nil), nil, time.Minute)
+		attempt(t, b, "clean", Success)
+		attempt(t, b, "tripped", Failure)
+		attempt(t, b, "tripped", Failure)
+		attempt(t, b, "escalated", Failure)
+		attempt(t, b, "escalated", Failure)
+		time.Sleep(10 * time.Second)
+		attempt(t, b, "escalated", Failure) // the probe fails: level 1
+		for i := range 8 { // new keys bring the sweeps
+			time.Sleep(30 * time.Second)
+			attempt(t, b, "new-"+string(rune('a'+i)), Success)
+		}
+		if b.Kept("clean") {
+			t.Error("a clean breaker idle 4m is kept")
+		}
+		if b.Kept("tripped") {
+			t.Error("a breaker whose first cooldown ended minutes ago is kept")
+		}
+		if !b.Kept("escalated") {
+			t.Error("a breaker at level 1, not decayed, is forgotten")
+		}
+	})
+}

@@ -249,7 +249,7 @@ func TestIdleBreakersAreForgotten(t *testing.T) {
 		attempt(t, b, "escalated", Failure)
 		time.Sleep(10 * time.Second)
 		attempt(t, b, "escalated", Failure) // the probe fails: level 1
-		for i := range 8 { // new keys bring the sweeps
+		for i := range 8 {                  // new keys bring the sweeps
 			time.Sleep(30 * time.Second)
 			attempt(t, b, "new-"+string(rune('a'+i)), Success)
 		}

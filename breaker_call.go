@@ -66,8 +66,7 @@ func (c *call) admitBreaker() error {
 		b.Release(e)
 		return err
 	}
-	t, err := c.admitLocal(b, key, e)
-	if err != nil {
+	if err := c.admitLocal(b, key, e); err != nil {
 		if shared.Probe {
 			b.ReleaseProbe(c.ctx, key, shared.ProbeID)
 		}
@@ -75,23 +74,24 @@ func (c *call) admitBreaker() error {
 		b.Release(e)
 		return err
 	}
-	t.SetShared(shared, asked)
+	// c.ticket holds e until the outcome.
+	c.ticket.SetShared(shared, asked)
 	if c.trace != nil && c.trace.BreakerStateChanged != nil {
 		heard := c.trace.BreakerStateChanged
-		t.Heard = func(ch breaker.Change) { heard(changeFromEngine(ch)) }
+		c.ticket.Heard = func(ch breaker.Change) { heard(changeFromEngine(ch)) }
 	}
-	c.ticket = t // holds e until the outcome
 	return nil
 }
 
-// admitLocal lets an attempt through this transport's breaker for key.
-func (c *call) admitLocal(b *breakers, key string, e *breaker.Entry) (breaker.Ticket, error) {
+// admitLocal lets an attempt through this transport's breaker for key,
+// its ticket in c.ticket.
+func (c *call) admitLocal(b *breakers, key string, e *breaker.Entry) error {
 	for {
-		t, v := b.TryLocal(key, e)
+		v := b.TryLocal(&c.ticket, key, e)
 		var err error
 		switch {
 		case v.Go:
-			return t, nil
+			return nil
 		case v.OpenFor > 0:
 			err = c.waitBreakerReset(key, v.OpenFor, v.Failures)
 		case v.Woken != nil:
@@ -100,7 +100,7 @@ func (c *call) admitLocal(b *breakers, key string, e *breaker.Entry) (breaker.Ti
 			err = &CircuitOpenError{Key: key, State: BreakerOpen.String(), Failures: v.Failures}
 		}
 		if err != nil {
-			return breaker.Ticket{}, err
+			return err
 		}
 	}
 }
@@ -186,7 +186,7 @@ func (c *call) tellBreaker(resp *http.Response, err error, class Class) {
 	t := c.ticket
 	c.ticket = breaker.Ticket{}
 	b := c.t.breakers
-	if b == nil {
+	if b == nil || !t.Admitted() {
 		return
 	}
 	limited := err == nil && (class.refusal() || resp.StatusCode == http.StatusTooManyRequests)

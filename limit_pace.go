@@ -56,13 +56,13 @@ func (s *scope) pace(c *call, key string, st *scopeState, deadline time.Time, l 
 		}
 		// The store failed: the scope's own bucket stands in.
 	}
+	var r limit.Reservation
 	for {
-		r, err := st.told.Reserve(c.priority < PriorityNormal, cfg, n, deadline)
-		if err != nil || r.Delay <= 0 {
+		if err := st.told.Reserve(&r, c.priority < PriorityNormal, cfg, n, deadline); err != nil || r.Delay <= 0 {
 			return s.refusal(key, err)
 		}
-		err = c.waitAdmission(r.Delay, WaitPacing)
-		if again := st.told.Waited(r, err); err != nil || !again {
+		err := c.waitAdmission(r.Delay, WaitPacing)
+		if again := st.told.Waited(&r, err); err != nil || !again {
 			return err
 		}
 	}

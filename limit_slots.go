@@ -16,7 +16,7 @@ import (
 // priority when all are taken.
 func (s *scope) acquireSlot(c *call, key string, st *scopeState, deadline time.Time) error {
 	cfg := s.engine()
-	w, err := st.told.TakeSlot(cfg, int(c.priority), time.Now(), deadline)
+	w, err := st.told.TakeSlot(cfg, int(c.priority), deadline)
 	if err != nil || w == nil {
 		return s.refusal(key, err)
 	}

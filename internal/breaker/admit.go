@@ -27,12 +27,14 @@ type Verdict struct {
 
 // TryLocal looks once at e, key's breaker in this process: a clean one
 // lets the attempt go on the fast path, an open one says how long it
-// stays so, a half-open one grants a probe while slots remain.
-func (b *Breakers) TryLocal(key string, e *Entry) (Ticket, Verdict) {
+// stays so, a half-open one grants a probe while slots remain. A verdict
+// Go sets t, the caller's, to the attempt's ticket.
+func (b *Breakers) TryLocal(t *Ticket, key string, e *Entry) Verdict {
 	st := &e.State
 	gen := st.gen.Load()
 	if st.clean.Load() {
-		return Ticket{b: b, key: key, entry: e, fast: true, gen: gen}, Verdict{Go: true}
+		*t = Ticket{b: b, key: key, entry: e, fast: true, gen: gen}
+		return Verdict{Go: true}
 	}
 	st.mu.Lock()
 	// wakes is read before asking gobreaker, so that a probe done after
@@ -41,7 +43,7 @@ func (b *Breakers) TryLocal(key string, e *Entry) (Ticket, Verdict) {
 	st.mu.Unlock()
 	if !openUntil.IsZero() {
 		if resetIn := time.Until(openUntil); resetIn > 0 {
-			return Ticket{}, Verdict{OpenFor: resetIn, Failures: fails}
+			return Verdict{OpenFor: resetIn, Failures: fails}
 		}
 	}
 	done, err := st.cb.Load().Allow()
@@ -49,26 +51,26 @@ func (b *Breakers) TryLocal(key string, e *Entry) (Ticket, Verdict) {
 	switch {
 	case errors.Is(err, gobreaker.ErrOpenState):
 		// Not expected: gobreaker's timeout ends before our openUntil.
-		return Ticket{}, Verdict{Refused: true, Failures: fails}
+		return Verdict{Refused: true, Failures: fails}
 	case err != nil: // half-open with every probe taken
-		return Ticket{}, probesTaken(st, wakes, fails)
+		return probesTaken(st, wakes, fails)
 	}
 	st.mu.Lock()
 	probe := st.state == store.HalfOpen
 	if probe && st.probes >= b.Config().HalfOpenProbes {
 		st.mu.Unlock()
 		done(errExcluded)
-		return Ticket{}, probesTaken(st, wakes, fails)
+		return probesTaken(st, wakes, fails)
 	}
 	if probe {
 		st.probes++
 	}
 	st.mu.Unlock()
-	t := Ticket{b: b, key: key, entry: e, done: done}
+	*t = Ticket{b: b, key: key, entry: e, done: done}
 	if probe {
-		t.probe = &probeGuard{ticket: t} // its timer starts when the probe is sent
+		t.probe = &probeGuard{ticket: *t} // its timer starts when the probe is sent
 	}
-	return t, Verdict{Go: true}
+	return Verdict{Go: true}
 }
 
 // probesTaken is the verdict for an attempt that found every probe slot

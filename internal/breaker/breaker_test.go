@@ -23,7 +23,7 @@ func config(notify func(Change)) Config {
 func attempt(t *testing.T, b *Breakers, key string, r Result) Verdict {
 	t.Helper()
 	e := b.Acquire(key)
-	tk, v := b.TryLocal(key, e)
+	tk, v := tryLocal(b, key, e)
 	if !v.Go {
 		b.Release(e)
 		return v
@@ -48,13 +48,13 @@ func TestTripsProbesAndEscalates(t *testing.T) {
 		time.Sleep(10 * time.Second)
 		// Half-open: the probe goes, a second attempt waits for it.
 		e := b.Acquire("k")
-		probe, v := b.TryLocal("k", e)
+		probe, v := tryLocal(b, "k", e)
 		if !v.Go || !probe.Probe() {
 			t.Fatalf("after the cooldown: %+v, probe %v; want the probe", v, probe.Probe())
 		}
 		probe.Sent()
 		e2 := b.Acquire("k")
-		if _, v := b.TryLocal("k", e2); v.Woken == nil {
+		if _, v := tryLocal(b, "k", e2); v.Woken == nil {
 			t.Fatalf("beside the probe: %+v, want to wait for it", v)
 		}
 		b.Release(e2)
@@ -90,7 +90,7 @@ func TestRateLimitRefusalsCountOncePerEvent(t *testing.T) {
 		b := New(config(nil), nil, time.Minute)
 		var burst []Ticket
 		for range 3 {
-			tk, v := b.TryLocal("k", b.Acquire("k"))
+			tk, v := tryLocal(b, "k", b.Acquire("k"))
 			if !v.Go {
 				t.Fatal(v)
 			}
@@ -105,14 +105,14 @@ func TestRateLimitRefusalsCountOncePerEvent(t *testing.T) {
 			tk.Outcome(context.Background(), Excluded, store.Cause{})
 		}
 		time.Sleep(time.Second)
-		tk, _ := b.TryLocal("k", b.Acquire("k"))
+		tk, _ := tryLocal(b, "k", b.Acquire("k"))
 		tk.Sent()
 		if r := tk.RateLimitEvent(0); r != Excluded {
 			t.Errorf("a refusal 1s into the last event's 5s hint = %v, want excluded", r)
 		}
 		tk.Outcome(context.Background(), Excluded, store.Cause{})
 		time.Sleep(5 * time.Second)
-		tk, _ = b.TryLocal("k", b.Acquire("k"))
+		tk, _ = tryLocal(b, "k", b.Acquire("k"))
 		tk.Sent()
 		if r := tk.RateLimitEvent(0); r != Failure {
 			t.Errorf("a refusal after the hint = %v, want a new event", r)
@@ -132,12 +132,12 @@ func TestProbeTimeoutAndCancel(t *testing.T) {
 		attempt(t, b, "k", Failure)
 		attempt(t, b, "k", Failure)
 		time.Sleep(10 * time.Second)
-		tk, v := b.TryLocal("k", b.Acquire("k"))
+		tk, v := tryLocal(b, "k", b.Acquire("k"))
 		if !tk.Probe() {
 			t.Fatalf("want the probe, got %+v", v)
 		}
 		tk.Cancel(context.Background())
-		tk, _ = b.TryLocal("k", b.Acquire("k"))
+		tk, _ = tryLocal(b, "k", b.Acquire("k"))
 		if !tk.Probe() {
 			t.Fatal("a probe withdrawn unsent did not give its place back")
 		}
@@ -263,4 +263,11 @@ func TestIdleBreakersAreForgotten(t *testing.T) {
 			t.Error("a breaker at level 1, not decayed, is forgotten")
 		}
 	})
+}
+
+// tryLocal is Breakers.TryLocal returning the Ticket.
+func tryLocal(b *Breakers, key string, e *Entry) (Ticket, Verdict) {
+	var t Ticket
+	v := b.TryLocal(&t, key, e)
+	return t, v
 }

@@ -16,8 +16,9 @@ func Example() {
 		Decay: time.Hour, HalfOpenProbes: 1, SuccessesToClose: 1, ProbeTimeout: time.Minute,
 		Rules: store.Rules{Cooldowns: []time.Duration{30 * time.Second}}}, nil, time.Minute)
 	for range 3 {
+		var t breaker.Ticket
 		e := b.Acquire("api.example.com")
-		t, v := b.TryLocal("api.example.com", e)
+		v := b.TryLocal(&t, "api.example.com", e)
 		if !v.Go {
 			b.Release(e)
 			fmt.Println("open for", v.OpenFor.Round(time.Second), "after", v.Failures, "failures")

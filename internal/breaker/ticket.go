@@ -59,6 +59,10 @@ type Ticket struct {
 	Heard func(Change)
 }
 
+// Admitted reports whether t is an admitted attempt's, not the zero
+// Ticket.
+func (t *Ticket) Admitted() bool { return t.b != nil }
+
 // Probe reports whether the attempt is a half-open breaker's probe.
 func (t *Ticket) Probe() bool { return t.probe != nil }
 

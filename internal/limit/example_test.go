@@ -13,15 +13,15 @@ func Example() {
 	cfg := &limit.Config{Rate: 2, Burst: 2}
 	var k limit.Key
 	k.Init(0, cfg)
+	var r limit.Reservation
 	for range 4 {
-		r, err := k.Reserve(false, cfg, 1, time.Time{})
-		if err != nil {
+		if err := k.Reserve(&r, false, cfg, 1, time.Time{}); err != nil {
 			fmt.Println(err)
 			return
 		}
 		fmt.Println("wait", r.Delay.Round(100*time.Millisecond))
 		if r.Delay > 0 {
-			k.Waited(r, nil) // the caller waited r.Delay
+			k.Waited(&r, nil) // the caller waited r.Delay
 		}
 	}
 	// Output:

@@ -17,12 +17,12 @@ func newKey(cfg *Config) *Key {
 // a refusal.
 func reserveNow(t *testing.T, k *Key, cfg *Config) time.Duration {
 	t.Helper()
-	r, err := k.Reserve(false, cfg, 1, time.Time{})
+	r, err := reserve(k, false, cfg, 1, time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if r.Delay > 0 {
-		k.Waited(r, nil)
+		k.Waited(&r, nil)
 	}
 	return r.Delay
 }
@@ -52,14 +52,14 @@ func TestWaitedWithAnErrorGivesTheTurnBack(t *testing.T) {
 		} {
 			k := newKey(cfg)
 			reserveNow(t, k, cfg)
-			r, err := k.Reserve(false, cfg, 1, time.Time{})
+			r, err := reserve(k, false, cfg, 1, time.Time{})
 			if err != nil || r.Delay <= 0 {
 				t.Fatalf("%+v: the second turn = %+v, %v; want a wait", cfg, r, err)
 			}
-			if again := k.Waited(r, errors.New("gave up")); again {
+			if again := k.Waited(&r, errors.New("gave up")); again {
 				t.Errorf("%+v: Waited with an error says again", cfg)
 			}
-			if r2, _ := k.Reserve(false, cfg, 1, time.Time{}); r2.Delay != r.Delay {
+			if r2, _ := reserve(k, false, cfg, 1, time.Time{}); r2.Delay != r.Delay {
 				t.Errorf("%+v: after the turn was given back, the next waits %v, want %v", cfg, r2.Delay, r.Delay)
 			}
 			if _, waiting, _ := k.Pending(); waiting != 1 {
@@ -93,15 +93,15 @@ func TestLowPriorityLeavesTheReserve(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cfg := &Config{Rate: 1, Burst: 3, Reserve: 2}
 		k := newKey(cfg)
-		if r, _ := k.Reserve(true, cfg, 1, time.Time{}); r.Delay != 0 {
+		if r, _ := reserve(k, true, cfg, 1, time.Time{}); r.Delay != 0 {
 			t.Fatalf("a low-priority turn with 3 tokens waits %v", r.Delay)
 		}
-		r, _ := k.Reserve(true, cfg, 1, time.Time{})
+		r, _ := reserve(k, true, cfg, 1, time.Time{})
 		if r.Delay != time.Second {
 			t.Fatalf("with 2 tokens left, all reserved: waits %v, want 1s", r.Delay)
 		}
 		time.Sleep(r.Delay)
-		if !k.Waited(r, nil) {
+		if !k.Waited(&r, nil) {
 			t.Error("the wait for the reserve to fill does not ask again")
 		}
 		if d := reserveNow(t, k, cfg); d != 0 {
@@ -125,7 +125,7 @@ func TestRefusals(t *testing.T) {
 			k := newKey(&tt.cfg)
 			reserveNow(t, k, &tt.cfg)
 			if tt.want == "max-queue" { // one waits already
-				if _, err := k.Reserve(false, &tt.cfg, 1, time.Time{}); err != nil {
+				if _, err := reserve(k, false, &tt.cfg, 1, time.Time{}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -133,7 +133,7 @@ func TestRefusals(t *testing.T) {
 			if tt.deadline > 0 {
 				deadline = time.Now().Add(tt.deadline)
 			}
-			_, err := k.Reserve(false, &tt.cfg, 1, deadline)
+			_, err := reserve(k, false, &tt.cfg, 1, deadline)
 			var r *Refusal
 			if !errors.As(err, &r) || r.Reason != tt.want {
 				t.Errorf("%+v: Reserve = %v, want a %s refusal", tt.cfg, err, tt.want)
@@ -149,12 +149,12 @@ func TestSlotsByPriority(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cfg := &Config{MaxConcurrent: 1, Learned: true}
 		k := newKey(cfg)
-		if w, err := k.TakeSlot(cfg, 0, time.Now(), time.Time{}); w != nil || err != nil {
+		if w, err := k.TakeSlot(cfg, 0, time.Time{}); w != nil || err != nil {
 			t.Fatalf("the free slot: %v, %v", w, err)
 		}
-		low, _ := k.TakeSlot(cfg, -1, time.Now(), time.Time{})
-		normal, _ := k.TakeSlot(cfg, 0, time.Now(), time.Time{})
-		gone, _ := k.TakeSlot(cfg, 1, time.Now(), time.Time{})
+		low, _ := k.TakeSlot(cfg, -1, time.Time{})
+		normal, _ := k.TakeSlot(cfg, 0, time.Time{})
+		gone, _ := k.TakeSlot(cfg, 1, time.Time{})
 		k.LeaveQueue(gone, errors.New("gave up"), cfg.MaxConcurrent)
 		k.ReleaseSlot(cfg.MaxConcurrent)
 		select {
@@ -202,4 +202,11 @@ func TestCatchUpKeepsTheTokens(t *testing.T) {
 			t.Error("a full bucket is not idle")
 		}
 	})
+}
+
+// reserve is Key.Reserve returning the Reservation.
+func reserve(k *Key, low bool, cfg *Config, n int, deadline time.Time) (Reservation, error) {
+	var r Reservation
+	err := k.Reserve(&r, low, cfg, n, deadline)
+	return r, err
 }

@@ -27,8 +27,9 @@ func (w *SlotWait) Ready() <-chan struct{} { return w.ready }
 // free, else the request's place in the queue, behind every waiter of the
 // same or a higher priority, for the caller to wait on (Ready) and then
 // leave (LeaveQueue). A request that may not wait (until deadline, zero
-// for none) gets a *Refusal.
-func (k *Key) TakeSlot(cfg *Config, priority int, now, deadline time.Time) (*SlotWait, error) {
+// for none) gets a *Refusal. The clock is read only for a request that
+// finds no slot free.
+func (k *Key) TakeSlot(cfg *Config, priority int, deadline time.Time) (*SlotWait, error) {
 	if k.queued.Load() == 0 && k.takeSlot(cfg.MaxConcurrent) {
 		return nil, nil
 	}
@@ -37,7 +38,7 @@ func (k *Key) TakeSlot(cfg *Config, priority int, now, deadline time.Time) (*Slo
 	if len(k.queue) == 0 && k.takeSlot(cfg.MaxConcurrent) {
 		return nil, nil
 	}
-	if err := k.mayWaitLocked(0, now, deadline, cfg); err != nil {
+	if err := k.mayWaitLocked(0, time.Now(), deadline, cfg); err != nil {
 		return nil, err
 	}
 	w := &SlotWait{ready: make(chan struct{}), priority: priority}

@@ -30,42 +30,45 @@ type Reservation struct {
 	turn  turn
 }
 
-// Reserve takes n turns of k's pace (1 for a request), and says how long
-// until they come: 0 when at once, or when nothing paces. It reads the
+// Reserve takes n turns of k's pace (1 for a request) into r, and says in
+// r.Delay how long until they come: 0 when at once, or when nothing paces
+// (r is the caller's, so that the hot path copies no turn). It reads the
 // clock under k's lock, so that the bucket sees its times in order: an
 // earlier time after a later one would make it count tokens twice. A
 // request that must wait is counted among k's waiters until Waited; one
 // that may not wait so long (until deadline, zero for none) gets a
 // *Refusal and takes nothing. low marks a low-priority request, which
 // leaves Reserve tokens in the bucket.
-func (k *Key) Reserve(low bool, cfg *Config, n int, deadline time.Time) (Reservation, error) {
+func (k *Key) Reserve(r *Reservation, low bool, cfg *Config, n int, deadline time.Time) error {
+	*r = Reservation{}
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.bucket == nil && cfg.MinSpacing <= 0 && cfg.Window <= 0 { // CatchUp may change the bucket: read it locked
-		return Reservation{}, nil
+		return nil
 	}
 	now := time.Now()
-	delay, t := k.takeTurn(now, low, cfg, n)
+	delay := k.takeTurn(&r.turn, now, low, cfg, n)
 	if delay <= 0 {
-		return Reservation{}, nil
+		return nil
 	}
 	if err := k.mayWaitLocked(delay, now, deadline, cfg); err != nil {
-		k.giveBackTurn(t, now)
-		return Reservation{}, err
+		k.giveBackTurn(&r.turn, now)
+		return err
 	}
 	k.waiting++
-	return Reservation{Delay: delay, turn: t}, nil
+	r.Delay = delay
+	return nil
 }
 
 // Waited ends the wait of a Reservation with a Delay: err not nil gives
 // its turns back. It reports whether the request must Reserve again:
 // a low-priority request that only waited for the Reserve to fill.
-func (k *Key) Waited(r Reservation, err error) (again bool) {
+func (k *Key) Waited(r *Reservation, err error) (again bool) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.waiting--
 	if err != nil {
-		k.giveBackTurn(r.turn, time.Now())
+		k.giveBackTurn(&r.turn, time.Now())
 		return false
 	}
 	return r.turn.again
@@ -74,42 +77,47 @@ func (k *Key) Waited(r Reservation, err error) (again bool) {
 // takeTurn takes n places in the pace, with k.mu held, and returns how
 // long until they come: n tokens of the bucket, n starts of the window,
 // or n gaps of the spacing, the first of which is the caller's.
-func (k *Key) takeTurn(now time.Time, low bool, cfg *Config, n int) (time.Duration, turn) {
+// t is the caller's, zero.
+func (k *Key) takeTurn(t *turn, now time.Time, low bool, cfg *Config, n int) time.Duration {
 	if cfg.Window > 0 {
-		return k.window.take(now, cfg.Burst, cfg.Window, n)
+		var d time.Duration
+		d, *t = k.window.take(now, cfg.Burst, cfg.Window, n)
+		return d
 	}
 	if k.bucket == nil {
 		start := now
 		if k.nextStart.After(now) {
 			start = k.nextStart
 		}
-		t := turn{before: k.nextStart, spacedTo: start.Add(time.Duration(n) * spacingGap(cfg))}
+		t.before, t.spacedTo = k.nextStart, start.Add(time.Duration(n)*spacingGap(cfg))
 		k.nextStart = t.spacedTo
-		return start.Sub(now), t
+		return start.Sub(now)
 	}
 	if low && cfg.Reserve > 0 {
 		// Low priority leaves Reserve tokens: wait until n more are there.
 		need := float64(cfg.Reserve+n) - k.bucket.TokensAt(now)
 		if need > 0 {
-			return time.Duration(need / float64(k.bucket.Limit()) * float64(time.Second)), turn{again: true}
+			t.again = true
+			return time.Duration(need / float64(k.bucket.Limit()) * float64(time.Second))
 		}
 	}
 	if k.bucket.AllowN(now, n) {
-		return 0, turn{}
+		return 0
 	}
 	r := k.bucket.ReserveN(now, n)
-	return r.DelayFrom(now), turn{reservation: r}
+	t.reservation = r
+	return r.DelayFrom(now)
 }
 
 // giveBackTurn undoes takeTurn for a request that will not go, with k.mu
 // held: the token returns to the bucket, and a spacing slot or a window's
 // turn nobody queued behind is freed.
-func (k *Key) giveBackTurn(t turn, now time.Time) {
+func (k *Key) giveBackTurn(t *turn, now time.Time) {
 	switch {
 	case t.reservation != nil:
 		t.reservation.CancelAt(now)
 	case !t.windowAt.IsZero():
-		k.window.giveBack(t)
+		k.window.giveBack(*t)
 	case !t.spacedTo.IsZero() && k.nextStart.Equal(t.spacedTo):
 		k.nextStart = t.before
 	}

@@ -38,8 +38,12 @@ func engineConfig(p BreakerPolicy, notify func(BreakerChange)) breaker.Config {
 	if notify != nil {
 		cfg.Notify = func(c breaker.Change) { notify(changeFromEngine(c)) }
 	}
+	cfg.Hear = hearChange
 	return cfg
 }
+
+// hearChange tells heard, a call's trace's BreakerStateChanged, of c.
+func hearChange(heard any, c breaker.Change) { heard.(func(BreakerChange))(changeFromEngine(c)) }
 
 // changeFromEngine is the engine's change as a BreakerChange.
 func changeFromEngine(c breaker.Change) BreakerChange {
@@ -77,8 +81,7 @@ func (c *call) admitBreaker() error {
 	// c.ticket holds e until the outcome.
 	c.ticket.SetShared(shared, asked)
 	if c.trace != nil && c.trace.BreakerStateChanged != nil {
-		heard := c.trace.BreakerStateChanged
-		c.ticket.Heard = func(ch breaker.Change) { heard(changeFromEngine(ch)) }
+		c.ticket.Heard = c.trace.BreakerStateChanged // no closure: see hearChange
 	}
 	return nil
 }

@@ -50,6 +50,10 @@ type Config struct {
 	Rules store.Rules
 	// Notify is told of every change, outside any lock; nil for none.
 	Notify func(Change)
+	// Hear tells heard, a Ticket's Heard, of a change its attempt caused:
+	// the caller's own listener, kept as it is, so that a ticket holds it
+	// without a closure made for each attempt.
+	Hear func(heard any, c Change)
 	// gen counts the configurations: a key's gobreaker built under an
 	// older one is built again once its breaker is clean, so that its
 	// Window and SuccessesToClose change too.
@@ -361,8 +365,8 @@ func DecayedLevel(level int, since, now time.Time, decay time.Duration) int {
 }
 
 // report tells the listeners of the changes recorded, outside any lock,
-// and heard too when it is not nil.
-func (b *Breakers) report(key string, st *state, heard func(Change)) {
+// and heard too (through Config.Hear) when it is not nil.
+func (b *Breakers) report(key string, st *state, heard any) {
 	if !st.hasChanges.Load() {
 		return
 	}
@@ -371,14 +375,14 @@ func (b *Breakers) report(key string, st *state, heard func(Change)) {
 	st.changes = nil
 	st.hasChanges.Store(false)
 	st.mu.Unlock()
-	notify := b.Config().Notify
+	cfg := b.Config()
 	for _, c := range changes {
 		c.Key = key
-		if notify != nil {
-			notify(c)
+		if cfg.Notify != nil {
+			cfg.Notify(c)
 		}
-		if heard != nil {
-			heard(c)
+		if heard != nil && cfg.Hear != nil {
+			cfg.Hear(heard, c)
 		}
 	}
 }

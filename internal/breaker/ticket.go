@@ -55,8 +55,9 @@ type Ticket struct {
 	sharedProbe   bool
 	sharedClosed  bool
 	sharedProbeID uint64
-	// Heard, when set, hears the changes the attempt's outcome causes.
-	Heard func(Change)
+	// Heard, when set, is told of the changes the attempt's outcome
+	// causes, through Config.Hear.
+	Heard any
 }
 
 // Admitted reports whether t is an admitted attempt's, not the zero

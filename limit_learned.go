@@ -50,7 +50,7 @@ func (s *scope) admitLearned(c *call, key string, st *scopeState, deadline time.
 		case c.told:
 			// Paced by a told limit, which says what the first wave may
 			// take: unpaced until a refusal, and no state looked up meanwhile.
-			s.warmUp(key)
+			s.markAnswered(key)
 			return 0, false, nil
 		case s.answered(key) || !s.lazy():
 			return 0, false, nil
@@ -107,32 +107,32 @@ var closedChan = func() chan struct{} {
 	return c
 }()
 
-// keyHash is key's hash in the warm slots: odd, so never 0 (an empty
+// keyHash is key's hash in the answered slots: odd, so never 0 (an empty
 // slot) nor what a learning key leaves there (learning).
 func (s *scope) keyHash(key string) uint64 {
 	return s.states.Hash(key) | 1
 }
 
 // answered reports whether key's slow start ended with nothing learned,
-// as far as the warm slots remember: it then goes unpaced without a look
+// as far as the answered slots remember: it then goes unpaced without a look
 // at its state.
 func (s *scope) answered(key string) bool {
 	h := s.keyHash(key)
-	return s.warm[h%warmSlots].Load() == h
+	return s.answeredKeys[h%answeredSlots].Load() == h
 }
 
-// learning marks key's warm slot: the key has learned something, and its
+// learning marks key's answered slot: the key has learned something, and its
 // requests look up what.
 func (s *scope) learning(key string) {
 	h := s.keyHash(key)
-	s.warm[h%warmSlots].Store(h &^ 1)
+	s.answeredKeys[h%answeredSlots].Store(h &^ 1)
 }
 
 // endStarting ends a request of the slow start of the key whose state st
 // is, sent with others of the key in flight (-1 for one not sent): a
 // success opens the key to one more request in flight, and the requests
 // waiting for room are woken. A slow start that reaches
-// slowStartDone with nothing learned marks the key warm.
+// slowStartDone with nothing learned marks the key answered.
 func (s *scope) endStarting(st *scopeState, key string, succeeded bool, others int) {
 	st.mu.Lock()
 	st.startOut--
@@ -150,15 +150,15 @@ func (s *scope) endStarting(st *scopeState, key string, succeeded bool, others i
 	}
 	st.mu.Unlock()
 	if done && st.adapt.Load() == nil {
-		s.warmUp(key)
+		s.markAnswered(key)
 	}
 }
 
-// warmUp marks key's warm slot: the key has learned nothing and needs no
+// markAnswered marks key's answered slot: the key has learned nothing and needs no
 // slow start, and its requests go unpaced without a look at its state.
-func (s *scope) warmUp(key string) {
+func (s *scope) markAnswered(key string) {
 	h := s.keyHash(key)
-	s.warm[h%warmSlots].Store(h)
+	s.answeredKeys[h%answeredSlots].Store(h)
 }
 
 // admitAdaptive waits for the request's turn in an adaptive scope: its

@@ -29,10 +29,10 @@ type scope struct {
 	cfg      atomic.Pointer[scopeConfig]
 	gen      atomic.Uint64 // SetLimits so far; each state catches up on its next admission
 	states   *keyed.Map[scopeState]
-	// warm marks, for an adaptive scope, the keys that have had an answer
+	// answeredKeys marks, for an adaptive scope, the keys that have had an answer
 	// whose slow start ended (see admitStarting): a key's hash in the slot
 	// its hash picks.
-	warm [warmSlots]atomic.Uint64
+	answeredKeys [answeredSlots]atomic.Uint64
 	// learnTrace, set by tests before the first request, sees every
 	// decision the scope's pacers take (learn.Pacer.SetTrace).
 	learnTrace func(format string, args ...any)
@@ -45,10 +45,10 @@ type scopeConfig struct {
 	engine limit.Config
 }
 
-// warmSlots is how many keys an adaptive scope remembers as answered
+// answeredSlots is how many keys an adaptive scope remembers as answered
 // without keeping a state for them. Two keys that share a slot take turns:
 // the one pushed out starts slowly again, which costs a few round trips.
-const warmSlots = 256
+const answeredSlots = 256
 
 // limit is the Limit in force, defaults filled in.
 func (s *scope) limit() *Limit { return &s.cfg.Load().Limit }
@@ -108,7 +108,7 @@ func (s *scope) initState(st *scopeState) {
 
 // lazy reports whether the scope keeps no state for a key that needs
 // none: an adaptive scope's key answered without a rate-limit signal, as
-// its warm slot says, unless the scope counts slots or paces from the
+// its answered slot says, unless the scope counts slots or paces from the
 // start (pacedFromStart). A bucket, a spacing or slots need a state for
 // every key.
 func (s *scope) lazy() bool {

@@ -32,14 +32,16 @@ func newBreakers(p BreakerPolicy) *breakers {
 // engineConfig is p, defaults filled in, as the engine takes it; notify
 // hears every change.
 func engineConfig(p BreakerPolicy, notify func(BreakerChange)) breaker.Config {
-	cfg := breaker.Config{ConsecutiveFailures: p.ConsecutiveFailures, WindowFailures: p.WindowFailures,
-		Window: p.Window, Cooldown: p.Cooldown, Decay: p.Decay, HalfOpenProbes: p.HalfOpenProbes,
-		SuccessesToClose: p.SuccessesToClose, ProbeTimeout: p.ProbeTimeout, Rules: p.Rules()}
-	if notify != nil {
-		cfg.Notify = func(c breaker.Change) { notify(changeFromEngine(c)) }
+	return breaker.Config{Rules: p.Rules(), HalfOpenProbes: p.HalfOpenProbes, SuccessesToClose: p.SuccessesToClose,
+		Notify: engineNotify(notify), Hear: hearChange}
+}
+
+// engineNotify is notify as the engine's Config.Notify; nil for nil.
+func engineNotify(notify func(BreakerChange)) func(breaker.Change) {
+	if notify == nil {
+		return nil
 	}
-	cfg.Hear = hearChange
-	return cfg
+	return func(c breaker.Change) { notify(changeFromEngine(c)) }
 }
 
 // hearChange tells heard, a call's trace's BreakerStateChanged, of c.

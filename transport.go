@@ -94,7 +94,7 @@ func New(base http.RoundTripper, opts ...Option) *Transport {
 	}
 	if b := t.breakers; b != nil {
 		if notify := breakerListeners(b.config().OnStateChange, t.trace); notify != nil {
-			b.SetNotify(engineConfig(*b.config(), notify).Notify)
+			b.SetNotify(engineNotify(notify))
 		}
 	}
 	return t

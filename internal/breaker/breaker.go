@@ -36,18 +36,13 @@ var (
 
 // Config is the breakers' policy, defaults filled in.
 type Config struct {
-	ConsecutiveFailures int
-	// WindowFailures within Window also trip, when set.
-	WindowFailures int
-	Window         time.Duration
-	// Cooldown is the first level's cooldown, Rules.Cooldowns every level's.
-	Cooldown         time.Duration
-	Decay            time.Duration
+	// Rules are when to trip, the cooldown of each level, the decay and
+	// the probe's timeout: what a store needs of the policy too.
+	Rules store.Rules
+	// HalfOpenProbes probes may be in flight while half-open, and
+	// SuccessesToClose of them in a row close the breaker.
 	HalfOpenProbes   int
 	SuccessesToClose int
-	ProbeTimeout     time.Duration
-	// Rules are what the store needs: the cooldowns and the RetripWindow.
-	Rules store.Rules
 	// Notify is told of every change, outside any lock; nil for none.
 	Notify func(Change)
 	// Hear tells heard, a Ticket's Heard, of a change its attempt caused:
@@ -218,7 +213,7 @@ func (b *Breakers) forgettable(st *state, now time.Time) bool {
 		// The sweep asks only after the key has been idle about the idle
 		// timeout: a streak of failures that long ago is stale, and
 		// window failures are, once the window fits in that time.
-		return st.clean.Load() || cfg.WindowFailures == 0 || cfg.Window <= b.states.Idle()
+		return st.clean.Load() || cfg.Rules.WindowFailures == 0 || cfg.Rules.Window <= b.states.Idle()
 	}
 	return !st.openUntil.After(now)
 }
@@ -256,10 +251,10 @@ func (b *Breakers) build(key string, st *state, cfg *Config) {
 		// A hair under Cooldown: our own openUntil decides when a probe may
 		// go, and gobreaker, which counts its timeout as passed only after
 		// it, must be half-open by that instant.
-		Timeout: max(cfg.Cooldown-time.Nanosecond, time.Nanosecond),
+		Timeout: max(cfg.Rules.Cooldowns[0]-time.Nanosecond, time.Nanosecond),
 		ReadyToTrip: func(c gobreaker.Counts) bool {
-			p := b.Config() // SetConfig's thresholds apply at once
-			fails := 0      // of the rule that trips
+			p := &b.Config().Rules // SetConfig's thresholds apply at once
+			fails := 0             // of the rule that trips
 			switch {
 			case c.ConsecutiveFailures >= uint32(p.ConsecutiveFailures):
 				fails = int(c.ConsecutiveFailures)
@@ -279,13 +274,13 @@ func (b *Breakers) build(key string, st *state, cfg *Config) {
 		IsSuccessful: func(err error) bool { return err == nil },
 		IsExcluded:   func(err error) bool { return err == errExcluded },
 	}
-	if cfg.WindowFailures > 0 {
-		settings.Interval = cfg.Window
-		settings.BucketPeriod = cfg.Window / 10
+	if cfg.Rules.WindowFailures > 0 {
+		settings.Interval = cfg.Rules.Window
+		settings.BucketPeriod = cfg.Rules.Window / 10
 	}
 	st.cb.Store(gobreaker.NewTwoStepCircuitBreaker[struct{}](settings))
 	st.built.Store(cfg.gen)
-	st.minCooldown = cfg.Cooldown
+	st.minCooldown = cfg.Rules.Cooldowns[0]
 	st.clean.Store(true)
 }
 
@@ -352,7 +347,7 @@ func retripped(st *state, now time.Time, cfg *Config) bool {
 // levelAt is the escalation level after the quiet Decays since the last
 // trip, with st.mu held.
 func levelAt(st *state, now time.Time, cfg *Config) int {
-	return DecayedLevel(st.level, st.openedAt, now, cfg.Decay)
+	return DecayedLevel(st.level, st.openedAt, now, cfg.Rules.Decay)
 }
 
 // DecayedLevel is an escalation level reached at since, one step lower for

@@ -12,8 +12,7 @@ import (
 // config is a breaker that trips on 2 failures in a row, open 10s, then
 // 60s, then 5m, decaying a level each hour.
 func config(notify func(Change)) Config {
-	return Config{ConsecutiveFailures: 2, Window: time.Minute, Cooldown: 10 * time.Second, Decay: time.Hour,
-		HalfOpenProbes: 1, SuccessesToClose: 1, ProbeTimeout: 30 * time.Second, Notify: notify,
+	return Config{HalfOpenProbes: 1, SuccessesToClose: 1, Notify: notify,
 		Rules: store.Rules{ConsecutiveFailures: 2, Window: time.Minute, Decay: time.Hour, ProbeTimeout: 30 * time.Second,
 			Cooldowns: []time.Duration{10 * time.Second, time.Minute, 5 * time.Minute}, RetripWindow: time.Hour}}
 }
@@ -216,7 +215,7 @@ func TestTripsAreToldToTheStore(t *testing.T) {
 func TestWindowFailuresAndANewConfig(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cfg := config(nil)
-		cfg.ConsecutiveFailures, cfg.WindowFailures = 10, 3
+		cfg.Rules.ConsecutiveFailures, cfg.Rules.WindowFailures = 10, 3
 		b := New(cfg, nil, time.Minute)
 		for _, r := range []Result{Failure, Success, Failure, Success, Failure} {
 			attempt(t, b, "k", r)
@@ -227,7 +226,7 @@ func TestWindowFailuresAndANewConfig(t *testing.T) {
 		// Another key, clean: a new Config of 1 failure trips it at once.
 		attempt(t, b, "other", Success)
 		strict := config(nil)
-		strict.ConsecutiveFailures = 1
+		strict.Rules.ConsecutiveFailures = 1
 		b.SetConfig(strict)
 		attempt(t, b, "other", Failure)
 		if v := attempt(t, b, "other", Success); v.OpenFor == 0 {

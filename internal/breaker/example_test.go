@@ -12,9 +12,9 @@ import (
 // A caller asks TryLocal before each attempt and tells the outcome through
 // the ticket; after two failures the breaker says how long it stays open.
 func Example() {
-	b := breaker.New(breaker.Config{ConsecutiveFailures: 2, Window: time.Minute, Cooldown: 30 * time.Second,
-		Decay: time.Hour, HalfOpenProbes: 1, SuccessesToClose: 1, ProbeTimeout: time.Minute,
-		Rules: store.Rules{Cooldowns: []time.Duration{30 * time.Second}}}, nil, time.Minute)
+	b := breaker.New(breaker.Config{HalfOpenProbes: 1, SuccessesToClose: 1,
+		Rules: store.Rules{ConsecutiveFailures: 2, Window: time.Minute, Decay: time.Hour, ProbeTimeout: time.Minute,
+			Cooldowns: []time.Duration{30 * time.Second}}}, nil, time.Minute)
 	for range 3 {
 		var t breaker.Ticket
 		e := b.Acquire("api.example.com")

@@ -101,7 +101,7 @@ func (t *Ticket) Sent() {
 	}
 	t.event = t.entry.State.events.Load()
 	if g := t.probe; g != nil {
-		timeout := t.b.Config().ProbeTimeout
+		timeout := t.b.Config().Rules.ProbeTimeout
 		g.timer = time.AfterFunc(timeout, func() {
 			g.complete(errProbeTimeout, store.Cause{Detail: fmt.Sprintf("the probe had no answer within %v", timeout)})
 		})
@@ -213,7 +213,7 @@ func (t Ticket) report(result error, cause store.Cause) {
 		counts := st.cb.Load().Counts() // gobreaker's lock, not ours
 		st.mu.Lock()
 		if st.state == store.Closed && st.pendingFailures == 0 && st.failures == failuresBefore &&
-			counts.ConsecutiveFailures == 0 && (t.b.Config().WindowFailures == 0 || counts.TotalFailures == 0) {
+			counts.ConsecutiveFailures == 0 && (t.b.Config().Rules.WindowFailures == 0 || counts.TotalFailures == 0) {
 			st.clean.Store(true)
 		}
 		st.mu.Unlock()

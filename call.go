@@ -69,12 +69,10 @@ type call struct {
 	ticket   breaker.Ticket
 	held     heldSlots
 	adaptive adaptiveTickets
-	// paced is set when a scope that applies to the request paces it, by
-	// a told pace or a learned one: that pace, not the pause gate,
-	// answers a wait hint of a second or less.
-	paced bool
 	// learns is set when an adaptive scope applies to the request: its
-	// answer may teach the scope (learnUntracked).
+	// answer may teach the scope (learnUntracked). With told, it says the
+	// request is paced (paced), and then the pace, not the pause gate,
+	// answers a wait hint of a second or less.
 	learns bool
 	// told is set when a scope that applies to the request paces it by a
 	// told limit (a Rate, a MinSpacing or a Window), which says what the

@@ -68,7 +68,7 @@ func (c *call) withdraw() {
 func (c *call) admitScopes() error {
 	scopes := c.t.scopes()
 	c.readTold(scopes)
-	c.paced, c.learns = c.told, false
+	c.learns = false
 	var first *scope // the LearnedScope, under told limits
 	if c.told {
 		first = c.t.learned
@@ -94,7 +94,6 @@ func (c *call) admitScope(s *scope) error {
 	if s.applies != nil && !s.applies(c.req) {
 		return nil // not a request this scope limits
 	}
-	c.paced = c.paced || s.adaptive
 	c.learns = c.learns || s.adaptive
 	key := s.key(c.req)
 	if s.lazy() && s.answered(key) {
@@ -124,6 +123,10 @@ func (c *call) admitScope(s *scope) error {
 	}
 	return nil
 }
+
+// paced reports whether a scope that applies to the request paces it, by
+// a told pace or a learned one.
+func (c *call) paced() bool { return c.told || c.learns }
 
 // readTold notes whether a told limit among scopes paces the request, and
 // the fastest such pace, before any scope admits it: the learned scope,

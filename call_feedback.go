@@ -39,7 +39,7 @@ func (c *call) feedBack(resp *http.Response, err error, class Class) {
 	// nothing paces the request, else only a hint of more than a second,
 	// and not once the key's learned pace has seen its server's hints
 	// overstate when its quota comes back.
-	pausesKey := hint > 0 && c.t.gate != nil && (hint > time.Second || !c.paced)
+	pausesKey := hint > 0 && c.t.gate != nil && (hint > time.Second || !c.paced())
 	var heldUntil time.Time // a learned window's hold, when later than the hint's
 	closed := probed && err == nil && class == Final
 	if c.adaptive.n > 0 && now.IsZero() {

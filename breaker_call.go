@@ -188,8 +188,7 @@ func (c *call) waitProbes(key string, woken <-chan struct{}, fails int) error {
 // rate-limit refusal counts once per event (see [BreakerPolicy]): its
 // event lasts the server's wait hint, when honoured.
 func (c *call) tellBreaker(resp *http.Response, err error, class Class) {
-	t := c.ticket
-	c.ticket = breaker.Ticket{}
+	t := &c.ticket
 	b := c.t.breakers
 	if b == nil || !t.Admitted() {
 		return
@@ -223,4 +222,5 @@ func (c *call) tellBreaker(resp *http.Response, err error, class Class) {
 		cause = newBreakerCause(c.req, resp, err, class).forStore()
 	}
 	t.Outcome(c.ctx, result, cause)
+	*t = breaker.Ticket{}
 }

@@ -36,10 +36,6 @@ const (
 // granted to will not tell an outcome. It is told even when ctx was
 // cancelled, or every transport would wait out ProbeTimeout.
 func (b *Breakers) ReleaseProbe(ctx context.Context, key string, id uint64) {
-	b.releaseProbe(ctx, key, id)
-}
-
-func (b *Breakers) releaseProbe(ctx context.Context, key string, id uint64) {
 	_ = b.store.BreakerReleaseProbe(context.WithoutCancel(ctx), key, id)
 }
 
@@ -54,7 +50,7 @@ func (t Ticket) outcomeShared(ctx context.Context, result error, cause store.Cau
 	case shared == nil:
 	case result == errExcluded:
 		if t.sharedProbe {
-			t.b.releaseProbe(ctx, t.key, t.sharedProbeID)
+			t.b.ReleaseProbe(ctx, t.key, t.sharedProbeID)
 		}
 	case result == errFailure:
 		_, _ = shared.BreakerFailed(ctx, t.key, t.sharedProbe, cause, &t.b.Config().Rules)
@@ -64,15 +60,11 @@ func (t Ticket) outcomeShared(ctx context.Context, result error, cause store.Cau
 }
 
 // PublishTrip tells the store of a trip of e's breaker, key's, it has not
-// heard of yet, so that every transport sharing it opens too: after an
-// attempt refused, whose telling may have failed before.
+// heard of yet, so that every transport sharing it opens too. Only a store
+// that heard it marks it told: a failed telling is tried again by the next
+// attempt's outcome or refusal.
 func (b *Breakers) PublishTrip(ctx context.Context, key string, e *Entry) {
-	b.publishTrip(ctx, key, &e.State)
-}
-
-// publishTrip is PublishTrip. Only a store that heard it marks it told: a
-// failed telling is tried again by the next attempt's outcome or refusal.
-func (b *Breakers) publishTrip(ctx context.Context, key string, st *state) {
+	st := &e.State
 	shared := b.store
 	if shared == nil {
 		return

@@ -111,7 +111,7 @@ func (t *Ticket) Sent() {
 // Outcome tells the breaker how the attempt went, and releases its entry.
 // cause is what a failure will be known by, should it trip the breaker.
 // The store is told only what counts here.
-func (t Ticket) Outcome(ctx context.Context, r Result, cause store.Cause) {
+func (t *Ticket) Outcome(ctx context.Context, r Result, cause store.Cause) {
 	if t.b == nil {
 		return
 	}
@@ -126,14 +126,14 @@ func (t Ticket) Outcome(ctx context.Context, r Result, cause store.Cause) {
 	switch {
 	case t.probe != nil:
 		t.probe.finish(result, cause) // releases the entry
-		t.b.publishTrip(ctx, t.key, &t.entry.State)
+		t.b.PublishTrip(ctx, t.key, t.entry)
 		return
 	case t.fast:
 		t.lateReport(result, cause)
 	default:
 		t.report(result, cause)
 	}
-	t.b.publishTrip(ctx, t.key, &t.entry.State)
+	t.b.PublishTrip(ctx, t.key, t.entry)
 	t.b.states.Release(t.entry)
 }
 
@@ -141,7 +141,7 @@ func (t Ticket) Outcome(ctx context.Context, r Result, cause store.Cause) {
 // failure: Failure when it is a new event, counted now, Excluded for a
 // sibling (see above). lasts is how long the event lasts: the refusal's
 // wait hint, at least MinEventLength.
-func (t Ticket) RateLimitEvent(lasts time.Duration) Result {
+func (t *Ticket) RateLimitEvent(lasts time.Duration) Result {
 	if t.b == nil || !t.newEvent(lasts) {
 		return Excluded
 	}
@@ -234,7 +234,7 @@ func (t Ticket) settled(failuresBefore uint64) bool {
 // counts neither way, and gives back the store's probe it holds.
 func (t *Ticket) Cancel(ctx context.Context) {
 	if t.sharedProbe {
-		t.b.releaseProbe(ctx, t.key, t.sharedProbeID)
+		t.b.ReleaseProbe(ctx, t.key, t.sharedProbeID)
 	}
 	switch {
 	case t.b == nil:

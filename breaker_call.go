@@ -83,7 +83,7 @@ func (c *call) admitBreaker() error {
 	// c.ticket holds e until the outcome.
 	c.ticket.SetShared(shared, asked)
 	if c.trace != nil && c.trace.BreakerStateChanged != nil {
-		c.ticket.Heard = c.trace.BreakerStateChanged // no closure: see hearChange
+		c.ticket.SetHeard(c.trace.BreakerStateChanged) // no closure: see hearChange
 	}
 	return nil
 }

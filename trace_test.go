@@ -112,5 +112,13 @@ func TestCallTraceHearsTheBreakerChangeItCaused(t *testing.T) {
 		if len(heard) != 0 {
 			t.Errorf("the refused call heard %q, want nothing: it changed nothing", heard)
 		}
+		// The probe's failure reopens the breaker: the probing call hears it.
+		time.Sleep(DefaultBreakerCooldown)
+		if status, _ := callOnce(t, tr, ctx); status != 503 {
+			t.Fatalf("the probe = %d, want the 503", status)
+		}
+		if !slices.Contains(heard, "half-open to open") {
+			t.Errorf("the probing call heard %q, want half-open to open", heard)
+		}
 	})
 }

@@ -332,7 +332,7 @@ func (b *Breakers) recordChange(st *state, gen uint64, from, to store.State) {
 	}
 	st.wakeLocked()
 	// Recorded whether or not anyone listens: the caller that caused it
-	// may (Ticket.Heard).
+	// may (Ticket.SetHeard).
 	st.changes = append(st.changes, Change{From: from, To: to, Level: st.level,
 		OpenedAt: st.openedAt, ResetIn: resetIn, Cause: st.cause})
 	st.hasChanges.Store(true)

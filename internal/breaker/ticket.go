@@ -55,14 +55,23 @@ type Ticket struct {
 	sharedProbe   bool
 	sharedClosed  bool
 	sharedProbeID uint64
-	// Heard, when set, is told of the changes the attempt's outcome
-	// causes, through Config.Hear.
-	Heard any
+	// heard, when set (SetHeard), is told of the changes the attempt's
+	// outcome causes, through Config.Hear.
+	heard any
 }
 
 // Admitted reports whether t is an admitted attempt's, not the zero
 // Ticket.
 func (t *Ticket) Admitted() bool { return t.b != nil }
+
+// SetHeard makes heard, given to Config.Hear, hear the changes the
+// attempt's outcome causes: a probe's too, which its guard reports.
+func (t *Ticket) SetHeard(heard any) {
+	t.heard = heard
+	if t.probe != nil {
+		t.probe.ticket.heard = heard
+	}
+}
 
 // Probe reports whether the attempt is a half-open breaker's probe.
 func (t *Ticket) Probe() bool { return t.probe != nil }
@@ -218,7 +227,7 @@ func (t Ticket) report(result error, cause store.Cause) {
 		}
 		st.mu.Unlock()
 	}
-	t.b.report(t.key, st, t.Heard)
+	t.b.report(t.key, st, t.heard)
 }
 
 // settled reports whether no failure was reported since failuresBefore,

@@ -127,7 +127,7 @@ func (c *call) admitShared(b *breakers, key string) (sb store.Breaker, asked boo
 		switch {
 		case err != nil && c.ctx.Err() != nil:
 			return sb, false, c.ctx.Err()
-		case err != nil && storeFailedClosed(err):
+		case err != nil && store.FailsClosed(err):
 			return sb, false, &CircuitOpenError{Key: key, State: BreakerOpen.String(), Err: err}
 		case err != nil:
 			return store.Breaker{}, false, nil

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/ratewise/ratewise/internal/limit"
+	"github.com/ratewise/ratewise/store"
 )
 
 // This file is a scope's admission: a concurrency slot (limit_slots.go),
@@ -94,7 +95,7 @@ func (s *scope) paceShared(c *call, key string, st *scopeState, deadline time.Ti
 		switch {
 		case err != nil && c.ctx.Err() != nil:
 			return true, c.ctx.Err()
-		case err != nil && storeFailedClosed(err):
+		case err != nil && store.FailsClosed(err):
 			return true, &ClientLimitError{Scope: s.name, Key: key, Reason: "store-unavailable", Err: err}
 		case err != nil:
 			return false, nil

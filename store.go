@@ -25,6 +25,3 @@ func (p BreakerPolicy) Rules() store.Rules {
 	r.Cooldowns = append([]time.Duration{d.Cooldown}, d.Escalation...)
 	return r
 }
-
-// storeFailedClosed reports whether a store's err asks to fail closed.
-func storeFailedClosed(err error) bool { return store.FailsClosed(err) }

@@ -40,12 +40,6 @@ type Config struct {
 	Reserve  int
 }
 
-// Paces reports whether c paces a key: a finite Rate, a MinSpacing or a
-// Window.
-func (c *Config) Paces() bool {
-	return !c.Learned && (FiniteRate(c.Rate) || c.MinSpacing > 0 || c.Window > 0)
-}
-
 // FiniteRate reports whether r is a rate to pace by.
 func FiniteRate(r rate.Limit) bool { return r != 0 && r != rate.Inf }
 

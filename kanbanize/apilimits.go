@@ -23,8 +23,8 @@ import (
 
 // This file is PlanAuto: the client reads its account's limits from GET
 // /api/v2/apiLimits at its first call, paces under them with two limit
-// scopes of its key, and reads them again when refusals say they may
-// have changed.
+// scopes of its key, and reads them again LimitsRereadInterval after the
+// last read, so that a changed limit is taken up.
 //
 // The endpoint's answer, as the API's OpenAPI document gives it, is
 // {"data": [ApiLimit]}, an ApiLimit being {"types": string, "limit":
@@ -63,8 +63,8 @@ const (
 	limitsTold
 	// limitsLearning: the endpoint did not tell them this time (a network
 	// error, a 5xx, a refusal, an empty list): the transport learns the
-	// limits from the refusals, which also make a call read them again
-	// after LimitsRereadInterval.
+	// limits from the refusals, and a call reads them again after
+	// LimitsRereadInterval.
 	limitsLearning
 	// limitsOff: the endpoint is not there for this key (404, 403, 401)
 	// or answers what cannot be read: the transport learns the limits,
@@ -75,18 +75,15 @@ const (
 // autoLimits is a client's PlanAuto: what it read of its key's limits and
 // the scopes it paces the key with. It is safe for concurrent use.
 type autoLimits struct {
-	key   string // the API key, whose requests the scopes apply to
-	hash  string // the key as ratewise.ByHeader("apikey") keeps it: the scopes' key
-	name  string // "kanbanize auto apikey:…": the scopes' names less " per minute"
-	rw    *ratewise.Transport
-	trace *ratewise.Trace // counts the refusals of the client's calls
+	key  string // the API key, whose requests the scopes apply to
+	hash string // the key as ratewise.ByHeader("apikey") keeps it: the scopes' key
+	name string // "kanbanize auto apikey:…": the scopes' names less " per minute"
+	rw   *ratewise.Transport
 
-	state    atomic.Int32 // a limitsState
-	refusals atomic.Int64 // refusals the client's calls met since the last read
+	state atomic.Int32 // a limitsState
 
 	mu      sync.Mutex
 	reading chan struct{} // closed when the read in flight ends; nil when none; guarded by mu
-	readAt  time.Time     // when the last read ended; guarded by mu
 	// stale is when the last read goes stale (LimitsRereadInterval after
 	// it), in Unix nanoseconds: what a call checks without the lock.
 	stale  atomic.Int64
@@ -95,13 +92,7 @@ type autoLimits struct {
 
 func newAutoLimits(apiKey string, rw *ratewise.Transport) *autoLimits {
 	hash := ratewise.ByHeader("apikey")(&http.Request{Header: http.Header{apiKeyHeader: {apiKey}}})
-	a := &autoLimits{key: apiKey, hash: hash, name: "kanbanize auto " + hash, rw: rw}
-	a.trace = &ratewise.Trace{ResponseClassified: func(r ratewise.ResponseInfo) {
-		if r.Class == ratewise.RateLimited {
-			a.refusals.Add(1)
-		}
-	}}
-	return a
+	return &autoLimits{key: apiKey, hash: hash, name: "kanbanize auto " + hash, rw: rw}
 }
 
 // applies picks the requests the scopes limit: those of the client's key.
@@ -120,27 +111,19 @@ func (a *autoLimits) told() (Limits, bool) {
 // prepare readies a call of c: at the client's first call it reads the
 // limits (the calls beside it wait for that read, as long as ctx lets
 // them); once LimitsRereadInterval has passed since the last read, it
-// reads them again (the other calls go on meanwhile). It returns ctx with
-// the trace that counts the call's refusals, or ctx as it is when the
-// limits are never read again. Past the first call and between reads, it
-// costs three atomic loads, a clock read and the trace.
-func (a *autoLimits) prepare(ctx context.Context, c *Client) (context.Context, error) {
+// reads them again (the other calls go on meanwhile). Past the first call
+// and between reads, it costs two atomic loads and a clock read.
+func (a *autoLimits) prepare(ctx context.Context, c *Client) error {
 	switch limitsState(a.state.Load()) {
 	case limitsOff:
-		return ctx, nil
 	case limitsUnread:
-		if err := a.first(ctx, c); err != nil {
-			return ctx, err
-		}
-		if limitsState(a.state.Load()) == limitsOff {
-			return ctx, nil
-		}
+		return a.first(ctx, c)
 	default:
-		if a.refusals.Load() > 0 || time.Now().UnixNano() >= a.stale.Load() {
+		if time.Now().UnixNano() >= a.stale.Load() {
 			a.reread(ctx, c)
 		}
 	}
-	return ratewise.WithCallTrace(ctx, a.trace), nil
+	return nil
 }
 
 // first reads the limits once: the first caller reads, the others wait
@@ -185,8 +168,7 @@ func (a *autoLimits) adopt() bool {
 		return false
 	}
 	a.limits = Limits{PerMinute: toldLimit(minute), PerHour: toldLimit(hour)}
-	a.readAt = time.Now()
-	a.stale.Store(a.readAt.Add(LimitsRereadInterval).UnixNano())
+	a.stale.Store(time.Now().Add(LimitsRereadInterval).UnixNano())
 	a.state.Store(int32(limitsTold))
 	return true
 }
@@ -212,7 +194,7 @@ func scopeNamed(limits []ratewise.Limit, name string) (ratewise.Limit, bool) {
 // ended LimitsRereadInterval ago or more.
 func (a *autoLimits) reread(ctx context.Context, c *Client) {
 	a.mu.Lock()
-	if a.reading != nil || time.Since(a.readAt) < LimitsRereadInterval {
+	if a.reading != nil || time.Now().UnixNano() < a.stale.Load() {
 		a.mu.Unlock()
 		return
 	}
@@ -227,10 +209,9 @@ func (a *autoLimits) reread(ctx context.Context, c *Client) {
 // fails leaves limits already read in force. What it did is logged once
 // a.mu is released: a logger is the caller's code.
 func (a *autoLimits) read(ctx context.Context, c *Client, ch chan struct{}) {
-	answered := a.refusals.Load() // the refusals this read answers
 	limits, err := c.fetchLimits(ctx)
 	a.mu.Lock()
-	note := a.settle(limits, err, answered, err != nil && ctx.Err() != nil)
+	note := a.settle(limits, err, err != nil && ctx.Err() != nil)
 	a.reading = nil
 	close(ch)
 	a.mu.Unlock()
@@ -251,13 +232,11 @@ type limitsNote struct {
 // settle takes what a read of the limits found: limits, or the error
 // err; gaveUp when its caller went away, which teaches nothing. With
 // a.mu held.
-func (a *autoLimits) settle(limits Limits, err error, answered int64, gaveUp bool) limitsNote {
+func (a *autoLimits) settle(limits Limits, err error, gaveUp bool) limitsNote {
 	if gaveUp {
 		return limitsNote{}
 	}
-	a.readAt = time.Now()
-	a.stale.Store(a.readAt.Add(LimitsRereadInterval).UnixNano())
-	a.refusals.Add(-answered)
+	a.stale.Store(time.Now().Add(LimitsRereadInterval).UnixNano())
 	state := limitsState(a.state.Load())
 	if err == nil && (state != limitsTold || limits != a.limits) {
 		// Unchanged limits are left as they are: told again, a scope

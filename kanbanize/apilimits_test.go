@@ -229,7 +229,7 @@ func TestAutoPlanFallsBackToLearning(t *testing.T) {
 // pace does not explain; the first call LimitsRereadInterval after the
 // read reads them again, and the client paces under the new ones,
 // without another refusal.
-func TestAutoPlanRereadsWhenRefusalsShowAChange(t *testing.T) {
+func TestAutoPlanTakesUpAChangedLimitAtTheReread(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var logs logBuffer
 		// A millisecond of latency, as a network has: the client's pace

@@ -29,16 +29,15 @@
 // counts: it goes through the transport and takes a turn of the scopes
 // it sets up. It is made once per key and transport: a second client of
 // the key sharing the transport takes the scopes the first one added.
-// When a call meets a refusal (429, or error code RL02) that the pace
-// should have spared it, the limits may have changed: the next call
-// reads them again, at most once every LimitsRereadInterval, and the
-// scopes take the new numbers, keeping their buckets' tokens. When the
+// The limits may change: the first call LimitsRereadInterval after a
+// read reads them again, and the scopes take new numbers, keeping their
+// buckets' tokens (unchanged ones are left as they are). When the
 // endpoint does not tell them (404, 403, an answer that cannot be read,
 // a network error, an empty list), the client paces under no limit of
 // its own and the transport learns the limits from the API's refusals,
 // as with no plan: after a 404, a 403 or an unreadable answer the client
 // never asks again; after a network error, a refusal or an empty list it
-// asks again on a refusal, as above. Client.Limits says what it paces
+// asks again, as above. Client.Limits says what it paces
 // under; WithLogger's logger hears each read as event=api_limits.
 //
 // # Keys and accounts
@@ -430,8 +429,7 @@ const maxBody = 16 << 20
 // PlanAuto, after the account's limits are read (see autoLimits.prepare).
 func (c *Client) get(ctx context.Context, path string, into any) error {
 	if c.auto != nil {
-		var err error
-		if ctx, err = c.auto.prepare(ctx, c); err != nil {
+		if err := c.auto.prepare(ctx, c); err != nil {
 			return err
 		}
 	}

@@ -153,7 +153,8 @@ type Refusal struct {
 	// a store that fails closed failed or the request ended while it
 	// waited.
 	Status int
-	// RetryAfter is when to come back, 0 when the Handler cannot say.
+	// RetryAfter is when to come back, in the whole seconds the
+	// Retry-After field says; 0 when the Handler cannot say.
 	RetryAfter time.Duration
 	// Scopes are the Names of the scopes that refused it.
 	Scopes []string

@@ -246,7 +246,11 @@ func (h *Handler) writeProblem(w http.ResponseWriter, r *http.Request, status in
 		hdr[hRetryAfter] = []string{strconv.FormatInt(secs, 10)}
 	}
 	if h.respond != nil {
-		refusal := Refusal{Status: status, RetryAfter: time.Duration(retryAfter)}
+		// RetryAfter says what the Retry-After field says: whole seconds.
+		refusal := Refusal{Status: status, Scopes: make([]string, 0, len(violated))}
+		if retryAfter > 0 {
+			refusal.RetryAfter = time.Duration(secs) * time.Second
+		}
 		for _, s := range violated {
 			refusal.Scopes = append(refusal.Scopes, s.name)
 		}

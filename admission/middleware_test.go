@@ -3,6 +3,7 @@ package admission
 import (
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -59,5 +60,8 @@ func TestRefusalResponse(t *testing.T) {
 	}
 	if got.Status != http.StatusTooManyRequests || got.RetryAfter < 50*time.Second || len(got.Scopes) != 1 || got.Scopes[0] != "per-ip" {
 		t.Errorf("the func got %+v, want 429, about a minute, per-ip", got)
+	}
+	if secs, _ := strconv.Atoi(rec.Header().Get("Retry-After")); got.RetryAfter != time.Duration(secs)*time.Second {
+		t.Errorf("the func got RetryAfter %v, the header says %s seconds: want them to agree", got.RetryAfter, rec.Header().Get("Retry-After"))
 	}
 }

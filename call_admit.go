@@ -101,18 +101,23 @@ func (c *call) admitScope(s *scope) error {
 	}
 	e := s.states.Acquire(key, true)
 	c.scopeName = s.name // the scope the admission's waits are traced under
-	seq, slotted, starting, err := s.admit(c, key, &e.State)
+	turn, slotted, err := s.admit(c, key, &e.State)
 	c.scopeName = ""
 	if err != nil {
 		s.states.Release(e)
 		c.withdraw()
 		return err
 	}
-	if seq != 0 || starting {
+	if turn.seq != 0 || turn.starting {
 		s.states.Hold(e) // one hold for the ticket, until the answer
-		t := adaptiveTicket{scope: s, entry: e, a: e.State.adapt.Load(), seq: seq}
-		if starting {
-			t.a, t.startKey, t.startOthers = nil, key, c.startOthers
+		t := adaptiveTicket{scope: s, entry: e, seq: turn.seq}
+		switch {
+		case turn.shared:
+			t.shared, t.rate, t.tell, t.key = e.State.shared.Load(), turn.rate, turn.tell, key
+		case turn.starting:
+			t.startKey, t.startOthers = key, c.startOthers
+		default:
+			t.a = e.State.adapt.Load()
 		}
 		c.adaptive.add(t)
 	}

@@ -46,7 +46,11 @@ func (c *call) feedBack(resp *http.Response, err error, class Class) {
 		now = time.Now()
 	}
 	c.adaptive.drain(func(t adaptiveTicket) {
-		t.finish(resp, err, class, hint, now)
+		t.finish(c.ctx, resp, err, class, hint, now)
+		if t.shared != nil {
+			// The store holds a learned window for the fleet itself.
+			pausesKey = pausesKey && !t.shared.overstate.Load()
+		}
 		if t.a != nil {
 			pausesKey = pausesKey && t.a.HintPausesKey()
 			if closed {

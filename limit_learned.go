@@ -1,6 +1,7 @@
 package ratewise
 
 import (
+	"context"
 	"math/rand/v2"
 	"net/http"
 	"time"
@@ -12,16 +13,46 @@ import (
 // This file ties the learned pace (internal/learn) into the attempt loop:
 // admission in a scope, and the tickets that carry each answer back.
 
+// learnedTurn is how an adaptive scope let a request go: the number it
+// is sent under when paced, by the scope's own pace or, shared, by the
+// store's (at rate, its outcome wanted when tell); or in its key's slow
+// start.
+type learnedTurn struct {
+	seq      uint64
+	starting bool
+	shared   bool
+	rate     float64
+	tell     bool
+}
+
 // admitLearned waits for the request's turn in an adaptive scope. A key
-// that has learned something is paced by it (admitAdaptive). One that has
-// not opens up by slow start (see admitStarting), then, its slow start
-// done with no rate-limit signal, goes unpaced. A request paced by a told
-// limit needs no slow start: the limit says what the first requests may
-// take. It returns the number the request is sent under when paced, and
-// whether it went in the key's slow start.
-func (s *scope) admitLearned(c *call, key string, st *scopeState, deadline time.Time, l *Limit) (seq uint64, starting bool, err error) {
+// that has learned something is paced by it: by what the fleet learned,
+// when the transport's store keeps it (admitShared), else by what this
+// transport learned (admitAdaptive). One that has not opens up by slow
+// start (see admitStarting), then, its slow start done with no rate-limit
+// signal, goes unpaced. A request paced by a told limit needs no slow
+// start: the limit says what the first requests may take.
+func (s *scope) admitLearned(c *call, key string, st *scopeState, deadline time.Time, l *Limit) (learnedTurn, error) {
+	inStore := false
+	if c.t.learnStore != nil {
+		turn, got, err := s.admitShared(c, key, st, deadline, l)
+		switch {
+		case err != nil || got == sharedTurn:
+			return turn, err
+		case got == sharedUnpaced && !pacedFromStart(l):
+			// The store answers for the fleet, which learned nothing: what
+			// this transport learned while the store was away is gone.
+			inStore = true
+			if a := st.adapt.Load(); a != nil && !a.Busy() {
+				st.adapt.CompareAndSwap(a, nil)
+			}
+		}
+	}
 	for {
 		a := st.adapt.Load()
+		if inStore {
+			a = nil
+		}
 		if a != nil && c.told && st.toldGen.Load() != c.t.toldGen.Load() && st.adapt.CompareAndSwap(a, nil) {
 			// Learned under told limits that were told anew since: they
 			// are trusted again, until the server refuses under them.
@@ -42,25 +73,25 @@ func (s *scope) admitLearned(c *call, key string, st *scopeState, deadline time.
 					deadline = d
 				}
 			}
-			seq, err = s.admitAdaptive(c, key, a, st, deadline, &under)
-			return seq, false, err
+			seq, err := s.admitAdaptive(c, key, a, st, deadline, &under)
+			return learnedTurn{seq: seq}, err
 		case a != nil:
-			seq, err = s.admitAdaptive(c, key, a, st, deadline, l)
-			return seq, false, err
+			seq, err := s.admitAdaptive(c, key, a, st, deadline, l)
+			return learnedTurn{seq: seq}, err
 		case c.told:
 			// Paced by a told limit, which says what the first wave may
 			// take: unpaced until a refusal, and no state looked up meanwhile.
 			s.markAnswered(key)
-			return 0, false, nil
+			return learnedTurn{}, nil
 		case s.answered(key) || !s.lazy():
-			return 0, false, nil
+			return learnedTurn{}, nil
 		}
-		wake := s.admitStarting(c, st)
+		wake := s.admitStarting(c, st, inStore)
 		if wake == nil {
-			return 0, true, nil
+			return learnedTurn{starting: true}, nil
 		}
 		if err := c.waitUntil(wake, deadline, WaitPacing, 0); err != nil {
-			return 0, false, s.waitError(err, key, deadline, c)
+			return learnedTurn{}, s.waitError(err, key, deadline, c)
 		}
 	}
 }
@@ -83,10 +114,14 @@ const slowStartDone = 256
 // is. A first wave of many workers against a small bucket then costs the
 // refusals of one round trip, not one per worker; a server that counts
 // its quota says in its first answer what the rest may take.
-func (s *scope) admitStarting(c *call, st *scopeState) <-chan struct{} {
+//
+// inStore says the key's learned pace is the fleet's, kept by the store,
+// which answered that nothing is learned yet: a pace this transport
+// learned meanwhile does not end the slow start.
+func (s *scope) admitStarting(c *call, st *scopeState, inStore bool) <-chan struct{} {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if st.adapt.Load() != nil {
+	if st.adapt.Load() != nil && !inStore {
 		return closedChan
 	}
 	if st.startOut < max(st.startOpen, 1) {
@@ -229,6 +264,13 @@ type adaptiveTicket struct {
 	entry *keyed.Entry[scopeState]
 	a     *learn.Pacer // what the scope learned of the request's key; nil in slow start
 	seq   uint64       // the request's number in its key
+	// shared is set for a turn of the fleet's pace a store keeps (see
+	// limit_shared.go): key is the request's key, rate the pace it was
+	// taken at, and tell says the store wants its outcome.
+	shared *sharedKey
+	key    string
+	rate   float64
+	tell   bool
 	// startKey is the key of a request sent in its key's slow start, and
 	// startOthers how many of the key's were in flight when it was.
 	startKey    string
@@ -238,11 +280,14 @@ type adaptiveTicket struct {
 // finish tells the scope how the request went, and releases its entry.
 // The answer to a request of a slow start, learned from as any unpaced
 // request's is (learnUntracked), makes room for the key's next ones.
-func (t adaptiveTicket) finish(resp *http.Response, err error, class Class, hint time.Duration, now time.Time) {
-	if t.a == nil {
+func (t adaptiveTicket) finish(ctx context.Context, resp *http.Response, err error, class Class, hint time.Duration, now time.Time) {
+	switch {
+	case t.shared != nil:
+		t.tellShared(ctx, resp, err, class, hint, now)
+	case t.a == nil:
 		ok := err == nil && !class.refusal() && resp.StatusCode >= 200 && resp.StatusCode <= 299
 		t.scope.endStarting(&t.entry.State, t.startKey, ok, t.startOthers)
-	} else {
+	default:
 		an := readAnswer(resp, err, class, now)
 		an.Hint = hint
 		t.a.Outcome(t.seq, an, now)
@@ -252,9 +297,12 @@ func (t adaptiveTicket) finish(resp *http.Response, err error, class Class, hint
 
 // cancel withdraws a request that will not be sent.
 func (t adaptiveTicket) cancel() {
-	if t.a == nil {
+	switch {
+	case t.shared != nil:
+		// A turn of the fleet's pace not used is spent, as a bucket's.
+	case t.a == nil:
 		t.scope.endStarting(&t.entry.State, t.startKey, false, -1)
-	} else {
+	default:
 		t.a.Cancel()
 	}
 	t.scope.states.Release(t.entry)
@@ -309,11 +357,15 @@ func (c *call) learnUntracked(resp *http.Response, class Class, hint time.Durati
 			continue // not a scope that learns of this request
 		}
 		ticket, held := c.adaptive.find(func(t adaptiveTicket) bool { return t.scope == s })
-		if held && ticket.a != nil {
+		if held && (ticket.a != nil || ticket.shared != nil) {
 			continue // paced: its ticket tells the scope
 		}
 		key := s.key(c.req)
 		e := s.states.Acquire(key, true)
+		if c.t.learnStore != nil && s.tellStoreUnpaced(c, key, &e.State, an) {
+			s.states.Release(e)
+			continue // the fleet's learned pace has it
+		}
 		a := s.arm(key, &e.State, now)
 		if c.told {
 			a.SetTold(c.toldRate) // refused under a told limit: learn below it

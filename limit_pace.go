@@ -14,9 +14,9 @@ import (
 
 // admit waits until the request may go in this scope: a concurrency slot,
 // then its turn by the bucket, the spacing or the adaptive pace. It returns
-// the request's number in an adaptive scope's key. A request that must not
+// the request's turn in an adaptive scope's key. A request that must not
 // wait, or not that long, gets a *ClientLimitError instead.
-func (s *scope) admit(c *call, key string, st *scopeState) (seq uint64, slotted, starting bool, err error) {
+func (s *scope) admit(c *call, key string, st *scopeState) (turn learnedTurn, slotted bool, err error) {
 	s.caughtUp(st)
 	l := s.limit()
 	var deadline time.Time // when MaxWait runs out
@@ -27,12 +27,12 @@ func (s *scope) admit(c *call, key string, st *scopeState) (seq uint64, slotted,
 	// slot would be spent late, in a burst with others.
 	if l.MaxConcurrent > 0 {
 		if err := s.acquireSlot(c, key, st, deadline); err != nil {
-			return 0, false, false, err
+			return learnedTurn{}, false, err
 		}
 		slotted = true
 	}
 	if s.adaptive {
-		seq, starting, err = s.admitLearned(c, key, st, deadline, l)
+		turn, err = s.admitLearned(c, key, st, deadline, l)
 	} else {
 		err = s.pace(c, key, st, deadline, l, s.engine(), 1)
 	}
@@ -40,7 +40,7 @@ func (s *scope) admit(c *call, key string, st *scopeState) (seq uint64, slotted,
 		s.releaseSlot(st)
 		slotted = false
 	}
-	return seq, slotted, starting, err
+	return turn, slotted, err
 }
 
 // pace waits for n turns of the key's pace: 1 for a request, n for

@@ -78,6 +78,9 @@ type scopeState struct {
 	// toldGen is the transport's toldGen when a refusal under told limits
 	// armed adapt: told anew since, they are trusted again.
 	toldGen atomic.Uint64
+	// shared is this transport's side of the key's learned pace a store
+	// keeps for the fleet (see limit_shared.go); nil until asked.
+	shared atomic.Pointer[sharedKey]
 	// The slow start of an adaptive scope's key that has learned nothing
 	// (see admitStarting): startOpen requests may be in flight, and
 	// startOut are; startWake is closed at the next answer, nil when

@@ -21,6 +21,7 @@ type MemoryStore struct {
 	buckets  map[string]*rate.Limiter
 	pauses   map[string]time.Time
 	breakers map[string]*memBreaker
+	learned  map[string]*memLearned
 	size     int    // entries at the last prune
 	probes   uint64 // probes granted, to name each
 }
@@ -43,7 +44,8 @@ type memBreaker struct {
 
 // NewMemoryStore returns an empty store.
 func NewMemoryStore() *MemoryStore {
-	return &MemoryStore{buckets: map[string]*rate.Limiter{}, pauses: map[string]time.Time{}, breakers: map[string]*memBreaker{}}
+	return &MemoryStore{buckets: map[string]*rate.Limiter{}, pauses: map[string]time.Time{},
+		breakers: map[string]*memBreaker{}, learned: map[string]*memLearned{}}
 }
 
 // Take implements store.Buckets: n tokens now, or reserved within maxWait.
@@ -247,7 +249,7 @@ func (b *memBreaker) state(now time.Time, rules *store.Rules) store.Breaker {
 // prune drops, once the store has doubled since it last did, what has
 // nothing left to say; with m.mu held.
 func (m *MemoryStore) prune(now time.Time) {
-	size := len(m.buckets) + len(m.pauses) + len(m.breakers)
+	size := len(m.buckets) + len(m.pauses) + len(m.breakers) + len(m.learned)
 	if size < 2*max(m.size, 64) {
 		return
 	}
@@ -266,7 +268,12 @@ func (m *MemoryStore) prune(now time.Time) {
 			delete(m.breakers, k)
 		}
 	}
-	m.size = len(m.buckets) + len(m.pauses) + len(m.breakers)
+	for k, l := range m.learned {
+		if now.Sub(l.used) >= DefaultIdleTimeout {
+			delete(m.learned, k)
+		}
+	}
+	m.size = len(m.buckets) + len(m.pauses) + len(m.breakers) + len(m.learned)
 }
 
 // bucketAt returns key's bucket, made on first use or set to r and burst

@@ -39,6 +39,9 @@ func (t *Transport) shareThroughStore() {
 		b.policy.Store(&p)
 		b.SetStore(t.store)
 	}
+	if ls, ok := t.store.(store.Learned); ok {
+		t.learnStore = ls
+	}
 	if as, ok := t.store.(store.Admitter); ok {
 		t.admitStore = as
 		t.breakerInStore = t.breakers != nil && combinable(t.breakers.Store(), t.store)

@@ -124,23 +124,26 @@ func lookNginx() string {
 	return ""
 }
 
-// installNginx runs apt-get update and apt-get install nginx-light,
-// through sudo -n (which fails rather than ask for a password) when not
-// root.
-func installNginx() error {
+// installNginx installs Debian's nginx-light.
+func installNginx() error { return aptInstall("nginx-light", "nginx") }
+
+// aptInstall runs apt-get update and apt-get install pkg, through sudo -n
+// (which fails rather than ask for a password) when not root; what names
+// the program in the errors that say to install it by hand.
+func aptInstall(pkg, what string) error {
 	if _, err := exec.LookPath("apt-get"); err != nil {
-		return errors.New("no apt-get to install it with; install nginx by hand")
+		return fmt.Errorf("no apt-get to install it with; install %s by hand", what)
 	}
 	var prefix []string
 	if os.Geteuid() != 0 {
 		if _, err := exec.LookPath("sudo"); err != nil {
-			return errors.New("not root and no sudo to run apt-get with; install nginx by hand")
+			return fmt.Errorf("not root and no sudo to run apt-get with; install %s by hand", what)
 		}
 		prefix = []string{"sudo", "-n"}
 	}
 	for _, args := range [][]string{
 		{"apt-get", "update", "-qq"},
-		{"apt-get", "install", "-y", "-qq", "--no-install-recommends", "nginx-light"},
+		{"apt-get", "install", "-y", "-qq", "--no-install-recommends", pkg},
 	} {
 		args = append(prefix, args...)
 		cmd := exec.Command(args[0], args[1:]...)

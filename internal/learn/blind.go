@@ -57,20 +57,88 @@ type paceSample struct {
 	ok   bool
 }
 
-// sample notes the answer to a request sent at a learned pace, with p.mu
-// held.
-func (p *Pacer) sample(pace float64, ok bool) {
-	p.sampled++
-	if len(p.firstSamples) < blindHalf {
-		p.firstSamples = append(p.firstSamples, paceSample{pace: pace, ok: ok})
+// Samples are the first and the last requests a key sent at a learned
+// pace, with their outcome: what the blind test compares. A Pacer keeps
+// its own; a replica sharing a fleet's pace keeps those it sent, and
+// tells the store the verdicts. The zero value is empty.
+type Samples struct {
+	first, last  []paceSample
+	sampled      int // samples taken so far
+	blindSeen    int // sampled when the test first said blind, 0 if not since
+	floorLowered int // sampled when the verdict last lowered the search's floor
+}
+
+// Verdict is what the blind test says of a key's refusals.
+type Verdict uint8
+
+const (
+	// NoVerdict: nothing to do yet.
+	NoVerdict Verdict = iota
+	// VerdictBlind: the refusals proved blind to the pace.
+	VerdictBlind
+	// VerdictRated: they fell with the pace: the search's floor goes.
+	VerdictRated
+	// VerdictUndecided: the test cannot tell yet, the pace has not
+	// fallen far enough: the search's floor gives way by half.
+	VerdictUndecided
+)
+
+// Note notes the answer to a request sent at a learned pace.
+func (s *Samples) Note(pace float64, ok bool) {
+	s.sampled++
+	if len(s.first) < blindHalf {
+		s.first = append(s.first, paceSample{pace: pace, ok: ok})
 		return
 	}
-	if len(p.samples) == blindHalf {
-		copy(p.samples, p.samples[1:])
-		p.samples = p.samples[:blindHalf-1]
+	if len(s.last) == blindHalf {
+		copy(s.last, s.last[1:])
+		s.last = s.last[:blindHalf-1]
 	}
-	p.samples = append(p.samples, paceSample{pace: pace, ok: ok})
+	s.last = append(s.last, paceSample{pace: pace, ok: ok})
 }
+
+// Reset forgets the samples: the key's pace was given back.
+func (s *Samples) Reset() {
+	s.first, s.last, s.blindSeen = s.first[:0], s.last[:0], 0
+}
+
+// Verdict is what the samples say at a new refusal; floored says the
+// search for a pace still holds at its floor (see blindFloorDepth). trace,
+// when set, sees the test.
+func (s *Samples) Verdict(floored bool, trace func(format string, args ...any)) Verdict {
+	if len(s.first) < blindHalf || len(s.last) < blindHalf {
+		return NoVerdict
+	}
+	blind, rated := s.test(trace)
+	switch {
+	case rated:
+		s.blindSeen = 0
+		return VerdictRated
+	case blind:
+		// Twice, blindHalf samples apart: clients that share the server
+		// and take what the key leaves can look blind for a while.
+		if s.blindSeen == 0 {
+			s.blindSeen = s.sampled
+			return NoVerdict
+		}
+		if s.sampled-s.blindSeen >= blindHalf {
+			return VerdictBlind
+		}
+	case floored && s.sampled-s.floorLowered >= blindHalf:
+		// Undecided: the pace has not fallen far enough from the first
+		// samples' to tell. A floor the refusals keep the pace at gives
+		// way by half each blindHalf samples, so that the spread grows
+		// until the test can tell: a bucket far below the floor is found,
+		// and a server blind to the pace is told as such.
+		s.floorLowered = s.sampled
+		return VerdictUndecided
+	}
+	return NoVerdict
+}
+
+// sample notes the answer to a request sent at a learned pace, with p.mu
+// held.
+func (p *Pacer) sample(pace float64, ok bool) { p.blinds.Note(pace, ok) }
 
 // rateBlind reports whether the samples show the key's refusals blind to
 // its pace, with p.mu held: the last of them, sent at a pace blindSpread
@@ -78,42 +146,25 @@ func (p *Pacer) sample(pace float64, ok bool) {
 // often as a bucket would have, yet some of the time, and not much less
 // often than the first.
 func (p *Pacer) rateBlind() bool {
-	if len(p.firstSamples) < blindHalf || len(p.samples) < blindHalf {
-		return false
-	}
-	blind, rated := p.blindTest()
-	switch {
-	case rated:
+	switch p.blinds.Verdict(p.searchFloor > 0, p.trace) {
+	case VerdictRated:
 		p.searchFloor = 0 // a rate's refusals: the search may go lower
-		p.blindSeen = 0
-	case blind:
-		// Twice, blindHalf samples apart: clients that share the server
-		// and take what the key leaves can look blind for a while.
-		if p.blindSeen == 0 {
-			p.blindSeen = p.sampled
-			return false
-		}
-		return p.sampled-p.blindSeen >= blindHalf
-	case p.searchFloor > 0 && p.sampled-p.floorLowered >= blindHalf:
-		// Undecided: the pace has not fallen far enough from the first
-		// samples' to tell. A floor the refusals keep the pace at gives
-		// way by half each blindHalf samples, so that the spread grows
-		// until the test can tell: a bucket far below the floor is found,
-		// and a server blind to the pace is told as such.
+	case VerdictUndecided:
 		p.searchFloor /= 2
-		p.floorLowered = p.sampled
+	case VerdictBlind:
+		return true
 	}
 	return false
 }
 
-// blindTest compares the first samples with the last, with p.mu held:
-// blind when the refusals proved blind to the pace, rated when they fell
-// with it as a bucket's do; neither when the samples cannot tell.
-func (p *Pacer) blindTest() (blind, rated bool) {
-	earlyPace, earlyOK := halfOf(p.firstSamples)
-	latePace, lateOK := halfOf(p.samples)
-	if p.trace != nil {
-		p.trace("blind test: early %.2f/s ok %.2f, late %.2f/s ok %.2f", earlyPace, earlyOK, latePace, lateOK)
+// test compares the first samples with the last: blind when the
+// refusals proved blind to the pace, rated when they fell with it as a
+// bucket's do; neither when the samples cannot tell.
+func (s *Samples) test(trace func(format string, args ...any)) (blind, rated bool) {
+	earlyPace, earlyOK := halfOf(s.first)
+	latePace, lateOK := halfOf(s.last)
+	if trace != nil {
+		trace("blind test: early %.2f/s ok %.2f, late %.2f/s ok %.2f", earlyPace, earlyOK, latePace, lateOK)
 	}
 	if earlyPace < blindSpread*latePace || lateOK == 0 {
 		return false, false
@@ -153,7 +204,7 @@ func (p *Pacer) goBlind(now time.Time) {
 			now.Sub(p.firstSend).Round(time.Millisecond), p.blindHold)
 	}
 	p.unpaced, p.probing, p.next = true, false, time.Time{}
-	p.samples, p.firstSamples, p.blindSeen = p.samples[:0], p.firstSamples[:0], 0
+	p.blinds.Reset()
 	p.cutAt = p.sent
 }
 

@@ -132,16 +132,13 @@ type Pacer struct {
 	// sentWith is how each of the last requests was sent, by its number
 	// (see sentAs).
 	sentWith [64]sending
-	// firstSamples and samples are the first and the last requests sent
-	// at a learned pace answered, with their outcome (see blind.go).
-	// Refusals proved blind to the pace leave the key unpaced until
-	// blindUntil; blindHold is how long that was, doubling each time.
-	firstSamples []paceSample
-	samples      []paceSample
-	sampled      int // samples taken so far
-	blindSeen    int // sampled when the test first said blind, 0 if not since
-	blindUntil   time.Time
-	blindHold    time.Duration
+	// blinds are the first and the last requests sent at a learned pace
+	// answered, with their outcome (see blind.go). Refusals proved blind
+	// to the pace leave the key unpaced until blindUntil; blindHold is how
+	// long that was, doubling each time.
+	blinds     Samples
+	blindUntil time.Time
+	blindHold  time.Duration
 	// flights counts the answers by how many of the key's requests were
 	// in flight when each was sent. flightCap is the cap on the key's
 	// requests in flight the server showed, 0 for none; capProbing is set
@@ -154,9 +151,8 @@ type Pacer struct {
 	capFull    int
 	capGrow    int
 	// searchFloor is the slowest the search for a pace cuts to meanwhile,
-	// 0 once released; floorLowered is sampled when it was last halved.
-	searchFloor  float64
-	floorLowered int
+	// 0 once released.
+	searchFloor float64
 	// atFloor is set when a refusal came at or below its hint's floor
 	// (see cutTo).
 	atFloor bool

@@ -1,0 +1,212 @@
+package ratewise
+
+import (
+	"context"
+	"math"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ratewise/ratewise/internal/learn"
+	"github.com/ratewise/ratewise/store"
+)
+
+// This file is an adaptive scope's side of a learned pace the store keeps
+// for the fleet (store.Learned): with such a store, a key's turns are
+// taken from the store, whose answer says how long to wait, and what an
+// answer teaches is told to it. A refusal any replica sees then teaches
+// them all, and they take their turns from one pace. One request of a
+// key at a time asks for a turn (the head of the key's line here): turns
+// reserved ahead at a pace that then falls would go at the old pace, so
+// at most one per transport is.
+
+// sharedKey is this transport's side of one key's learned pace in the
+// store: the line its requests wait in for a turn, what the store's last
+// answer said, and the blind test's samples of the turns it sent.
+type sharedKey struct {
+	store    store.Learned
+	storeKey string
+	head     chan struct{} // holds a token while no request is at the head
+	// paced is set while the store's last answer said the key is paced:
+	// its requests then line up. overstate is its HintsOverstate.
+	paced, overstate atomic.Bool
+	mu               sync.Mutex
+	samples          learn.Samples // guarded by mu
+}
+
+// sharedKey returns st's side of key's learned pace in the store, made on
+// first use.
+func (s *scope) sharedKey(key string, st *scopeState, ls store.Learned) *sharedKey {
+	if k := st.shared.Load(); k != nil {
+		return k
+	}
+	k := &sharedKey{store: ls, storeKey: s.storeKey(key), head: make(chan struct{}, 1)}
+	k.head <- struct{}{}
+	if !st.shared.CompareAndSwap(nil, k) {
+		return st.shared.Load()
+	}
+	return k
+}
+
+// note keeps what the store's answer says of the key.
+func (k *sharedKey) note(a *store.LearnAnswer) {
+	k.paced.Store(a.Paced)
+	k.overstate.Store(a.HintsOverstate)
+}
+
+// sharedAnswer is what admitShared found.
+type sharedAnswer uint8
+
+const (
+	sharedFailed   sharedAnswer = iota // the store failed: this transport's own learning stands in
+	sharedUnpaced                      // the fleet learned nothing yet: the request is not paced
+	sharedTurn                         // the request got its turn
+)
+
+// admitShared waits for the request's turn of the fleet's learned pace
+// for key: it asks the store, and waits as long as its answer says. A
+// turn that comes within what the request may wait is reserved, and the
+// request goes then; otherwise (a window's hold, say) it waits and asks
+// again, or gives up with a *ClientLimitError when the wait is past its
+// MaxWait (deadline). A store that fails closed refuses the request.
+func (s *scope) admitShared(c *call, key string, st *scopeState, deadline time.Time, l *Limit) (learnedTurn, sharedAnswer, error) {
+	k := s.sharedKey(key, st, c.t.learnStore)
+	if k.paced.Load() {
+		select {
+		case <-k.head: // nobody ahead: no timer needed
+		default:
+			if err := c.waitUntil(k.head, deadline, WaitPacing, 0); err != nil {
+				return learnedTurn{}, sharedFailed, s.waitError(err, key, deadline, c)
+			}
+		}
+		defer func() { k.head <- struct{}{} }()
+	}
+	ask := store.LearnAsk{Take: true, Ceiling: sharedCeiling(l, c)}
+	for {
+		now := time.Now()
+		ask.MaxWait = sharedMaxWait(c, now, deadline)
+		a, err := k.store.Learn(c.ctx, k.storeKey, &ask)
+		switch {
+		case err != nil && c.ctx.Err() != nil:
+			return learnedTurn{}, sharedFailed, c.ctx.Err()
+		case err != nil && store.FailsClosed(err):
+			return learnedTurn{}, sharedFailed, &ClientLimitError{Scope: s.name, Key: key, Reason: "store-unavailable", Err: err}
+		case err != nil:
+			return learnedTurn{}, sharedFailed, nil
+		}
+		k.note(&a)
+		switch {
+		case !a.Paced:
+			return learnedTurn{}, sharedUnpaced, nil
+		case a.Took:
+			// The turn is reserved: it fits what the request may wait.
+			if err := c.waitAdmission(a.Wait, WaitPacing); err != nil {
+				return learnedTurn{}, sharedFailed, err
+			}
+			return learnedTurn{seq: a.Seq, shared: true, rate: a.Rate, tell: a.Tell}, sharedTurn, nil
+		case !deadline.IsZero() && now.Add(a.Wait).After(deadline):
+			return learnedTurn{}, sharedFailed, &ClientLimitError{Scope: s.name, Key: key, Reason: "max-wait", RetryIn: a.Wait}
+		}
+		if err := c.waitAdmission(a.Wait, WaitPacing); err != nil {
+			return learnedTurn{}, sharedFailed, err
+		}
+	}
+}
+
+// sharedCeiling is the fastest the fleet's learned pace may go for the
+// request, in requests a second: the scope's Rate, and the told limits
+// it goes under; 0 for none.
+func sharedCeiling(l *Limit, c *call) float64 {
+	r := adaptiveCeiling(l)
+	if c.told {
+		r = math.Min(r, c.toldRate)
+	}
+	if math.IsInf(r, 1) {
+		return 0
+	}
+	return r
+}
+
+// tellShared tells the store what the answer to a turn of the fleet's
+// pace taught: a refusal, an outcome the store asked for, and the blind
+// test's verdict. A success with nothing to teach is told nothing. When
+// the store fails, the refusal teaches this transport's own pace, which
+// stands in while it is away.
+func (t adaptiveTicket) tellShared(ctx context.Context, resp *http.Response, err error, class Class, hint time.Duration, now time.Time) {
+	k := t.shared
+	an := readAnswer(resp, err, class, now)
+	var buf [2]store.Outcome
+	outcomes := buf[:0]
+	switch {
+	case an.Refused:
+		outcomes = append(outcomes, store.Outcome{Seq: t.seq, Kind: store.Refused, Hint: hint})
+	case an.OK && t.tell:
+		outcomes = append(outcomes, store.Outcome{Seq: t.seq, Kind: store.Passed})
+	}
+	if t.rate > 0 && an.Remaining < 0 && (an.OK || an.Refused) {
+		k.mu.Lock()
+		k.samples.Note(t.rate, an.OK)
+		verdict := learn.NoVerdict
+		if an.Refused {
+			verdict = k.samples.Verdict(true, nil)
+			if verdict == learn.VerdictBlind {
+				k.samples.Reset()
+			}
+		}
+		k.mu.Unlock()
+		if kind := verdictKind(verdict); kind != 0 {
+			outcomes = append(outcomes, store.Outcome{Seq: t.seq, Kind: kind})
+		}
+	}
+	if len(outcomes) == 0 {
+		return
+	}
+	ceiling := adaptiveCeiling(t.scope.limit())
+	if math.IsInf(ceiling, 1) {
+		ceiling = 0
+	}
+	a, serr := k.store.Learn(context.WithoutCancel(ctx), k.storeKey, &store.LearnAsk{Outcomes: outcomes, Ceiling: ceiling})
+	if serr == nil {
+		k.note(&a)
+		return
+	}
+	if an.Refused {
+		an.Hint = hint
+		t.scope.arm(t.key, &t.entry.State, now).Untracked(an, 0, now)
+	}
+}
+
+// verdictKind is the outcome that tells the store a blind test's verdict;
+// 0 for none.
+func verdictKind(v learn.Verdict) store.OutcomeKind {
+	switch v {
+	case learn.VerdictBlind:
+		return store.Blind
+	case learn.VerdictRated:
+		return store.Rated
+	case learn.VerdictUndecided:
+		return store.Undecided
+	}
+	return 0
+}
+
+// tellStoreUnpaced tells the store of a rate-limit signal in the answer
+// to a request of key no learned pace let go: a refusal, which teaches the
+// fleet's pace. It reports whether the store took it; when the store
+// failed, this transport's own pace learns it instead. A count of the
+// server's quota without a refusal the store does not keep: it teaches
+// nothing then.
+func (s *scope) tellStoreUnpaced(c *call, key string, st *scopeState, an learn.Answer) bool {
+	if !an.Refused {
+		return true
+	}
+	k := s.sharedKey(key, st, c.t.learnStore)
+	ask := store.LearnAsk{Outcomes: []store.Outcome{{Kind: store.Refused, Hint: an.Hint}}, Ceiling: sharedCeiling(s.limit(), c)}
+	a, err := k.store.Learn(context.WithoutCancel(c.ctx), k.storeKey, &ask)
+	if err != nil {
+		return false
+	}
+	k.note(&a)
+	return true
+}

@@ -59,9 +59,9 @@ func (k *sharedKey) note(a *store.LearnAnswer) {
 type sharedAnswer uint8
 
 const (
-	sharedFailed   sharedAnswer = iota // the store failed: this transport's own learning stands in
-	sharedUnpaced                      // the fleet learned nothing yet: the request is not paced
-	sharedTurn                         // the request got its turn
+	sharedFailed  sharedAnswer = iota // the store failed: this transport's own learning stands in
+	sharedUnpaced                     // the fleet learned nothing yet: the request is not paced
+	sharedTurn                        // the request got its turn
 )
 
 // admitShared waits for the request's turn of the fleet's learned pace

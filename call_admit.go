@@ -96,7 +96,7 @@ func (c *call) admitScope(s *scope) error {
 	}
 	c.learns = c.learns || s.adaptive
 	key := s.key(c.req)
-	if s.lazy() && s.answered(key) {
+	if s.lazy() && s.answered(key) && c.t.learnStore == nil {
 		return nil // an adaptive scope's key that has learned nothing: unpaced
 	}
 	e := s.states.Acquire(key, true)

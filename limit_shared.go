@@ -86,7 +86,11 @@ func (s *scope) admitShared(c *call, key string, st *scopeState, deadline time.T
 	for {
 		now := time.Now()
 		ask.MaxWait = sharedMaxWait(c, now, deadline)
-		a, err := k.store.Learn(c.ctx, k.storeKey, &ask)
+		a, asked := c.pre.learnAnswer(k.storeKey)
+		var err error
+		if !asked {
+			a, err = k.store.Learn(c.ctx, k.storeKey, &ask)
+		}
 		switch {
 		case err != nil && c.ctx.Err() != nil:
 			return learnedTurn{}, sharedFailed, c.ctx.Err()

@@ -293,8 +293,9 @@ func (m *MemoryStore) bucketAt(key string, r rate.Limit, burst int, now time.Tim
 
 var _ store.Admitter = (*MemoryStore)(nil)
 
-// Admit implements store.Admitter: BreakerAdmit, PausedUntil and Take, one
-// after the other, the tokens taken only when the request may go now.
+// Admit implements store.Admitter: BreakerAdmit, PausedUntil, Take and
+// Learn, one after the other, the tokens and the turn taken only when the
+// request may go now.
 // (The MemoryStore is the reference of what Admit answers; each step
 // holds its lock alone, which one process can afford.)
 func (m *MemoryStore) Admit(ctx context.Context, ask *store.AdmitAsk) (store.AdmitAnswer, error) {
@@ -319,7 +320,14 @@ func (m *MemoryStore) Admit(ctx context.Context, ask *store.AdmitAsk) (store.Adm
 		if err != nil {
 			return store.AdmitAnswer{}, err
 		}
-		a.Took, a.Wait = true, wait
+		a.Took, a.Wait, goes = true, wait, wait <= 0
+	}
+	if ask.Learned != "" && goes {
+		learned, err := m.Learn(ctx, ask.Learned, &ask.Learn)
+		if err != nil {
+			return store.AdmitAnswer{}, err
+		}
+		a.Learnt, a.Learned = true, learned
 	}
 	return a, nil
 }

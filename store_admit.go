@@ -8,7 +8,8 @@ import (
 )
 
 // This file asks a store, in one round trip, everything an attempt asks of
-// it before it is sent: its breaker, its pause and a told bucket's token.
+// it before it is sent: its breaker, its pause, a told bucket's token and
+// a turn of the fleet's learned pace.
 // Asked one by one, a call that needs no help would cost a round trip
 // each. The answers stand for the attempt's first look at each, as long
 // as it has not waited since: a wait makes them old, and the layers ask
@@ -21,6 +22,7 @@ type prefetched struct {
 	valid                bool
 	breakerKey, pauseKey string
 	bucket               string // the store's key of the bucket asked, "" for none
+	learned              string // the store's key of the learned pace asked, "" for none
 	answer               store.AdmitAnswer
 }
 
@@ -56,6 +58,9 @@ func (c *call) prefetch() {
 		ask.Bucket, ask.N, ask.Rate, ask.Burst = s.storeKey(s.key(c.req)), 1, l.Rate, l.Burst
 		parts++
 	}
+	if c.t.learnedInStore && c.askLearned(&ask) {
+		parts++
+	}
 	if parts < 2 {
 		return
 	}
@@ -66,7 +71,38 @@ func (c *call) prefetch() {
 	if c.pre == nil {
 		c.pre = new(prefetched)
 	}
-	*c.pre = prefetched{valid: true, breakerKey: ask.Breaker, pauseKey: ask.Pause, bucket: ask.Bucket, answer: a}
+	*c.pre = prefetched{valid: true, breakerKey: ask.Breaker, pauseKey: ask.Pause, bucket: ask.Bucket,
+		learned: ask.Learned, answer: a}
+}
+
+// askLearned puts in ask the turn of the fleet's learned pace the first
+// adaptive scope that applies to the request would ask the store for,
+// and reports whether it did: not for a key whose requests line up for
+// their turns, the store's last answer said, since only the head of the
+// line asks (see limit_shared.go).
+func (c *call) askLearned(ask *store.AdmitAsk) bool {
+	for _, s := range c.t.scopes() {
+		if !s.adaptive || s.applies != nil && !s.applies(c.req) {
+			continue
+		}
+		key := s.key(c.req)
+		e := s.states.Acquire(key, false)
+		lined := e != nil && e.State.shared.Load() != nil && e.State.shared.Load().paced.Load()
+		if e != nil {
+			s.states.Release(e)
+		}
+		if lined {
+			return false
+		}
+		l := s.limit()
+		ask.Learned = s.storeKey(key)
+		ask.Learn = store.LearnAsk{Take: true, Ceiling: sharedCeiling(l, c), MaxWait: sharedMaxWait(c, time.Now(), time.Time{})}
+		if l.MaxWait > 0 {
+			ask.Learn.MaxWait = min(ask.Learn.MaxWait, l.MaxWait)
+		}
+		return true
+	}
+	return false
 }
 
 // storeBucket returns the one told scope applying to the request whose
@@ -107,6 +143,15 @@ func (p *prefetched) pauseAnswer(key string) (time.Time, bool) {
 	}
 	p.pauseKey = ""
 	return p.answer.PausedUntil, true
+}
+
+// learnAnswer is the prefetched answer of the learned pace storeKey, once.
+func (p *prefetched) learnAnswer(storeKey string) (store.LearnAnswer, bool) {
+	if p == nil || !p.valid || !p.answer.Learnt || p.learned == "" || p.learned != storeKey {
+		return store.LearnAnswer{}, false
+	}
+	p.learned = ""
+	return p.answer.Learned, true
 }
 
 // takeAnswer is the prefetched take from the store's bucket storeKey,

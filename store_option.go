@@ -46,6 +46,7 @@ func (t *Transport) shareThroughStore() {
 		t.admitStore = as
 		t.breakerInStore = t.breakers != nil && combinable(t.breakers.Store(), t.store)
 		t.gateInStore = t.gate != nil && combinable(t.gate.Store(), t.store)
+		t.learnedInStore = t.learnStore != nil
 	}
 }
 

@@ -43,8 +43,10 @@ type Transport struct {
 	breakerInStore, gateInStore bool
 	// learnStore is the store when it keeps what adaptive scopes learn
 	// (store.Learned): their keys then learn as one with every transport
-	// sharing it (limit_shared.go).
-	learnStore store.Learned
+	// sharing it (limit_shared.go); learnedInStore says admitStore asks
+	// it with the rest.
+	learnStore     store.Learned
+	learnedInStore bool
 	// noLearning is WithoutLearning. learned is the LearnedScope New
 	// added, kept last of the scopes and admitted first (see
 	// admitScopes); nil when it added none. Whether a request learns, or

@@ -24,7 +24,7 @@ func (s *Store) Admit(ctx context.Context, ask *store.AdmitAsk) (store.AdmitAnsw
 	if _, single := s.rdb.(*goredis.Client); !single {
 		return store.AdmitAnswer{}, store.ErrCannotCombine
 	}
-	keys := make([]string, 4)
+	keys := make([]string, 5)
 	var probeTimeout int64
 	if ask.Breaker != "" {
 		bk := s.breakerKeys(ask.Breaker)
@@ -39,11 +39,18 @@ func (s *Store) Admit(ctx context.Context, ask *store.AdmitAsk) (store.AdmitAnsw
 		keys[3] = s.bucketKey(ask.Bucket)
 		interval = 1 / float64(ask.Rate)
 	}
+	if ask.Learned != "" {
+		keys[4] = s.learnedKey(ask.Learned)
+	}
 	now := time.Now()
+	args := append(make([]any, 0, 16), now.UnixMilli(), probeTimeout,
+		flag(ask.Breaker != ""), flag(ask.Pause != ""), flag(ask.Bucket != ""), flag(ask.Learned != ""),
+		interval, max(ask.Burst, 1), max(ask.N, 1))
+	if ask.Learned != "" {
+		args = append(args, learnArgs(&ask.Learn, 0)...)
+	}
 	return call(s, ctx, func(ctx context.Context) (store.AdmitAnswer, error) {
-		v, err := admitScript.Run(ctx, s.rdb, keys, now.UnixMilli(), probeTimeout,
-			flag(ask.Breaker != ""), flag(ask.Pause != ""), flag(ask.Bucket != ""),
-			interval, max(ask.Burst, 1), max(ask.N, 1)).Slice()
+		v, err := admitScript.Run(ctx, s.rdb, keys, args...).Slice()
 		if err != nil {
 			return store.AdmitAnswer{}, err
 		}
@@ -55,8 +62,8 @@ func (s *Store) Admit(ctx context.Context, ask *store.AdmitAsk) (store.AdmitAnsw
 // end and the take's wait.
 func readAdmit(v []any) (store.AdmitAnswer, error) {
 	var a store.AdmitAnswer
-	if len(v) != 3 {
-		return a, fmt.Errorf("admit script answered %d values, want 3", len(v))
+	if len(v) != 4 {
+		return a, fmt.Errorf("admit script answered %d values, want 4", len(v))
 	}
 	if breaker, _ := v[0].([]any); len(breaker) != 0 {
 		var buf [6]int64
@@ -86,6 +93,12 @@ func readAdmit(v []any) (store.AdmitAnswer, error) {
 			return a, fmt.Errorf("admit script answered %q for the take: %w", wait, err)
 		}
 		a.Took, a.Wait = true, takenWait(secs, 0) // taken only when there now
+	}
+	if learned, _ := v[3].([]any); len(learned) != 0 {
+		if a.Learned, err = readLearn(learned); err != nil {
+			return a, err
+		}
+		a.Learnt = true
 	}
 	return a, nil
 }

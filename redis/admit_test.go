@@ -130,3 +130,42 @@ func BenchmarkAdmit(b *testing.B) {
 		}
 	})
 }
+
+// Admit asks the learned pace as Learn does, with the rest: a key that
+// learned nothing is answered unpaced and writes nothing; once a refusal
+// taught it, the answer is a turn of its pace; a paused key takes no turn.
+func TestAdmitTakesTheLearnedTurn(t *testing.T) {
+	srv := redistest.Start(t)
+	rs, client := newStore(t, srv, Options{Prefix: "admit-learned:"})
+	ctx := context.Background()
+	for _, s := range []struct {
+		name  string
+		store interface {
+			store.Admitter
+			store.Learned
+		}
+	}{{"memory", ratewise.NewMemoryStore()}, {"redis", rs}} {
+		ask := &store.AdmitAsk{Pause: "h", Learned: "learned:h", Learn: store.LearnAsk{Take: true, MaxWait: time.Second}}
+		a, err := s.store.Admit(ctx, ask)
+		if err != nil || !a.Learnt || a.Learned.Paced || a.Learned.Took {
+			t.Fatalf("%s, nothing learned: %+v, %v; want the learned pace asked and unpaced", s.name, a, err)
+		}
+		if s.name == "redis" {
+			if n, _ := client.Exists(ctx, rs.learnedKey("learned:h")).Result(); n != 0 {
+				t.Errorf("redis kept a hash for a key that learned nothing")
+			}
+		}
+		refused := &store.LearnAsk{Outcomes: []store.Outcome{{Kind: store.Refused}}}
+		if _, err := s.store.Learn(ctx, "learned:h", refused); err != nil {
+			t.Fatal(err)
+		}
+		a, err = s.store.Admit(ctx, ask)
+		if err != nil || !a.Learnt || !a.Learned.Paced || !a.Learned.Took || a.Learned.Seq != 1 || a.Learned.Rate <= 0 {
+			t.Errorf("%s, refused once: %+v, %v; want turn 1 of a learned pace", s.name, a, err)
+		}
+		_ = s.store.Pause(ctx, "h", time.Now().Add(time.Hour))
+		if a, _ = s.store.Admit(ctx, ask); a.Learnt {
+			t.Errorf("%s, paused: %+v, want no turn taken", s.name, a)
+		}
+	}
+}

@@ -107,15 +107,17 @@ return admitBreaker(KEYS[1], KEYS[2], tonumber(ARGV[1]), tonumber(ARGV[2]))
 `)
 
 // admitScript answers an attempt's questions together: KEYS the
-// breaker's hash and failures, the pause, the bucket's TAT; ARGV now,
-// the probe timeout, whether the breaker, the pause and the bucket are
-// asked (0/1 each), then the bucket's seconds per token, burst and tokens
-// to take. The bucket gives its tokens only when they are there now, and
-// when the breaker lets the request go (closed, or the probe granted to
-// it) and the pause is over. The answer is the breaker's (5 or 6 values,
-// or {} when not asked), the pause's end (0 for none) and the take's wait
-// as a string, empty when not asked.
-var admitScript = goredis.NewScript(gcraTakeLua + breakerAdmitLua + `
+// breaker's hash and failures, the pause, the bucket's TAT, the learned
+// pace's hash; ARGV now, the probe timeout, whether the breaker, the
+// pause, the bucket and the learned pace are asked (0/1 each), then the
+// bucket's seconds per token, burst and tokens to take, then learn's
+// arguments (learnLua). The bucket gives its tokens, and the learned pace
+// its turn, only when they are there now, and when the breaker lets the
+// request go (closed, or the probe granted to it) and the pause is over.
+// The answer is the breaker's (5 or 6 values, or {} when not asked), the
+// pause's end (0 for none), the take's wait as a string, empty when not
+// asked, and learn's answer, {} when not asked.
+var admitScript = goredis.NewScript(gcraTakeLua + breakerAdmitLua + learnLua + `
 local now = tonumber(ARGV[1])
 local goes = true
 local breaker = {}
@@ -130,9 +132,15 @@ if ARGV[4] == '1' then
 end
 local wait = ''
 if ARGV[5] == '1' and goes then
-  wait = tostring(take(KEYS[4], tonumber(ARGV[6]), tonumber(ARGV[7]), 0, tonumber(ARGV[8])))
+  local w = take(KEYS[4], tonumber(ARGV[7]), tonumber(ARGV[8]), 0, tonumber(ARGV[9]))
+  wait = tostring(w)
+  goes = w <= 0
 end
-return {breaker, paused, wait}
+local learned = {}
+if ARGV[6] == '1' and goes then
+  learned = learn(KEYS[5], ARGV, 10)
+end
+return {breaker, paused, wait, learned}
 `)
 
 // breakerReleaseScript: ARGV the probe's name. The probe is given back

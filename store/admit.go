@@ -10,14 +10,15 @@ import (
 
 // Admitter is a Store that answers an attempt's questions together, in
 // one round trip. When the transport's store is one, an attempt whose
-// breaker, pause or told bucket (two of them at least) the store keeps
-// asks it once, through Admit, rather than once for each.
+// breaker, pause, told bucket or learned pace (two of them at least) the
+// store keeps asks it once, through Admit, rather than once for each.
 type Admitter interface {
 	Store
-	// Admit answers ask as BreakerAdmit, PausedUntil and Take would, one
-	// after the other, atomically: the bucket's tokens are taken only
-	// when the breaker lets the request go (closed, or the probe granted
-	// to it), the key is not paused, and the tokens are there now. A
+	// Admit answers ask as BreakerAdmit, PausedUntil, Take and Learn
+	// would, one after the other, atomically: the bucket's tokens are
+	// taken, and the learned pace's turn, only when the breaker lets the
+	// request go (closed, or the probe granted to it), the key is not
+	// paused, and the tokens (and, for the turn, they) are there now. A
 	// store that cannot answer ask in one round trip (keys a cluster
 	// keeps apart) returns ErrCannotCombine, and the transport asks its
 	// questions one by one.
@@ -42,6 +43,10 @@ type AdmitAsk struct {
 	N      int
 	Rate   rate.Limit
 	Burst  int
+	// Learned is the key of the learned pace to ask as Learn would be
+	// asked, with Learn, by a store that is a Learned.
+	Learned string
+	Learn   LearnAsk
 }
 
 // AdmitAnswer is an Admitter's answer to an AdmitAsk.
@@ -55,4 +60,8 @@ type AdmitAnswer struct {
 	// tokens were taken, or how long until they would be there.
 	Took bool
 	Wait time.Duration
+	// Learnt is set when the learned pace was asked (the request may go
+	// by the other questions), and Learned is then Learn's answer.
+	Learnt  bool
+	Learned LearnAnswer
 }

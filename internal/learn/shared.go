@@ -55,6 +55,11 @@ const sharedAskTimeout = time.Second
 // sharedAskPoll is how often the others ask again while it holds them.
 const sharedAskPoll = 10 * time.Millisecond
 
+// sharedReachSlack is how much more than an interval ahead a turn may be
+// reserved: the turn right after a decrease is an interval ahead, which
+// clocks in floats and in nanoseconds must not tell apart.
+const sharedReachSlack = time.Millisecond
+
 // Shared is what a fleet learned of one key's server, as a store keeps
 // it. The zero value has learned nothing.
 type Shared struct {
@@ -126,11 +131,11 @@ func (s *Shared) Learn(now time.Time, ask *store.LearnAsk) store.LearnAnswer {
 	if ask.Ceiling > 0 {
 		top = ask.Ceiling
 	}
-	for _, o := range ask.Outcomes {
-		s.outcome(o, top, now)
-	}
 	if s.mode == sharedBlind && !now.Before(s.blindUntil) {
 		s.mode = sharedUnpaced // the hold is over: learn again
+	}
+	for _, o := range ask.Outcomes {
+		s.outcome(o, top, now)
 	}
 	var a store.LearnAnswer
 	if ask.Take {
@@ -200,7 +205,7 @@ func (s *Shared) take(a *store.LearnAnswer, maxWait time.Duration, top float64, 
 		case wait > maxWait:
 			a.Wait = wait
 			return
-		case wait > iv:
+		case wait > iv+sharedReachSlack:
 			// Reserved this far ahead, a turn would go at the pace of now
 			// if the pace fell meanwhile: ask again an interval before.
 			a.Wait = wait - iv
@@ -238,8 +243,9 @@ func (s *Shared) take(a *store.LearnAnswer, maxWait time.Duration, top float64, 
 		case s.confirmed && s.period > 0 && s.quota > 0 && used >= s.quota:
 			// The quota is spent and the period says when the next turn
 			// comes: hold until then rather than ask.
+			// (Past already, the window turned: the next ask opens it.)
 			s.opens, s.foretold = s.openedAt.Add(s.period+windowMargin), true
-			a.Wait = s.opens.Sub(now)
+			a.Wait = max(s.opens.Sub(now), 0)
 			return
 		case s.askSeq != 0 && now.Before(s.askUntil):
 			// The window's first turn asks whether it reopened: the
@@ -374,11 +380,12 @@ func (s *Shared) decrease(passed int, hint time.Duration, top float64, now time.
 	}
 	s.slack = false
 	// The server's bucket is empty now: the next turn waits an interval
-	// of the new pace, after any turn already reserved.
-	next := now.Add(interval(s.rate(top)))
-	if next.After(s.tat) {
-		s.tat = next
+	// of the new pace, after the last turn, which may be reserved ahead.
+	from := now
+	if s.last.After(from) {
+		from = s.last
 	}
+	s.tat = from.Add(interval(s.rate(top)))
 }
 
 // setPace starts a climb from 'from' to 'to', as a Pacer's setPace.
@@ -419,7 +426,7 @@ func (s *Shared) floored(r float64) float64 {
 func (s *Shared) cutTo(rate, cut float64, hint time.Duration) float64 {
 	f := floorRate(hint)
 	switch {
-	case rate > f:
+	case rate > f*(1+1e-9): // a pace at the floor, but for rounding, is at it
 		s.atFloor = false
 		return math.Max(rate*cut, f)
 	case !s.atFloor:

@@ -1,0 +1,148 @@
+package redis
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/ratewise/ratewise/internal/learn"
+	"github.com/ratewise/ratewise/internal/redistest"
+	"github.com/ratewise/ratewise/store"
+)
+
+// TestLearnMatchesTheReference drives the script and internal/learn's
+// Shared, which ratewise.MemoryStore runs, through the same asks at the
+// same instants, drawn at random (turns taken and refused, hints from
+// none to a window's, ceilings, blind verdicts), and wants the same
+// answers from both, but for the rounding of a float to a nanosecond.
+func TestLearnMatchesTheReference(t *testing.T) {
+	srv := redistest.Start(t)
+	client := srv.Client()
+	defer client.Close()
+	s := New(client, Options{})
+	ctx := context.Background()
+	seen := map[string]int{}
+	for run := range 40 {
+		seed := uint64(run)
+		rng := rand.New(rand.NewPCG(seed, seed*7+1))
+		key := fmt.Sprintf("ref-%d", run)
+		var ref learn.Shared
+		start := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+		now := start
+		var seq uint64
+		tell := false
+		for step := range 400 {
+			now = now.Add(time.Duration(rng.Int64N(int64(60 * time.Millisecond))))
+			if rng.IntN(40) == 0 {
+				now = now.Add(time.Duration(rng.Int64N(int64(3 * time.Second))))
+			}
+			ask := drawAsk(rng, seq, tell)
+			want := ref.Learn(now, &ask)
+			var got store.LearnAnswer
+			if want.Paced || len(ask.Outcomes) > 0 || step%7 == 0 {
+				var err error
+				// Seconds since a minute before the run: a float keeps them
+				// to the nanosecond.
+				got, err = s.learnAt(ctx, key, &ask, now.Sub(start).Seconds()+60)
+				if err != nil {
+					t.Fatalf("run %d step %d: %v", run, step, err)
+				}
+			} else {
+				got = want // nothing to learn: the script is asked now and then only
+			}
+			if diff := answerDiff(got, want, now); diff != "" {
+				t.Fatalf("run %d step %d at %v, ask %+v: %s\nscript:    %+v\nreference: %+v", run, step, now.Format("15:04:05.000"), ask, diff, got, want)
+			}
+			seq = max(seq, want.Seq)
+			tell = want.Tell
+			switch {
+			case want.Tell:
+				seen["a window's first turn asking"]++
+			case want.State.Windowed && want.State.Quota > 0 && want.Took:
+				seen["a turn of a window whose quota is known"]++
+			case want.State.Blind:
+				seen["blind"]++
+			case want.Took && want.Wait > 0:
+				seen["a turn of the pace reserved ahead"]++
+			case want.Paced && !want.Took && want.Wait > 0:
+				seen["held"]++
+			}
+		}
+	}
+	// The draws must reach every way of answering, or they test less.
+	for _, way := range []string{"a window's first turn asking", "a turn of a window whose quota is known", "blind",
+		"a turn of the pace reserved ahead", "held"} {
+		if seen[way] < 5 {
+			t.Errorf("the draws reached %q %d times, want 5 at least: %v", way, seen[way], seen)
+		}
+	}
+}
+
+// drawAsk draws an ask of a transport that has seen turns up to seq,
+// the last of them asking for its outcome when tell is set.
+func drawAsk(rng *rand.Rand, seq uint64, tell bool) store.LearnAsk {
+	ask := store.LearnAsk{Take: rng.IntN(4) != 0, MaxWait: time.Duration(rng.IntN(3000)) * time.Millisecond}
+	if rng.IntN(5) == 0 {
+		ask.Ceiling = float64(5 + rng.IntN(100))
+	}
+	if tell && rng.IntN(3) != 0 {
+		ask.Outcomes = append(ask.Outcomes, store.Outcome{Seq: seq, Kind: store.Passed})
+	}
+	hints := []time.Duration{0, 0, 500 * time.Millisecond, time.Second, time.Second, 2 * time.Second, 10 * time.Second}
+	n := 0
+	switch r := rng.IntN(20); {
+	case r < 4:
+		n = 1
+	case r == 4:
+		n = 2
+	}
+	for range n {
+		o := store.Outcome{Kind: store.Refused, Hint: hints[rng.IntN(len(hints))]}
+		if seq > 0 && rng.IntN(4) != 0 {
+			o.Seq = seq - uint64(rng.IntN(int(min(seq, 5))))
+		}
+		switch rng.IntN(100) {
+		case 0:
+			o.Kind = store.Blind
+		case 1, 2:
+			o.Kind = store.Rated
+		case 3, 4:
+			o.Kind = store.Undecided
+		}
+		ask.Outcomes = append(ask.Outcomes, o)
+	}
+	return ask
+}
+
+// answerDiff says how got differs from want, "" when it does not but for
+// a float rounded to a nanosecond.
+func answerDiff(got, want store.LearnAnswer, now time.Time) string {
+	close := func(a, b float64) bool { return math.Abs(a-b) <= 1e-6*math.Max(1, math.Abs(b)) }
+	durClose := func(a, b time.Duration) bool { return (a - b).Abs() <= 2*time.Microsecond }
+	wantHeld := time.Duration(0)
+	if !want.State.HeldUntil.IsZero() {
+		wantHeld = want.State.HeldUntil.Sub(now)
+	}
+	gotHeld := time.Duration(0)
+	if !got.State.HeldUntil.IsZero() {
+		gotHeld = time.Until(got.State.HeldUntil)
+	}
+	switch {
+	case got.Paced != want.Paced, got.Took != want.Took, got.Seq != want.Seq, got.Tell != want.Tell:
+		return "paced, took, seq or tell differ"
+	case got.HintsOverstate != want.HintsOverstate:
+		return "hints overstate differs"
+	case got.State.Windowed != want.State.Windowed, got.State.Quota != want.State.Quota, got.State.Blind != want.State.Blind:
+		return "state differs"
+	case !durClose(got.Wait, want.Wait):
+		return fmt.Sprintf("wait %v, want %v", got.Wait, want.Wait)
+	case !close(got.Rate, want.Rate), !close(got.State.Rate, want.State.Rate):
+		return "rate differs"
+	case (gotHeld - wantHeld).Abs() > 50*time.Millisecond:
+		return fmt.Sprintf("held %v, want %v", gotHeld, wantHeld)
+	}
+	return ""
+}

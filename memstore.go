@@ -29,6 +29,7 @@ type MemoryStore struct {
 // memBreaker is a breaker's shared state.
 type memBreaker struct {
 	failures   int
+	gen        uint64      // failures ever counted while closed
 	recent     []time.Time // failures within the window, for WindowFailures
 	open       bool        // tripped and not closed since: open, then half-open
 	until      time.Time   // when open, the end of the cooldown
@@ -158,6 +159,7 @@ func (m *MemoryStore) BreakerFailed(_ context.Context, key string, probe bool, c
 		b.trip(now, min(b.level+1, len(rules.Cooldowns)-1), cause, rules) // a failed probe: the next cooldown
 	case !b.open:
 		b.failures++
+		b.gen++
 		if rules.WindowFailures > 0 {
 			b.recent = append(b.recent, now)
 			for len(b.recent) > 0 && now.Sub(b.recent[0]) >= rules.Window {
@@ -209,6 +211,17 @@ func (m *MemoryStore) BreakerTripped(_ context.Context, key string, trip store.T
 	return nil
 }
 
+// succeededSince takes in a success told late, of a request admitted
+// while key's breaker had counted gen-1 failures: the failures counted
+// since are cleared, as BreakerSucceeded clears them.
+func (m *MemoryStore) succeededSince(key string, gen uint64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if b := m.breakers[key]; b != nil && !b.open && b.gen >= gen {
+		b.failures = 0
+	}
+}
+
 // breaker returns key's breaker, made on first use, with m.mu held.
 func (m *MemoryStore) breaker(key string, now time.Time) *memBreaker {
 	b := m.breakers[key]
@@ -239,7 +252,7 @@ func (b *memBreaker) levelAt(now time.Time, rules *store.Rules) int {
 func (b *memBreaker) state(now time.Time, rules *store.Rules) store.Breaker {
 	switch {
 	case !b.open:
-		return store.Breaker{State: store.Closed, Level: b.levelAt(now, rules), Failures: b.failures}
+		return store.Breaker{State: store.Closed, Level: b.levelAt(now, rules), Failures: b.failures, Gen: b.gen}
 	case now.Before(b.until):
 		return store.Breaker{State: store.Open, Until: b.until, Level: b.level}
 	}
@@ -302,6 +315,9 @@ func (m *MemoryStore) Admit(ctx context.Context, ask *store.AdmitAsk) (store.Adm
 	var a store.AdmitAnswer
 	goes := true
 	if ask.Breaker != "" {
+		if ask.Succeeded > 0 {
+			m.succeededSince(ask.Breaker, ask.Succeeded)
+		}
 		sb, err := m.BreakerAdmit(ctx, ask.Breaker, ask.Rules)
 		if err != nil {
 			return store.AdmitAnswer{}, err

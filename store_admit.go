@@ -64,6 +64,9 @@ func (c *call) prefetch() {
 	if parts < 2 {
 		return
 	}
+	if ask.Breaker != "" {
+		ask.Succeeded = c.t.breakers.Unsaid(ask.Breaker)
+	}
 	a, err := c.t.admitStore.Admit(c.ctx, &ask)
 	if err != nil {
 		return // each layer asks for itself, and meets the store's failure there

@@ -45,6 +45,9 @@ func (t *Transport) shareThroughStore() {
 	if as, ok := t.store.(store.Admitter); ok {
 		t.admitStore = as
 		t.breakerInStore = t.breakers != nil && combinable(t.breakers.Store(), t.store)
+		if t.breakerInStore {
+			t.breakers.TellLate() // a success rides on the next admission
+		}
 		t.gateInStore = t.gate != nil && combinable(t.gate.Store(), t.store)
 		t.learnedInStore = t.learnStore != nil
 	}

@@ -3,6 +3,7 @@ package ratewise
 import (
 	"context"
 	"errors"
+	"github.com/ratewise/ratewise/internal/breaker"
 	"net/http"
 	"slices"
 	"sync"
@@ -335,6 +336,57 @@ func TestSharedSuccessClearsFailuresCountedInFlight(t *testing.T) {
 			t.Errorf("fail, fail, success, fail: %+v, want closed with one failure", sb)
 		}
 	})
+}
+
+// Through WithStore, whose store answers each admission in one round
+// trip, a success admitted with no failure counted is told with the next
+// admission, or by itself after breaker.UnsaidFor when none comes: either
+// way it clears the failures other transports counted while it was in
+// flight, and none counted after the telling.
+func TestSharedSuccessToldLateClearsFailuresCountedInFlight(t *testing.T) {
+	for _, next := range []bool{true, false} {
+		name := "told by itself"
+		if next {
+			name = "told with the next admission"
+		}
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				mem := NewMemoryStore()
+				policy := BreakerPolicy{ConsecutiveFailures: 3, Cooldown: time.Hour}
+				rules := policy.Rules()
+				mock := newScript(answer(200), answer(200)).mock()
+				slow := true
+				b := New(roundTripFunc(func(r *http.Request) (*http.Response, error) {
+					if slow {
+						time.Sleep(time.Second)
+					}
+					return mock.RoundTrip(r)
+				}), WithStore(mem), WithBreaker(policy))
+				done := goCallOnce(t, b, context.Background())
+				time.Sleep(100 * time.Millisecond)
+				_, _ = mem.BreakerFailed(context.Background(), host, false, store.Cause{}, &rules)
+				_, _ = mem.BreakerFailed(context.Background(), host, false, store.Cause{}, &rules)
+				if err := <-done; err != nil { // b's success, after the two failures
+					t.Fatal(err)
+				}
+				if sb, _ := mem.BreakerRead(context.Background(), host, &rules); sb.Failures != 2 {
+					t.Fatalf("right after the success: %d failures, want the 2 kept until it is told", sb.Failures)
+				}
+				slow = false
+				if next {
+					if _, err := callOnce(t, b, context.Background()); err != nil {
+						t.Fatal(err)
+					}
+				} else {
+					time.Sleep(breaker.UnsaidFor)
+					synctest.Wait()
+				}
+				if sb, _ := mem.BreakerFailed(context.Background(), host, false, store.Cause{}, &rules); sb.State != store.Closed || sb.Failures != 1 {
+					t.Errorf("fail, fail, success, fail: %+v, want closed with one failure", sb)
+				}
+			})
+		})
+	}
 }
 
 // blipStore fails the first trip told to it, and counts no failure.

@@ -133,15 +133,15 @@ func RunFleet(ctx context.Context, redisAddr string, s Scenario, c FleetContende
 	start := time.Now().Add(replicaStartup(n))
 	ctx, cancel := context.WithDeadline(ctx, start.Add(s.Deadline()+replicaGrace))
 	defer cancel() // kills any replica still running
+	spec, err := json.Marshal(replicaSpec{Scenario: s, Contender: c, URL: srv.URL(), Redis: redisAddr,
+		Prefix: "ratewise:", DealKey: "bench:dealt", Workers: s.Workers / n, Start: start.UnixNano()})
+	if err != nil {
+		return FleetResult{}, err
+	}
 	cmds := make([]*exec.Cmd, 0, n)
 	outs := make([]bytes.Buffer, n)
 	var errs []error
 	for i := range n {
-		spec, err := json.Marshal(replicaSpec{Scenario: s, Contender: c, URL: srv.URL(), Redis: redisAddr,
-			Prefix: "ratewise:", DealKey: "bench:dealt", Workers: s.Workers / n, Start: start.UnixNano()})
-		if err != nil {
-			return FleetResult{}, err
-		}
 		cmd := exec.CommandContext(ctx, exe)
 		cmd.Env = append(os.Environ(), replicaEnv+"="+string(spec))
 		cmd.Stdout, cmd.Stderr = &outs[i], os.Stderr

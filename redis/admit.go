@@ -45,7 +45,7 @@ func (s *Store) Admit(ctx context.Context, ask *store.AdmitAsk) (store.AdmitAnsw
 	now := time.Now()
 	args := append(make([]any, 0, 16), now.UnixMilli(), probeTimeout,
 		flag(ask.Breaker != ""), flag(ask.Pause != ""), flag(ask.Bucket != ""), flag(ask.Learned != ""),
-		interval, max(ask.Burst, 1), max(ask.N, 1))
+		interval, max(ask.Burst, 1), max(ask.N, 1), ask.Succeeded)
 	if ask.Learned != "" {
 		args = append(args, learnArgs(&ask.Learn, 0)...)
 	}
@@ -66,7 +66,7 @@ func readAdmit(v []any) (store.AdmitAnswer, error) {
 		return a, fmt.Errorf("admit script answered %d values, want 4", len(v))
 	}
 	if breaker, _ := v[0].([]any); len(breaker) != 0 {
-		var buf [6]int64
+		var buf [7]int64
 		n := buf[:0]
 		for i, x := range breaker {
 			num, err := toInt64(x)

@@ -113,15 +113,19 @@ func (s *Store) breaker(ctx context.Context, script *goredis.Script, key string,
 }
 
 // breakerAnswer reads what a breaker script answers: {state, until,
-// level, probe, failures}, and the probe's name when one was granted.
+// level, probe, failures}, then the probe's name when one was granted,
+// then, from an admission, the failures counted ever.
 func breakerAnswer(v []int64) (store.Breaker, error) {
-	if len(v) != 5 && len(v) != 6 {
-		return store.Breaker{}, fmt.Errorf("breaker script answered %d values, want 5 or 6", len(v))
+	if len(v) < 5 || len(v) > 7 {
+		return store.Breaker{}, fmt.Errorf("breaker script answered %d values, want 5 to 7", len(v))
 	}
 	sb := sharedBreaker(v[0], v[1], v[2])
 	sb.Probe, sb.Failures = v[3] == 1, int(v[4])
-	if len(v) == 6 {
+	if len(v) >= 6 {
 		sb.ProbeID = uint64(v[5])
+	}
+	if len(v) == 7 {
+		sb.Gen = uint64(max(v[6], 0))
 	}
 	return sb, nil
 }

@@ -37,9 +37,9 @@ func (r *roundTrips) ProcessPipelineHook(next goredis.ProcessPipelineHook) gored
 // Redis of a call that needs no help (answered 200 at once, nothing
 // paused, no breaker tripped) through a transport that shares its state
 // through WithStore, for each combination of what it shares: one, for
-// the breaker, the pause and the told bucket asked together, and one
-// more with a breaker, whose success clears the failures counted since
-// the call was admitted.
+// the breaker, the pause, the told bucket and the fleet's learned pace
+// asked together. A success clears the failures other transports counted
+// while it was in flight with the next admission, which tells it.
 func TestRoundTripsPerCall(t *testing.T) {
 	srv := redistest.Start(t)
 	client := srv.Client()
@@ -48,16 +48,18 @@ func TestRoundTripsPerCall(t *testing.T) {
 	client.AddHook(hook)
 	api := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	defer api.Close()
+	told := ratewise.WithLimit(ratewise.Limit{Name: "api", Rate: 1e6, Burst: 1e6})
+	breaker := ratewise.WithBreaker(ratewise.BreakerPolicy{})
 	for _, tc := range []struct {
 		name string
 		opts []ratewise.Option
 		want int64
 	}{
-		{"told limit, pause", []ratewise.Option{ratewise.WithLimit(ratewise.Limit{Name: "api", Rate: 1e6, Burst: 1e6})}, 1},
-		{"told limit, pause, breaker", []ratewise.Option{ratewise.WithLimit(ratewise.Limit{Name: "api", Rate: 1e6, Burst: 1e6}),
-			ratewise.WithBreaker(ratewise.BreakerPolicy{})}, 2},
-		{"learned, pause, breaker", []ratewise.Option{ratewise.WithBreaker(ratewise.BreakerPolicy{})}, 2},
+		{"told, pause", []ratewise.Option{ratewise.WithoutLearning(), told}, 1},
+		{"told, pause, breaker", []ratewise.Option{ratewise.WithoutLearning(), told, breaker}, 1},
 		{"learned, pause", nil, 1},
+		{"learned, pause, breaker", []ratewise.Option{breaker}, 1},
+		{"told, learned, pause, breaker", []ratewise.Option{told, breaker}, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			store := New(client, Options{Prefix: "rt-" + t.Name() + ":"})

@@ -72,21 +72,29 @@ return tostring(burst - math.max(tat - now, 0) / interval)
 // The breaker's keys: KEYS[1] a hash (open, until, level, since: when it
 // last opened, closed: when a probe last closed it, probe: when the probe
 // granted ends, probes: a count naming each, prober: the name of the one
-// granted, cstatus, cclass, cdetail: what tripped it), KEYS[2] the
+// granted, cstatus, cclass, cdetail: what tripped it, fgen: the failures
+// counted ever while closed), KEYS[2] the
 // consecutive failures, KEYS[3] the failures in the window, a sorted set
 // scored by their time. Every script but the read answers {state, until,
 // level, probe, failures}, state 0 closed, 1 half-open, 2 open; the
 // admission of a probe adds its name.
 
 // breakerAdmitLua is a breaker's admission: admitBreaker(hash, failures,
-// now, probe timeout) answers as the breaker scripts do. Half-open, the
-// first to ask is the probe until the timeout, or until it is released.
+// now, probe timeout, succeeded) answers as the breaker scripts do, and,
+// closed, with the failures counted ever (fgen) too. Half-open, the first
+// to ask is the probe until the timeout, or until it is released.
+// succeeded, when not 0, is a success told late (store.AdmitAsk): it
+// clears the failures when fgen reached it.
 const breakerAdmitLua = `
-local function admitBreaker(hkey, fkey, now, probeTimeout)
-  local h = redis.call('HMGET', hkey, 'open', 'until', 'level', 'probe')
+local function admitBreaker(hkey, fkey, now, probeTimeout, succeeded)
+  local h = redis.call('HMGET', hkey, 'open', 'until', 'level', 'probe', 'fgen')
   local level = tonumber(h[3] or '0')
   if h[1] ~= '1' then
-    return {0, 0, level, 0, tonumber(redis.call('GET', fkey) or '0')}
+    local fgen = tonumber(h[5] or '0')
+    if succeeded > 0 and fgen >= succeeded then
+      redis.call('DEL', fkey)
+    end
+    return {0, 0, level, 0, tonumber(redis.call('GET', fkey) or '0'), 0, fgen}
   end
   local untilms = tonumber(h[2])
   if now < untilms then
@@ -103,15 +111,15 @@ end
 
 // breakerAdmitScript: ARGV now, probe timeout.
 var breakerAdmitScript = goredis.NewScript(breakerAdmitLua + `
-return admitBreaker(KEYS[1], KEYS[2], tonumber(ARGV[1]), tonumber(ARGV[2]))
+return admitBreaker(KEYS[1], KEYS[2], tonumber(ARGV[1]), tonumber(ARGV[2]), 0)
 `)
 
 // admitScript answers an attempt's questions together: KEYS the
 // breaker's hash and failures, the pause, the bucket's TAT, the learned
 // pace's hash; ARGV now, the probe timeout, whether the breaker, the
 // pause, the bucket and the learned pace are asked (0/1 each), then the
-// bucket's seconds per token, burst and tokens to take, then learn's
-// arguments (learnLua). The bucket gives its tokens, and the learned pace
+// bucket's seconds per token, burst and tokens to take, a success told
+// late (admitBreaker's succeeded), then learn's arguments (learnLua). The bucket gives its tokens, and the learned pace
 // its turn, only when they are there now, and when the breaker lets the
 // request go (closed, or the probe granted to it) and the pause is over.
 // The answer is the breaker's (5 or 6 values, or {} when not asked), the
@@ -122,7 +130,7 @@ local now = tonumber(ARGV[1])
 local goes = true
 local breaker = {}
 if ARGV[3] == '1' then
-  breaker = admitBreaker(KEYS[1], KEYS[2], now, tonumber(ARGV[2]))
+  breaker = admitBreaker(KEYS[1], KEYS[2], now, tonumber(ARGV[2]), tonumber(ARGV[10]))
   goes = breaker[1] == 0 or breaker[4] == 1
 end
 local paused = 0
@@ -138,7 +146,7 @@ if ARGV[5] == '1' and goes then
 end
 local learned = {}
 if ARGV[6] == '1' and goes then
-  learned = learn(KEYS[5], ARGV, 10)
+  learned = learn(KEYS[5], ARGV, 11)
 end
 return {breaker, paused, wait, learned}
 `)
@@ -216,6 +224,10 @@ if h[1] == '1' then
 end
 local c = redis.call('INCR', KEYS[2])
 redis.call('PEXPIRE', KEYS[2], tonumber(ARGV[6]))
+redis.call('HINCRBY', KEYS[1], 'fgen', 1)
+if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[6]) then
+  redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[6]))
+end
 local w = 0
 local windowLimit = tonumber(ARGV[4])
 if windowLimit > 0 then

@@ -33,8 +33,12 @@ var ErrCannotCombine = errors.New("ratewise: the store cannot answer these quest
 // empty key leaves its question out.
 type AdmitAsk struct {
 	// Breaker is the key of the breaker to be admitted through, by Rules.
-	Breaker string
-	Rules   *Rules
+	// Succeeded, when not 0, tells first of a success not told yet, of a
+	// request admitted while the breaker's Gen was Succeeded-1: it clears
+	// the failures, as BreakerSucceeded does, when any were counted since.
+	Breaker   string
+	Rules     *Rules
+	Succeeded uint64
 	// Pause is the key whose pause to read.
 	Pause string
 	// Bucket is the key of the bucket of Rate and Burst to take N tokens

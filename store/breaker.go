@@ -81,8 +81,12 @@ type Breaker struct {
 	// picks it, unique per key.
 	Probe   bool
 	ProbeID uint64
-	// Failures counts the failures since the last success.
+	// Failures counts the failures since the last success, and Gen
+	// every failure the closed breaker ever counted: a success of a
+	// request admitted at Gen clears only if Gen grew meanwhile (see
+	// AdmitAsk.Succeeded); Admit and BreakerAdmit fill it in.
 	Failures int
+	Gen      uint64
 	// OpenedAt is when the breaker last opened and Cause what opened it,
 	// as far as the store keeps them; only BreakerRead must fill them.
 	OpenedAt time.Time

@@ -70,9 +70,12 @@ type Change struct {
 
 // Breakers is one breaker per key. It is safe for concurrent use.
 type Breakers struct {
-	store  store.Breakers // fixed before first use
-	cfg    atomic.Pointer[Config]
-	states *keyed.Map[state]
+	store store.Breakers // fixed before first use
+	// tellsLate is set when the caller asks the store through an
+	// Admitter, which takes a success told late (see TellLate).
+	tellsLate bool
+	cfg       atomic.Pointer[Config]
+	states    *keyed.Map[state]
 }
 
 // Entry is a key's breaker, held by an attempt until its outcome.
@@ -122,6 +125,11 @@ type state struct {
 	// by mu.
 	wakes uint64
 	woken chan struct{}
+	// unsaid is a success not told to the store yet (see TellLate): the
+	// store's Gen at its admission plus one, 0 for none. unsaidTimer
+	// tells it after UnsaidFor when no admission took it; guarded by mu.
+	unsaid      atomic.Uint64
+	unsaidTimer *time.Timer
 }
 
 // wakeLocked tells the attempts waiting for the probes to look again,

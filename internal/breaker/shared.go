@@ -54,9 +54,64 @@ func (t Ticket) outcomeShared(ctx context.Context, result error, cause store.Cau
 		}
 	case result == errFailure:
 		_, _ = shared.BreakerFailed(ctx, t.key, t.sharedProbe, cause, &t.b.Config().Rules)
+	case t.sharedClosed && !t.sharedProbe && t.b.tellsLate && t.sharedFailures == 0:
+		// Nothing counted when it was admitted: the success clears only
+		// what other transports count while it was in flight, which the
+		// next admission may tell without a round trip of its own.
+		t.b.sayLater(t.key, t.entry, t.sharedGen+1)
 	case t.sharedProbe || t.sharedClosed:
 		_ = shared.BreakerSucceeded(ctx, t.key, t.sharedProbe, &t.b.Config().Rules)
 	}
+}
+
+// UnsaidFor is how long a success told late waits for an admission to
+// tell it before it is told by itself.
+const UnsaidFor = 100 * time.Millisecond
+
+// TellLate makes a success of an attempt the shared breaker admitted with
+// no failure counted be told to the store with the key's next admission
+// (Unsaid), or after UnsaidFor: for a caller that asks the store through
+// an Admitter, whose AdmitAsk.Succeeded takes it. Call it before use.
+func (b *Breakers) TellLate() { b.tellsLate = true }
+
+// Unsaid takes key's success not told yet, for AdmitAsk.Succeeded: 0 when
+// there is none.
+func (b *Breakers) Unsaid(key string) uint64 {
+	e := b.states.Peek(key)
+	if e == nil {
+		return 0
+	}
+	defer b.states.Release(e)
+	return e.State.unsaid.Swap(0)
+}
+
+// sayLater keeps a success to tell the store, admitted at its Gen gen-1,
+// and starts the timer that tells it when no admission does.
+func (b *Breakers) sayLater(key string, e *Entry, gen uint64) {
+	st := &e.State
+	for {
+		old := st.unsaid.Load()
+		if old >= gen {
+			return
+		}
+		if st.unsaid.CompareAndSwap(old, gen) {
+			if old != 0 {
+				return // the timer is on its way
+			}
+			break
+		}
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.unsaidTimer == nil {
+		st.unsaidTimer = time.AfterFunc(UnsaidFor, func() {
+			if st.unsaid.Swap(0) != 0 {
+				_ = b.store.BreakerSucceeded(context.Background(), key, false, &b.Config().Rules)
+			}
+		})
+		return
+	}
+	st.unsaidTimer.Reset(UnsaidFor)
 }
 
 // PublishTrip tells the store of a trip of e's breaker, key's, it has not

@@ -55,6 +55,10 @@ type Ticket struct {
 	sharedProbe   bool
 	sharedClosed  bool
 	sharedProbeID uint64
+	// sharedFailures and sharedGen are the store's Failures and Gen when
+	// the attempt was admitted.
+	sharedFailures int
+	sharedGen      uint64
 	// heard, when set (SetHeard), is told of the changes the attempt's
 	// outcome causes, through Config.Hear.
 	heard any
@@ -81,6 +85,7 @@ func (t *Ticket) Probe() bool { return t.probe != nil }
 func (t *Ticket) SetShared(sb store.Breaker, asked bool) {
 	t.sharedProbe, t.sharedProbeID = sb.Probe, sb.ProbeID
 	t.sharedClosed = asked && sb.State == store.Closed
+	t.sharedFailures, t.sharedGen = sb.Failures, sb.Gen
 }
 
 // OpenedSince reports whether the breaker that admitted the attempt has

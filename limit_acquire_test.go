@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ratewise/ratewise/internal/limit"
+	"github.com/ratewise/ratewise/store"
 	"golang.org/x/time/rate"
 )
 
@@ -335,7 +336,7 @@ func TestAcquireTakesFromTheStore(t *testing.T) {
 		if err := a.Acquire(context.Background(), "api", host, 2, 0); err != nil {
 			t.Fatal(err)
 		}
-		if tokens, _ := mem.Tokens(context.Background(), "api:"+host, 1, 2); tokens != 0 {
+		if tokens, _ := mem.Tokens(context.Background(), store.ScopeKey("api", host), 1, 2); tokens != 0 {
 			t.Errorf("the mem's bucket holds %v after Acquire of its 2, want 0", tokens)
 		}
 		start := time.Now()

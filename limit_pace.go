@@ -118,14 +118,14 @@ func (s *scope) paceShared(c *call, key string, st *scopeState, deadline time.Ti
 	}
 }
 
-// storeKey is key's bucket in the scope's Store: the scope's name, and
-// the key unless the scope is Global, so that scopes sharing a store keep
-// their buckets apart.
+// storeKey is key's state in the scope's Store (its bucket, its learned
+// pace): named by the scope's name and the key, no key when the scope is
+// Global, so that scopes sharing a store keep theirs apart.
 func (s *scope) storeKey(key string) string {
 	if s.global {
-		return s.name
+		return store.ScopeKey(s.name, "")
 	}
-	return s.name + ":" + key
+	return store.ScopeKey(s.name, key)
 }
 
 // sharedMaxWait is how long a request may wait for a token the store

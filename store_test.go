@@ -184,7 +184,7 @@ func TestSharedLimitRefusalsTakeNothing(t *testing.T) {
 			if !errors.As(err, &limited) || limited.Reason != tt.reason || limited.RetryIn != 100*time.Millisecond {
 				t.Errorf("%s: err = %v, want a %s ClientLimitError with RetryIn 100ms", tt.reason, err, tt.reason)
 			}
-			if w, _ := mem.Take(context.Background(), "api:"+host, 1, 10, 1, 0); w != 100*time.Millisecond {
+			if w, _ := mem.Take(context.Background(), store.ScopeKey("api", host), 1, 10, 1, 0); w != 100*time.Millisecond {
 				t.Errorf("%s: the refused request took a token: the next is %v away, want 100ms", tt.reason, w)
 			}
 		}
@@ -205,7 +205,7 @@ func TestSharedLimitRespectsTheContextDeadline(t *testing.T) {
 		if _, err := callOnce(t, tr, ctx); !errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("err = %v, want the deadline's", err)
 		}
-		if w, _ := mem.Take(context.Background(), "api:"+host, 1, 1, 1, 0); w != time.Second {
+		if w, _ := mem.Take(context.Background(), store.ScopeKey("api", host), 1, 1, 1, 0); w != time.Second {
 			t.Errorf("the refused request took a token: the next is %v away, want 1s", w)
 		}
 	})

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ratewise/ratewise"
 	"github.com/ratewise/ratewise/internal/redistest"
+	rwstore "github.com/ratewise/ratewise/store"
 )
 
 // adr-009-token-bucket-redis.md, acquire(identifier, tokens) by a Celery
@@ -35,7 +36,7 @@ func TestAcquireSharesTheRedisBucketAcrossTransports(t *testing.T) {
 	if err := a.Acquire(ctx, "api", key, 2, 0); err != nil {
 		t.Fatalf("a's Acquire of the full bucket's 2: %v", err)
 	}
-	if tokens, err := store.Tokens(ctx, "api:"+key, 2, 2); err != nil || tokens >= 1 {
+	if tokens, err := store.Tokens(ctx, rwstore.ScopeKey("api", key), 2, 2); err != nil || tokens >= 1 {
 		t.Errorf("the store's bucket after a's Acquire of 2: %v tokens, %v; want less than 1", tokens, err)
 	}
 	if tokens := b.KeyStatus(key).Scopes[0].Tokens; tokens >= 1 {

@@ -15,13 +15,15 @@ import (
 
 var _ store.Admitter = (*Store)(nil)
 
-// Admit implements store.Admitter with one script. The keys of one
-// attempt's questions hash to different slots (each names its own key in
-// braces), so a Redis Cluster or a Ring, which may keep them on different
-// nodes, is not asked together: Admit returns store.ErrCannotCombine,
-// and the transport asks one by one.
+// Admit implements store.Admitter with one script. A Redis Cluster or a
+// Ring keeps each key's state in the slot of its key (see key): the
+// questions of one attempt whose names share their key (a host's pause,
+// breaker and scopes, by default) are asked together there too; those of
+// several keys (a Global scope's, say) get store.ErrCannotCombine, and
+// the transport asks them one by one.
 func (s *Store) Admit(ctx context.Context, ask *store.AdmitAsk) (store.AdmitAnswer, error) {
-	if _, single := s.rdb.(*goredis.Client); !single {
+	slot, ok := oneSlot(ask)
+	if _, single := s.rdb.(*goredis.Client); !single && !ok {
 		return store.AdmitAnswer{}, store.ErrCannotCombine
 	}
 	keys := make([]string, 5)
@@ -42,6 +44,11 @@ func (s *Store) Admit(ctx context.Context, ask *store.AdmitAsk) (store.AdmitAnsw
 	if ask.Learned != "" {
 		keys[4] = s.learnedKey(ask.Learned)
 	}
+	for i, k := range keys {
+		if k == "" {
+			keys[i] = s.key("unasked", slot) // in the slot of the rest, never read
+		}
+	}
 	now := time.Now()
 	args := append(make([]any, 0, 16), now.UnixMilli(), probeTimeout,
 		flag(ask.Breaker != ""), flag(ask.Pause != ""), flag(ask.Bucket != ""), flag(ask.Learned != ""),
@@ -56,6 +63,23 @@ func (s *Store) Admit(ctx context.Context, ask *store.AdmitAsk) (store.AdmitAnsw
 		}
 		return readAdmit(v)
 	})
+}
+
+// oneSlot returns the key all of ask's names share, which a cluster
+// hashes (slotKey), and whether they share one, not empty.
+func oneSlot(ask *store.AdmitAsk) (string, bool) {
+	slot := ""
+	for _, name := range []string{ask.Breaker, ask.Pause, ask.Bucket, ask.Learned} {
+		if name == "" {
+			continue
+		}
+		k := slotKey(name)
+		if k == "" || slot != "" && k != slot {
+			return "", false
+		}
+		slot = k
+	}
+	return slot, slot != ""
 }
 
 // readAdmit reads admitScript's answer: the breaker's values, the pause's

@@ -88,13 +88,15 @@ func TestAdmitAnswersAsTheReference(t *testing.T) {
 	}
 }
 
-// A Redis Cluster or a Ring keeps one attempt's keys apart: Admit says it
-// cannot combine them, and the transport asks one by one.
-func TestAdmitRefusesClusterClients(t *testing.T) {
+// A Ring, as a Redis Cluster, keeps the state of different keys apart: an
+// attempt whose questions name two keys (a Global scope's bucket beside a
+// host's pause) is not asked together, and the transport asks one by one.
+func TestAdmitRefusesQuestionsOfTwoKeysOnARing(t *testing.T) {
 	ring := goredis.NewRing(&goredis.RingOptions{Addrs: map[string]string{"a": "127.0.0.1:1"}})
 	defer ring.Close()
 	rs := New(ring, Options{})
-	if _, err := rs.Admit(context.Background(), &store.AdmitAsk{Pause: "h"}); err != store.ErrCannotCombine {
+	ask := &store.AdmitAsk{Pause: "h", Bucket: store.ScopeKey("all", ""), N: 1, Rate: 1, Burst: 1}
+	if _, err := rs.Admit(context.Background(), ask); err != store.ErrCannotCombine {
 		t.Errorf("a Ring: err = %v, want ErrCannotCombine", err)
 	}
 }

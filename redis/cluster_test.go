@@ -15,11 +15,12 @@ import (
 )
 
 // On a Redis Cluster of three masters, the store works as on one server:
-// each script's keys share a slot (the key's name in braces), so buckets,
-// pauses and the breaker's state machine hold; Admit, whose keys of one
-// call do not, says it cannot combine them, and a transport given the
-// store by WithStore asks its questions one by one and keeps one limit
-// for two replicas. Every key the store wrote expires.
+// every key's state shares a slot (the key in braces), so buckets, pauses
+// and the breaker's state machine hold, Admit answers a call's questions
+// of one key together (one round trip for a call that needs no help, as
+// on one server), says it cannot combine those of two keys, and two
+// replicas given the store by WithStore keep one limit. Every key the
+// store wrote expires.
 func TestClusterKeepsEveryOperation(t *testing.T) {
 	cluster := redistest.StartCluster(t)
 	client := cluster.Client()
@@ -37,9 +38,20 @@ func TestClusterKeepsEveryOperation(t *testing.T) {
 		t.Errorf("PausedUntil = %v, %v; want the later pause", until.Sub(now), err)
 	}
 
-	if _, err := mem.Admit(ctx, &store.AdmitAsk{Pause: "h", Bucket: "api:h", N: 1, Rate: 1, Burst: 1}); !errors.Is(err, store.ErrCannotCombine) {
-		t.Errorf("Admit on a cluster: %v, want ErrCannotCombine", err)
+	one := &store.AdmitAsk{Pause: "h", Bucket: store.ScopeKey("api", "h"), N: 1, Rate: 1, Burst: 1,
+		Learned: store.ScopeKey("learned", "h"), Learn: store.LearnAsk{Take: true}}
+	if a, err := mem.Admit(ctx, one); err != nil || !a.Took || a.Wait != 0 || !a.Learnt {
+		t.Errorf("Admit on a cluster, one key: %+v, %v; want the token and the learned pace asked together", a, err)
 	}
+	two := &store.AdmitAsk{Pause: "h", Bucket: store.ScopeKey("all", ""), N: 1, Rate: 1, Burst: 1}
+	if _, err := mem.Admit(ctx, two); !errors.Is(err, store.ErrCannotCombine) {
+		t.Errorf("Admit on a cluster, two keys: %v, want ErrCannotCombine", err)
+	}
+	t.Run("round trips", func(t *testing.T) {
+		hook := &roundTrips{}
+		client.AddHook(hook)
+		roundTripsPerCall(t, client, hook)
+	})
 
 	api := startOK(t, 0)
 	replica := func() *ratewise.Transport {

@@ -46,6 +46,13 @@ func TestRoundTripsPerCall(t *testing.T) {
 	defer client.Close()
 	hook := &roundTrips{}
 	client.AddHook(hook)
+	roundTripsPerCall(t, client, hook)
+}
+
+// roundTripsPerCall counts, with hook on client, the round trips a call
+// that needs no help makes, for each combination of what a transport
+// shares: one, every time.
+func roundTripsPerCall(t *testing.T, client goredis.UniversalClient, hook *roundTrips) {
 	api := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	defer api.Close()
 	told := ratewise.WithLimit(ratewise.Limit{Name: "api", Rate: 1e6, Burst: 1e6})

@@ -58,6 +58,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -376,9 +377,27 @@ func (f Failure) String() string {
 	return "fallback-local"
 }
 
-// key returns the Redis key of kind for key, its name in braces so that a
-// cluster keeps the keys of one name in one slot.
-func (s *Store) key(kind, key string) string { return s.opts.Prefix + kind + ":{" + key + "}" }
+// key returns the Redis key of kind for name, a key or a scope's
+// (store.ScopeKey): the key in braces, so that a cluster keeps all that
+// one key names in one slot, its scopes' state beside its pause and its
+// breaker.
+func (s *Store) key(kind, name string) string {
+	if scope, key, ok := store.SplitScopeKey(name); ok {
+		return s.opts.Prefix + kind + ":" + braceless.Replace(scope) + ":{" + key + "}"
+	}
+	return s.opts.Prefix + kind + ":{" + name + "}"
+}
+
+// braceless keeps a scope's name from holding the braces of a hash tag.
+var braceless = strings.NewReplacer("{", "(", "}", ")")
+
+// slotKey is the part of name a cluster hashes: the key (see key).
+func slotKey(name string) string {
+	if _, key, ok := store.SplitScopeKey(name); ok {
+		return key
+	}
+	return name
+}
 
 // Take implements store.Buckets with GCRA: one token every 1/r, up
 // to burst at once, on Redis's clock; n tokens are n intervals. Tokens

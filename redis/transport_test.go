@@ -124,7 +124,7 @@ func TestRedisStoppedMidRun(t *testing.T) {
 			if !store.Available() {
 				t.Error("the store did not go back to Redis")
 			}
-			if n := client.Exists(context.Background(), "rate:ratewise:bucket:{api:"+api.Listener.Addr().String()+"}").Val(); n == 0 {
+			if n := client.Exists(context.Background(), "rate:ratewise:bucket:api:{"+api.Listener.Addr().String()+"}").Val(); n == 0 {
 				keys := client.Keys(context.Background(), "*").Val()
 				t.Errorf("no bucket in Redis after it came back; keys %v", keys)
 			}

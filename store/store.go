@@ -19,6 +19,7 @@ package store
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -86,3 +87,23 @@ type Pauses interface {
 // FailsClosed reports whether a store's err asks to fail closed: it wraps
 // ErrUnavailable.
 func FailsClosed(err error) bool { return errors.Is(err, ErrUnavailable) }
+
+// ScopeKey is the name a transport gives a store for key's state in its
+// limit scope named scope (a told bucket, a learned pace): its pause and
+// its breaker are named by key alone. A store that spreads its keys over
+// nodes (a Redis Cluster) keeps together what has one key, its scopes'
+// state included (SplitScopeKey), so that one attempt's questions can be
+// answered together. A scope kept for every key at once names key "".
+func ScopeKey(scope, key string) string { return scope + scopeSep + key }
+
+// SplitScopeKey is ScopeKey's inverse: the scope and the key of a name
+// ScopeKey made, and ok false for any other name (a pause's, a
+// breaker's), which is a key alone.
+func SplitScopeKey(name string) (scope, key string, ok bool) {
+	scope, key, ok = strings.Cut(name, scopeSep)
+	return scope, key, ok
+}
+
+// scopeSep joins a scope's name and a key: a control character no name a
+// user writes holds.
+const scopeSep = "\x1f"

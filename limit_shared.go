@@ -30,9 +30,11 @@ type sharedKey struct {
 	head     chan struct{} // holds a token while no request is at the head
 	// paced is set while the store's last answer said the key is paced:
 	// its requests then line up. overstate is its HintsOverstate.
-	paced, overstate atomic.Bool
-	mu               sync.Mutex
-	samples          learn.Samples // guarded by mu
+	// toldFirst is set once this transport told its first refusal of a
+	// request not paced, with what passed before it.
+	paced, overstate, toldFirst atomic.Bool
+	mu                          sync.Mutex
+	samples                     learn.Samples // guarded by mu
 }
 
 // sharedKey returns st's side of key's learned pace in the store, made on
@@ -83,12 +85,14 @@ func (s *scope) admitShared(c *call, key string, st *scopeState, deadline time.T
 		defer func() { k.head <- struct{}{} }()
 	}
 	ask := store.LearnAsk{Take: true, Ceiling: sharedCeiling(l, c)}
+	var told [1]store.Outcome
 	for {
 		now := time.Now()
 		ask.MaxWait = sharedMaxWait(c, now, deadline)
 		a, asked := c.pre.learnAnswer(k.storeKey)
 		var err error
 		if !asked {
+			ask.Outcomes = k.passedUnpaced(st, told[:0])
 			a, err = k.store.Learn(c.ctx, k.storeKey, &ask)
 		}
 		switch {
@@ -116,6 +120,19 @@ func (s *scope) admitShared(c *call, key string, st *scopeState, deadline time.T
 			return learnedTurn{}, sharedFailed, err
 		}
 	}
+}
+
+// passedUnpaced appends to outcomes, once, what this transport let
+// through before it found the key paced, when it saw no refusal of it to
+// tell that with (see Outcome.Passed).
+func (k *sharedKey) passedUnpaced(st *scopeState, outcomes []store.Outcome) []store.Outcome {
+	if !k.paced.Load() || k.toldFirst.Load() || k.toldFirst.Swap(true) {
+		return outcomes
+	}
+	st.mu.Lock()
+	passed := max(st.startOpen-1, 0)
+	st.mu.Unlock()
+	return append(outcomes, store.Outcome{Kind: store.Unpaced, Passed: passed})
 }
 
 // sharedCeiling is the fastest the fleet's learned pace may go for the
@@ -206,7 +223,15 @@ func (s *scope) tellStoreUnpaced(c *call, key string, st *scopeState, an learn.A
 		return true
 	}
 	k := s.sharedKey(key, st, c.t.learnStore)
-	ask := store.LearnAsk{Outcomes: []store.Outcome{{Kind: store.Refused, Hint: an.Hint}}, Ceiling: sharedCeiling(s.limit(), c)}
+	refused := store.Outcome{Kind: store.Refused, Hint: an.Hint}
+	if !k.toldFirst.Swap(true) {
+		// What this transport's slow start let through before: the
+		// fleet's sum is the quota of a window that ran out.
+		st.mu.Lock()
+		refused.Passed = max(st.startOpen-1, 0)
+		st.mu.Unlock()
+	}
+	ask := store.LearnAsk{Outcomes: []store.Outcome{refused}, Ceiling: sharedCeiling(s.limit(), c)}
 	a, err := k.store.Learn(context.WithoutCancel(c.ctx), k.storeKey, &ask)
 	if err != nil {
 		return false

@@ -29,6 +29,14 @@ func Contenders() []Contender {
 	}
 	return []Contender{
 		rw("ratewise defaults", false, none),
+		{Name: "ratewise defaults, WithStore", ForRun: func() Contender {
+			// The replicas of a run share one store, as a fleet shares a
+			// Redis: in process, a MemoryStore.
+			shared := ratewise.NewMemoryStore()
+			return rw("ratewise defaults, WithStore", false, func(Scenario) []ratewise.Option {
+				return []ratewise.Option{ratewise.WithStore(shared)}
+			})
+		}},
 		rw("ratewise Conservative", false, preset(ratewise.Conservative())),
 		rw("ratewise Moderate", false, preset(ratewise.Moderate())),
 		rw("ratewise Aggressive", false, preset(ratewise.Aggressive())),

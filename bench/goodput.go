@@ -171,6 +171,9 @@ type Contender struct {
 	Kinds []Kind
 	// Client returns the client to make calls with, over base, for s.
 	Client func(base http.RoundTripper, s Scenario) *http.Client
+	// ForRun, when set, returns the contender a run makes its clients
+	// with: one whose replicas share what the run gives them (a store).
+	ForRun func() Contender
 }
 
 // Result is a contender's run of a scenario: a row of its table.
@@ -201,6 +204,9 @@ func (r Result) RefusedPerCall() float64 { return float64(r.Refused) / float64(r
 func Run(ctx context.Context, s Scenario, c Contender, srv Server, ideal time.Duration) Result {
 	ctx, cancel := context.WithTimeout(ctx, s.Deadline())
 	defer cancel()
+	if c.ForRun != nil {
+		c = c.ForRun()
+	}
 	clients := make([]*http.Client, s.replicas())
 	for i := range clients {
 		clients[i] = c.Client(srv.Transport(), s)

@@ -260,7 +260,7 @@ func TestMatchupsFiltered(t *testing.T) {
 
 func TestRowsOfABaselinedTable(t *testing.T) {
 	m := Matchups(Filter{Scenario: regexp.MustCompile("^shed"), Server: regexp.MustCompile("503"),
-		Contender: regexp.MustCompile("defaults")}, true)[0]
+		Contender: regexp.MustCompile("defaults$")}, true)[0]
 	var ideals []time.Duration
 	walls := []time.Duration{2 * time.Second, 3 * time.Second, time.Second}
 	rows := m.Rows(func(c Contender, ideal time.Duration) Result {

@@ -42,11 +42,11 @@ func (s *Store) learnedKey(key string) string { return s.key("learned", key) }
 
 // learnArgs are learnScript's ARGV for ask at now (0: Redis's clock).
 func learnArgs(ask *store.LearnAsk, now float64) []any {
-	args := make([]any, 0, 6+3*len(ask.Outcomes))
+	args := make([]any, 0, 6+4*len(ask.Outcomes))
 	args = append(args, now, flag(ask.Take), max(ask.MaxWait, 0).Seconds(), max(ask.Ceiling, 0),
 		learnedLifetime.Milliseconds(), len(ask.Outcomes))
 	for _, o := range ask.Outcomes {
-		args = append(args, o.Seq, int(o.Kind), max(o.Hint, 0).Seconds())
+		args = append(args, o.Seq, int(o.Kind), max(o.Hint, 0).Seconds(), o.Passed)
 	}
 	return args
 }

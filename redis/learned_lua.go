@@ -12,7 +12,7 @@ import goredis "github.com/redis/go-redis/v9"
 // seconds. A from index o: now (0: Redis's clock; a test gives its own),
 // take (0/1), the most the request may wait in seconds, the ceiling in
 // requests a second (0: none), the hash's lifetime in ms, the number of
-// outcomes, then each outcome's turn, kind and hint in seconds. A key
+// outcomes, then each outcome's turn, kind, hint in seconds and passed. A key
 // that learned nothing keeps no hash: asking for its turn writes
 // nothing. The answer is {paced, took, wait, seq, rate, tell, hints
 // overstate, windowed, quota, held for, blind, rate now}, the floats as
@@ -20,9 +20,9 @@ import goredis "github.com/redis/go-redis/v9"
 const learnLua = `
 local F = {'mode', 'seq', 'tat', 'last', 'slack', 'prob', 'from', 'to', 'hold', 'band', 'succ', 'floor', 'atf',
   'cut', 'empty', 'eseq', 'sref', 'lhint', 'dry', 'dryf', 'dryt', 'notw', 'opens', 'quota', 'conf', 'fore',
-  'wseq', 'opat', 'per', 'prb', 'held', 'aseq', 'auntil', 'bunt', 'bhold'}
+  'wseq', 'opat', 'per', 'prb', 'held', 'aseq', 'auntil', 'bunt', 'bhold', 'pfirst', 'ppaced'}
 local UNPACED, PACED, WINDOWED, BLIND = 0, 1, 2, 3
-local REFUSED, PASSED, BLINDV, RATED, UNDECIDED = 1, 2, 3, 4, 5
+local REFUSED, PASSED, BLINDV, RATED, UNDECIDED, UNPACEDV = 1, 2, 3, 4, 5, 6
 local PROBE_START, MIN_SAMPLE, PROBE_GROWTH, RAMP, MAX_CREDIT = 25, 0.1, 0.1, 1, 1
 local MIN_BAND, CUT, MAX_HOLD, PROBE_AFTER = 0.02, 0.7, 30, 100
 local MAX_RATE, MIN_RATE = 1e6, 1 / 60
@@ -58,7 +58,7 @@ local function learn(key, A, o)
   else
     local teaches = false
     for i = 0, nout - 1 do
-      if tonumber(A[o + 7 + 3 * i]) == REFUSED then
+      if tonumber(A[o + 7 + 4 * i]) == REFUSED then
         teaches = true
       end
     end
@@ -161,6 +161,9 @@ local function learn(key, A, o)
     s.mode = WINDOWED
     s.opens, s.prb, s.held = opens, WPROBE_START, opens - now
     s.quota, s.conf, s.fore, s.per, s.opat, s.aseq = 0, 0, 0, 0, 0, 0
+    if s.ppaced == 0 then
+      s.quota = s.pfirst
+    end
     s.prob, s.tat = 0, 0
     s.cut = s.seq
   end
@@ -284,6 +287,7 @@ local function learn(key, A, o)
       return
     end
     local passed = passedSince(seq)
+    s.ppaced = s.ppaced + math.max(passed, 0)
     if passed > 0 or s.dryf == 0 then
       s.dry, s.dryf, s.dryt = 0, now, 0
     end
@@ -301,12 +305,25 @@ local function learn(key, A, o)
     s.empty, s.eseq, s.sref = now, math.max(seq, s.eseq), 0
   end
 
-  local function outcome(seq, kind, hint)
-    if kind == PASSED then
+  local function passedBefore(n)
+    if n <= 0 or s.ppaced > 0 then
+      return
+    end
+    s.pfirst = s.pfirst + n
+    if s.mode == WINDOWED and s.conf == 0 then
+      s.quota = s.pfirst
+    end
+  end
+
+  local function outcome(seq, kind, hint, passed)
+    if kind == UNPACEDV then
+      passedBefore(passed)
+    elseif kind == PASSED then
       if s.aseq ~= 0 and seq == s.aseq then
         s.aseq = 0
       end
     elseif kind == REFUSED then
+      passedBefore(passed)
       refused(seq, hint)
     elseif kind == BLINDV then
       if s.mode == PACED then
@@ -388,7 +405,8 @@ local function learn(key, A, o)
     s.mode = UNPACED
   end
   for i = 0, nout - 1 do
-    outcome(tonumber(A[o + 6 + 3 * i]), tonumber(A[o + 7 + 3 * i]), tonumber(A[o + 8 + 3 * i]))
+    outcome(tonumber(A[o + 6 + 4 * i]), tonumber(A[o + 7 + 4 * i]), tonumber(A[o + 8 + 4 * i]),
+      tonumber(A[o + 9 + 4 * i]))
   end
   if take then
     takeTurn()

@@ -53,6 +53,11 @@ type Outcome struct {
 	// Hint is a refusal's wait hint (Retry-After and the like), 0 for
 	// none.
 	Hint time.Duration
+	// Passed is, with a transport's first refusal of a request sent
+	// before the key was paced, or its Unpaced outcome, how many of its
+	// requests the server let through before: what the fleet's did tells
+	// the quota of a window that ran out then.
+	Passed int
 }
 
 // OutcomeKind is what an Outcome tells.
@@ -73,6 +78,9 @@ const (
 	// Undecided: the refusals cannot yet be told blind or rated: the
 	// search's floor gives way by half.
 	Undecided
+	// Unpaced: a transport that saw no refusal before it found the key
+	// paced tells how many of its requests passed meanwhile (Passed).
+	Unpaced
 )
 
 // LearnAnswer is a store's answer to a LearnAsk.

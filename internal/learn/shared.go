@@ -101,6 +101,10 @@ type Shared struct {
 	dryFrom     time.Time
 	dryTarget   time.Time
 	notWindowed bool
+	// passedFirst sums what the fleet's transports let through before
+	// each saw its first refusal of the key (Outcome.Passed), and
+	// passedPaced the turns that passed since, as the events counted them.
+	passedFirst, passedPaced int
 
 	// The window, when windowed (see learnedWindow): opens is when it
 	// reopens, zero while open; winSeq is seq when it last reopened, at
@@ -270,7 +274,10 @@ func (s *Shared) outcome(o store.Outcome, top float64, now time.Time) {
 			s.askSeq = 0 // the window reopened: the others go
 		}
 	case store.Refused:
+		s.passedBefore(o.Passed)
 		s.refused(o.Seq, o.Hint, top, now)
+	case store.Unpaced:
+		s.passedBefore(o.Passed)
 	case store.Blind:
 		if s.mode == sharedPaced {
 			s.goBlind(now)
@@ -279,6 +286,19 @@ func (s *Shared) outcome(o store.Outcome, top float64, now time.Time) {
 		s.searchFloor = 0
 	case store.Undecided:
 		s.searchFloor /= 2
+	}
+}
+
+// passedBefore counts n requests a transport let through before it found
+// the key paced: while no paced turn has passed, they are the quota of
+// the first window, if the key is windowed.
+func (s *Shared) passedBefore(n int) {
+	if n <= 0 || s.passedPaced > 0 {
+		return
+	}
+	s.passedFirst += n
+	if s.mode == sharedWindowed && !s.confirmed {
+		s.quota = s.passedFirst
 	}
 }
 
@@ -317,6 +337,7 @@ func (s *Shared) refused(seq uint64, hint time.Duration, top float64, now time.T
 		return
 	}
 	passed := s.passedSince(seq)
+	s.passedPaced += max(passed, 0)
 	if passed > 0 || s.dryFrom.IsZero() {
 		s.dry, s.dryFrom, s.dryTarget = 0, now, time.Time{}
 	}
@@ -453,6 +474,12 @@ func (s *Shared) becomeWindowed(opens, now time.Time) {
 	s.mode = sharedWindowed
 	s.opens, s.probe, s.held = opens, windowProbeStart, opens.Sub(now)
 	s.quota, s.confirmed, s.foretold, s.period, s.openedAt, s.askSeq = 0, false, false, 0, time.Time{}, 0
+	if s.passedPaced == 0 {
+		// Nothing paced has passed yet: the window that ran out is the
+		// first, and what the fleet let through before its refusals is
+		// its quota, or less when some were still on their way.
+		s.quota = s.passedFirst
+	}
 	s.probing, s.tat = false, time.Time{}
 	s.cutAt = s.seq
 }
@@ -496,6 +523,9 @@ func (s *Shared) windowRefused(seq uint64, sibling bool, target time.Time, top f
 	used := 0
 	if seq > s.winSeq {
 		used = int(seq - s.winSeq - 1)
+	}
+	if SharedTrace != nil {
+		SharedTrace("%v window refused seq %d winSeq %d used %d quota %d held %v period %v", now.Format("05.000"), seq, s.winSeq, used, s.quota, s.held, s.period)
 	}
 	if used < 2 || used*4 < s.quota*3 {
 		held := max(s.held, s.period)

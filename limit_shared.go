@@ -29,12 +29,46 @@ type sharedKey struct {
 	storeKey string
 	head     chan struct{} // holds a token while no request is at the head
 	// paced is set while the store's last answer said the key is paced:
-	// its requests then line up. overstate is its HintsOverstate.
-	// toldFirst is set once this transport told its first refusal of a
-	// request not paced, with what passed before it.
-	paced, overstate, toldFirst atomic.Bool
-	mu                          sync.Mutex
-	samples                     learn.Samples // guarded by mu
+	// its requests then line up. overstate is its HintsOverstate, and
+	// counted its State.Counted. toldFirst is set once this transport
+	// told its first refusal of a request not paced, with what passed
+	// before it.
+	paced, overstate, counted, toldFirst atomic.Bool
+	mu                                   sync.Mutex
+	samples                              learn.Samples // guarded by mu
+	// count is the count of the server's quota the last answer carried,
+	// told with the next ask (counted set), so that telling it costs no
+	// round trip of its own; guarded by mu.
+	count store.Outcome
+}
+
+// countOf is the outcome that tells the count an answer carried; Counted
+// is unset when it carried none.
+func countOf(seq uint64, an learn.Answer) store.Outcome {
+	if an.Remaining < 0 {
+		return store.Outcome{Seq: seq, Kind: store.Answered}
+	}
+	return store.Outcome{Seq: seq, Kind: store.Answered, Counted: true, Remaining: an.Remaining, Limit: an.Limit,
+		Reset: an.Reset, ResetDue: an.ResetDue}
+}
+
+// keepCount keeps o's count to be told with the next ask.
+func (k *sharedKey) keepCount(o store.Outcome) {
+	k.mu.Lock()
+	k.count = o
+	k.mu.Unlock()
+}
+
+// toldWith appends to outcomes the count kept to be told, once, and what
+// passedUnpaced tells.
+func (k *sharedKey) toldWith(st *scopeState, outcomes []store.Outcome) []store.Outcome {
+	k.mu.Lock()
+	if k.count.Kind != 0 {
+		outcomes = append(outcomes, k.count)
+		k.count = store.Outcome{}
+	}
+	k.mu.Unlock()
+	return k.passedUnpaced(st, outcomes)
 }
 
 // sharedKey returns st's side of key's learned pace in the store, made on
@@ -55,6 +89,7 @@ func (s *scope) sharedKey(key string, st *scopeState, ls store.Learned) *sharedK
 func (k *sharedKey) note(a *store.LearnAnswer) {
 	k.paced.Store(a.Paced)
 	k.overstate.Store(a.HintsOverstate)
+	k.counted.Store(a.State.Counted)
 }
 
 // sharedAnswer is what admitShared found.
@@ -85,14 +120,14 @@ func (s *scope) admitShared(c *call, key string, st *scopeState, deadline time.T
 		defer func() { k.head <- struct{}{} }()
 	}
 	ask := store.LearnAsk{Take: true, Ceiling: sharedCeiling(l, c)}
-	var told [1]store.Outcome
+	var told [2]store.Outcome
 	for {
 		now := time.Now()
 		ask.MaxWait = sharedMaxWait(c, now, deadline)
 		a, asked := c.pre.learnAnswer(k.storeKey)
 		var err error
 		if !asked {
-			ask.Outcomes = k.passedUnpaced(st, told[:0])
+			ask.Outcomes = k.toldWith(st, told[:0])
 			a, err = k.store.Learn(c.ctx, k.storeKey, &ask)
 		}
 		switch {
@@ -159,11 +194,18 @@ func (t adaptiveTicket) tellShared(ctx context.Context, resp *http.Response, err
 	an := readAnswer(resp, err, class, now)
 	var buf [2]store.Outcome
 	outcomes := buf[:0]
+	told := countOf(t.seq, an)
 	switch {
 	case an.Refused:
-		outcomes = append(outcomes, store.Outcome{Seq: t.seq, Kind: store.Refused, Hint: hint})
+		told.Kind, told.Hint = store.Refused, hint
+		outcomes = append(outcomes, told)
 	case an.OK && t.tell:
-		outcomes = append(outcomes, store.Outcome{Seq: t.seq, Kind: store.Passed})
+		told.Kind = store.Passed
+		outcomes = append(outcomes, told)
+	case told.Counted || an.OK && k.counted.Load():
+		// Told with the next ask: a count, or that this success carried
+		// none where the store counts.
+		k.keepCount(told)
 	}
 	if t.rate > 0 && an.Remaining < 0 && (an.OK || an.Refused) {
 		k.mu.Lock()
@@ -214,16 +256,19 @@ func verdictKind(v learn.Verdict) store.OutcomeKind {
 
 // tellStoreUnpaced tells the store of a rate-limit signal in the answer
 // to a request of key no learned pace let go: a refusal, which teaches the
-// fleet's pace. It reports whether the store took it; when the store
-// failed, this transport's own pace learns it instead. A count of the
-// server's quota without a refusal the store does not keep: it teaches
-// nothing then.
+// fleet's pace, at once; a count of the server's quota, with the next ask.
+// It reports whether the store took it; when the store failed, this
+// transport's own pace learns it instead.
 func (s *scope) tellStoreUnpaced(c *call, key string, st *scopeState, an learn.Answer) bool {
+	k := s.sharedKey(key, st, c.t.learnStore)
 	if !an.Refused {
+		if told := countOf(0, an); told.Counted {
+			k.keepCount(told) // told with the next ask
+		}
 		return true
 	}
-	k := s.sharedKey(key, st, c.t.learnStore)
-	refused := store.Outcome{Kind: store.Refused, Hint: an.Hint}
+	refused := countOf(0, an)
+	refused.Kind, refused.Hint = store.Refused, an.Hint
 	if !k.toldFirst.Swap(true) {
 		// What this transport's slow start let through before: the
 		// fleet's sum is the quota of a window that ran out.

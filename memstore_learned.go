@@ -40,10 +40,10 @@ func (m *MemoryStore) Learn(_ context.Context, key string, ask *store.LearnAsk) 
 }
 
 // teaches reports whether ask's outcomes may teach a key that learned
-// nothing: a refusal may.
+// nothing: a refusal may, and a count of the server's quota.
 func teaches(ask *store.LearnAsk) bool {
 	for _, o := range ask.Outcomes {
-		if o.Kind == store.Refused {
+		if o.Kind == store.Refused || o.Counted {
 			return true
 		}
 	}

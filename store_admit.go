@@ -89,12 +89,13 @@ func (c *call) askLearned(ask *store.AdmitAsk) bool {
 			continue
 		}
 		key := s.key(c.req)
+		var k *sharedKey
 		e := s.states.Acquire(key, false)
-		lined := e != nil && e.State.shared.Load() != nil && e.State.shared.Load().paced.Load()
 		if e != nil {
-			s.states.Release(e)
+			defer s.states.Release(e)
+			k = e.State.shared.Load()
 		}
-		if lined {
+		if k != nil && k.paced.Load() {
 			return false
 		}
 		l := s.limit()
@@ -102,6 +103,9 @@ func (c *call) askLearned(ask *store.AdmitAsk) bool {
 		ask.Learn = store.LearnAsk{Take: true, Ceiling: sharedCeiling(l, c), MaxWait: sharedMaxWait(c, time.Now(), time.Time{})}
 		if l.MaxWait > 0 {
 			ask.Learn.MaxWait = min(ask.Learn.MaxWait, l.MaxWait)
+		}
+		if k != nil {
+			ask.Learn.Outcomes = k.toldWith(&e.State, nil) // a count kept to be told
 		}
 		return true
 	}

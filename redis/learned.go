@@ -42,11 +42,12 @@ func (s *Store) learnedKey(key string) string { return s.key("learned", key) }
 
 // learnArgs are learnScript's ARGV for ask at now (0: Redis's clock).
 func learnArgs(ask *store.LearnAsk, now float64) []any {
-	args := make([]any, 0, 6+4*len(ask.Outcomes))
+	args := make([]any, 0, 6+9*len(ask.Outcomes))
 	args = append(args, now, flag(ask.Take), max(ask.MaxWait, 0).Seconds(), max(ask.Ceiling, 0),
 		learnedLifetime.Milliseconds(), len(ask.Outcomes))
 	for _, o := range ask.Outcomes {
-		args = append(args, o.Seq, int(o.Kind), max(o.Hint, 0).Seconds(), o.Passed)
+		args = append(args, o.Seq, int(o.Kind), max(o.Hint, 0).Seconds(), o.Passed,
+			flag(o.Counted), o.Remaining, o.Limit, max(o.Reset, 0).Seconds(), flag(o.ResetDue))
 	}
 	return args
 }
@@ -54,11 +55,11 @@ func learnArgs(ask *store.LearnAsk, now float64) []any {
 // readLearn reads learnScript's answer.
 func readLearn(v []any) (store.LearnAnswer, error) {
 	var a store.LearnAnswer
-	if len(v) != 12 {
-		return a, fmt.Errorf("learn script answered %d values, want 12", len(v))
+	if len(v) != 13 {
+		return a, fmt.Errorf("learn script answered %d values, want 13", len(v))
 	}
-	var ints [7]int64
-	for i, at := range []int{0, 1, 3, 5, 6, 7, 10} {
+	var ints [8]int64
+	for i, at := range []int{0, 1, 3, 5, 6, 7, 10, 12} {
 		n, err := toInt64(v[at])
 		if err != nil {
 			return a, fmt.Errorf("learn script answered %v at %d: %w", v[at], at, err)
@@ -80,7 +81,8 @@ func readLearn(v []any) (store.LearnAnswer, error) {
 	a.Paced, a.Took, a.Tell, a.HintsOverstate = ints[0] == 1, ints[1] == 1, ints[3] == 1, ints[4] == 1
 	a.Seq = uint64(max(ints[2], 0))
 	a.Wait, a.Rate = seconds(floats[0]), floats[1]
-	a.State = store.LearnedState{Windowed: ints[5] == 1, Quota: int(quota), Blind: ints[6] == 1, Rate: floats[3]}
+	a.State = store.LearnedState{Windowed: ints[5] == 1, Quota: int(quota), Blind: ints[6] == 1, Rate: floats[3],
+		Counted: ints[7] == 1}
 	if held := seconds(floats[2]); held > 0 {
 		a.State.HeldUntil = time.Now().Add(held)
 	}

@@ -12,17 +12,23 @@ import goredis "github.com/redis/go-redis/v9"
 // seconds. A from index o: now (0: Redis's clock; a test gives its own),
 // take (0/1), the most the request may wait in seconds, the ceiling in
 // requests a second (0: none), the hash's lifetime in ms, the number of
-// outcomes, then each outcome's turn, kind, hint in seconds and passed. A key
+// outcomes, then each outcome's turn, kind, hint in seconds, passed,
+// counted (0/1), remaining, limit, reset in seconds and reset due. A key
 // that learned nothing keeps no hash: asking for its turn writes
 // nothing. The answer is {paced, took, wait, seq, rate, tell, hints
-// overstate, windowed, quota, held for, blind, rate now}, the floats as
+// overstate, windowed, quota, held for, blind, rate now, counted}, the floats as
 // strings. A script using it calls redis.replicate_commands() first.
 const learnLua = `
 local F = {'mode', 'seq', 'tat', 'last', 'slack', 'prob', 'from', 'to', 'hold', 'band', 'succ', 'floor', 'atf',
   'cut', 'empty', 'eseq', 'sref', 'lhint', 'dry', 'dryf', 'dryt', 'notw', 'opens', 'quota', 'conf', 'fore',
-  'wseq', 'opat', 'per', 'prb', 'held', 'aseq', 'auntil', 'bunt', 'bhold', 'pfirst', 'ppaced'}
+  'wseq', 'opat', 'per', 'prb', 'held', 'aseq', 'auntil', 'bunt', 'bhold', 'pfirst', 'ppaced',
+  'cnt', 'crem', 'clim', 'cseq', 'cat', 'creset', 'crst', 'crefl', 'cnob', 'cretry', 'cearly', 'ccut', 'copen',
+  'creask', 'cper', 'cask', 'caskt', 'csat', 'csseq', 'csrem'}
+local CF = {'cnt', 'crem', 'clim', 'cseq', 'cat', 'creset', 'crst', 'crefl', 'cnob', 'cretry', 'cearly', 'ccut',
+  'copen', 'creask', 'cper', 'cask', 'caskt', 'csat', 'csseq', 'csrem'}
 local UNPACED, PACED, WINDOWED, BLIND = 0, 1, 2, 3
-local REFUSED, PASSED, BLINDV, RATED, UNDECIDED, UNPACEDV = 1, 2, 3, 4, 5, 6
+local REFUSED, PASSED, BLINDV, RATED, UNDECIDED, UNPACEDV, ANSWERED = 1, 2, 3, 4, 5, 6, 7
+local EARLY_STEP, EARLY_MAX, SETTLE, MAX_REASK, SAMPLE_SPAN = 0.05, 0.2, 0.01, 60, 4
 local PROBE_START, MIN_SAMPLE, PROBE_GROWTH, RAMP, MAX_CREDIT = 25, 0.1, 0.1, 1, 1
 local MIN_BAND, CUT, MAX_HOLD, PROBE_AFTER = 0.02, 0.7, 30, 100
 local MAX_RATE, MIN_RATE = 1e6, 1 / 60
@@ -58,12 +64,12 @@ local function learn(key, A, o)
   else
     local teaches = false
     for i = 0, nout - 1 do
-      if tonumber(A[o + 7 + 4 * i]) == REFUSED then
+      if tonumber(A[o + 7 + 9 * i]) == REFUSED or A[o + 10 + 9 * i] == '1' then
         teaches = true
       end
     end
     if not teaches then
-      return {0, 0, '0', 0, '0', 0, 0, 0, 0, '0', 0, '0'}
+      return {0, 0, '0', 0, '0', 0, 0, 0, 0, '0', 0, '0', 0}
     end
     for _, f in ipairs(F) do
       s[f], orig[f] = 0, nil
@@ -315,16 +321,159 @@ local function learn(key, A, o)
     end
   end
 
-  local function outcome(seq, kind, hint, passed)
+  local function resetCount()
+    for _, f in ipairs(CF) do
+      s[f] = 0
+    end
+  end
+
+  local function noteReset(reset)
+    if reset <= 0 then
+      return
+    end
+    local at = now + reset
+    if s.crefl == 1 or s.creset == 0 or at < s.creset or at - s.creset >= 1 then
+      s.creset = at
+    end
+  end
+
+  local function counted(x)
+    local refusedNow = x.kind == REFUSED
+    if not x.counted then
+      if s.cnt == 1 and (x.kind == PASSED or x.kind == ANSWERED) then
+        resetCount()
+      end
+      return false
+    end
+    if s.cnt == 0 then
+      resetCount()
+      s.cnt, s.crem, s.cseq, s.cat = 1, x.rem, x.seq, now
+    end
+    if x.seq ~= 0 and x.seq == s.cask then
+      s.cask = 0
+    end
+    local explained = refusedNow and x.rem == 0
+    local resetPassed = s.crefl == 0 and s.creset ~= 0 and now >= s.creset
+    local pastReset = explained and resetPassed
+    local earlyAsk = (explained and x.due) or (pastReset and x.hint <= 0)
+    if earlyAsk then
+      s.cearly = math.min(math.max(2 * s.cearly, EARLY_STEP), EARLY_MAX)
+      s.cretry, s.ccut = now + s.cearly, 1
+    elseif pastReset then
+      s.crefl, s.cnob = 1, 0
+    elseif refusedNow and x.seq > s.cseq and x.seq - s.cseq > s.crem then
+      s.cnob = 1
+    end
+    local settled = now - s.cat >= SETTLE
+    if x.rem > s.crem and ((not settled) or (x.seq ~= 0 and x.seq < s.cseq)) then
+      return explained
+    end
+    if (not refusedNow) and resetPassed and x.reset > 0 and now + x.reset - s.creset >= 1 and x.rem * 2 < x.limit then
+      s.crefl, s.cnob, s.cearly = 1, 0, 0
+      s.cper = math.floor(now + x.reset - s.creset + 0.5)
+      s.csat = 0
+    end
+    if x.rem > s.crem and s.crefl == 0 then
+      if s.creset == 0 or now < s.creset then
+        s.crefl = 1
+      else
+        s.creset, s.cearly, s.cretry, s.csat = 0, 0, 0, 0
+        if s.ccut == 1 then
+          s.copen = now
+        end
+      end
+    end
+    if s.csat == 0 then
+      s.csat, s.csseq, s.csrem = now, math.max(s.cseq, x.seq), x.rem
+    elseif now - s.csat >= SAMPLE_SPAN then
+      s.csat, s.csseq, s.csrem = s.cat, s.cseq, s.crem
+    end
+    s.cseq = math.max(s.cseq, x.seq)
+    if x.seq == 0 then
+      s.cseq = s.seq
+    end
+    s.cat, s.crem, s.clim, s.crst = now, x.rem, x.limit, x.reset
+    noteReset(x.reset)
+    if x.due then
+      noteReset(1e-9)
+    end
+    if x.rem > 0 then
+      s.creask = 0
+    elseif x.reset <= 0 and x.hint <= 0 then
+      s.creask = math.min(math.max(2 * s.creask, 1), MAX_REASK)
+    end
+    if explained and x.hint > 0 and not earlyAsk then
+      s.cretry = now + x.hint
+    end
+    return explained
+  end
+
+  local function refill()
+    local r = 0
+    if s.cnob == 1 then
+      r = 0
+    elseif s.cper > 0 then
+      r = s.clim / s.cper
+    elseif s.clim > s.crem and s.crst > 0 then
+      r = (s.clim - s.crem) / s.crst
+    end
+    local span = s.cat - s.csat
+    if s.csat ~= 0 and span >= MIN_SAMPLE then
+      r = math.max(r, (s.cseq - s.csseq + s.crem - s.csrem - 1) / span)
+    end
+    return math.min(r, 1e6)
+  end
+
+  local function countWait()
+    local left = s.crem - (s.seq - s.cseq)
+    local rf = refill()
+    local credit = left + rf * (now - s.cat)
+    if credit >= 1 then
+      return 0, false
+    end
+    if s.crefl == 1 and rf > 0 then
+      return math.max((1 - credit) / rf, 1e-9), false
+    end
+    local backAt = s.creset
+    if backAt == 0 then
+      backAt = s.cat + math.max(s.creask, MIN_SAMPLE)
+    elseif s.copen ~= 0 and backAt > s.copen then
+      backAt = s.copen + math.ceil(backAt - s.copen) + MARGIN
+    end
+    if s.cretry ~= 0 and (s.cretry < backAt or (s.cearly > 0 and now >= backAt)) then
+      backAt = s.cretry
+    end
+    if now >= backAt then
+      if s.cask ~= 0 and now < s.caskt then
+        return math.min(ASK_POLL, s.caskt - now), false
+      end
+      return 0, true
+    end
+    local d = backAt - now
+    if rf > 0 then
+      d = math.min((1 - credit) / rf, d)
+    end
+    return math.max(d, 1e-9), false
+  end
+
+  local function outcome(x)
+    local seq, kind = x.seq, x.kind
+    local explained = counted(x)
     if kind == UNPACEDV then
-      passedBefore(passed)
+      passedBefore(x.passed)
     elseif kind == PASSED then
       if s.aseq ~= 0 and seq == s.aseq then
         s.aseq = 0
       end
     elseif kind == REFUSED then
-      passedBefore(passed)
-      refused(seq, hint)
+      passedBefore(x.passed)
+      if explained then
+        if seq ~= 0 and seq == s.aseq then
+          s.aseq = 0
+        end
+        return
+      end
+      refused(seq, x.hint)
     elseif kind == BLINDV then
       if s.mode == PACED then
         goBlind()
@@ -339,7 +488,12 @@ local function learn(key, A, o)
   local a = {took = 0, wait = 0, seq = 0, rate = 0, tell = 0}
 
   local function takeTurn()
-    if s.mode == PACED then
+    if s.mode == UNPACED then
+      if s.cnt == 1 then
+        s.seq = s.seq + 1
+        a.took, a.seq = 1, s.seq
+      end
+    elseif s.mode == PACED then
       local r = rate()
       local iv = interval(r)
       local at = s.tat
@@ -405,11 +559,22 @@ local function learn(key, A, o)
     s.mode = UNPACED
   end
   for i = 0, nout - 1 do
-    outcome(tonumber(A[o + 6 + 4 * i]), tonumber(A[o + 7 + 4 * i]), tonumber(A[o + 8 + 4 * i]),
-      tonumber(A[o + 9 + 4 * i]))
+    local b = o + 6 + 9 * i
+    outcome({seq = tonumber(A[b]), kind = tonumber(A[b + 1]), hint = tonumber(A[b + 2]), passed = tonumber(A[b + 3]),
+      counted = A[b + 4] == '1', rem = tonumber(A[b + 5]), limit = tonumber(A[b + 6]), reset = tonumber(A[b + 7]),
+      due = A[b + 8] == '1'})
   end
   if take then
-    takeTurn()
+    local asks = false
+    if s.cnt == 1 and s.mode ~= BLIND then
+      a.wait, asks = countWait()
+    end
+    if a.wait <= 0 then
+      takeTurn()
+      if asks and a.took == 1 then
+        s.cask, s.caskt, a.tell = a.seq, now + ASK_TIMEOUT, 1
+      end
+    end
   end
 
   local changed = {}
@@ -425,7 +590,7 @@ local function learn(key, A, o)
   end
 
   local paced = 0
-  if s.mode == PACED or s.mode == WINDOWED then
+  if s.mode == PACED or s.mode == WINDOWED or (s.cnt == 1 and s.mode ~= BLIND) then
     paced = 1
   end
   local windowed, quota, blind, held, ratenow = 0, 0, 0, 0, 0
@@ -440,7 +605,7 @@ local function learn(key, A, o)
     blind = 1
   end
   return {paced, a.took, string.format('%.17g', a.wait), a.seq, string.format('%.17g', a.rate), a.tell, s.notw,
-    windowed, quota, string.format('%.17g', held), blind, string.format('%.17g', ratenow)}
+    windowed, quota, string.format('%.17g', held), blind, string.format('%.17g', ratenow), s.cnt}
 end
 `
 

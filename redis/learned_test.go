@@ -16,8 +16,9 @@ import (
 // TestLearnMatchesTheReference drives the script and internal/learn's
 // Shared, which ratewise.MemoryStore runs, through the same asks at the
 // same instants, drawn at random (turns taken and refused, hints from
-// none to a window's, ceilings, blind verdicts), and wants the same
-// answers from both, but for the rounding of a float to a nanosecond.
+// none to a window's, ceilings, blind verdicts, and in every other run
+// counts of the server's quota), and wants the same answers from both,
+// but for the rounding of a float to a nanosecond.
 func TestLearnMatchesTheReference(t *testing.T) {
 	srv := redistest.Start(t)
 	client := srv.Client()
@@ -39,11 +40,11 @@ func TestLearnMatchesTheReference(t *testing.T) {
 			if rng.IntN(40) == 0 {
 				now = now.Add(time.Duration(rng.Int64N(int64(3 * time.Second))))
 			}
-			ask := drawAsk(rng, seq, tell)
+			ask := drawAsk(rng, seq, tell, run%2 == 1)
 			// As a store, the reference keeps nothing of a key until a
-			// refusal teaches it something.
+			// refusal or a count teaches it something.
 			var want store.LearnAnswer
-			if kept = kept || refuses(&ask); kept {
+			if kept = kept || teaches(&ask); kept {
 				want = ref.Learn(now, &ask)
 			}
 			var got store.LearnAnswer
@@ -64,6 +65,10 @@ func TestLearnMatchesTheReference(t *testing.T) {
 			seq = max(seq, want.Seq)
 			tell = want.Tell
 			switch {
+			case want.State.Counted && want.Took:
+				seen["a turn a count allowed"]++
+			case want.State.Counted && want.Wait > 0:
+				seen["a count's wait"]++
 			case want.Tell:
 				seen["a window's first turn asking"]++
 			case want.State.Windowed && want.State.Quota > 0 && want.Took:
@@ -78,7 +83,7 @@ func TestLearnMatchesTheReference(t *testing.T) {
 		}
 	}
 	// The draws must reach every way of answering, or they test less.
-	for _, way := range []string{"a window's first turn asking", "a turn of a window whose quota is known", "blind",
+	for _, way := range []string{"a turn a count allowed", "a count's wait", "a window's first turn asking", "a turn of a window whose quota is known", "blind",
 		"a turn of the pace reserved ahead", "held"} {
 		if seen[way] < 5 {
 			t.Errorf("the draws reached %q %d times, want 5 at least: %v", way, seen[way], seen)
@@ -86,25 +91,47 @@ func TestLearnMatchesTheReference(t *testing.T) {
 	}
 }
 
-// refuses reports whether ask tells a refusal.
-func refuses(ask *store.LearnAsk) bool {
+// teaches reports whether ask may teach a key that learned nothing: it
+// tells a refusal, or a count of the server's quota.
+func teaches(ask *store.LearnAsk) bool {
 	for _, o := range ask.Outcomes {
-		if o.Kind == store.Refused {
+		if o.Kind == store.Refused || o.Counted {
 			return true
 		}
 	}
 	return false
 }
 
+// drawCount puts in o a count of the server's quota drawn at random.
+func drawCount(rng *rand.Rand, o *store.Outcome) {
+	o.Counted, o.Remaining = true, rng.IntN(12)
+	if rng.IntN(2) == 0 {
+		o.Limit = 10 + rng.IntN(3)*20
+	}
+	if rng.IntN(4) != 0 {
+		o.Reset = time.Duration(rng.Int64N(int64(2 * time.Second)))
+	}
+	o.ResetDue = rng.IntN(10) == 0
+}
+
 // drawAsk draws an ask of a transport that has seen turns up to seq,
-// the last of them asking for its outcome when tell is set.
-func drawAsk(rng *rand.Rand, seq uint64, tell bool) store.LearnAsk {
+// the last of them asking for its outcome when tell is set; counts says
+// the server counts its quota in its answers.
+func drawAsk(rng *rand.Rand, seq uint64, tell, counts bool) store.LearnAsk {
 	ask := store.LearnAsk{Take: rng.IntN(4) != 0, MaxWait: time.Duration(rng.IntN(3000)) * time.Millisecond}
 	if rng.IntN(5) == 0 {
 		ask.Ceiling = float64(5 + rng.IntN(100))
 	}
 	if tell && rng.IntN(3) != 0 {
 		ask.Outcomes = append(ask.Outcomes, store.Outcome{Seq: seq, Kind: store.Passed})
+	}
+	if counts && rng.IntN(3) == 0 {
+		// The count an answer carried, told with the next ask.
+		o := store.Outcome{Seq: seq, Kind: store.Answered}
+		if rng.IntN(8) != 0 {
+			drawCount(rng, &o)
+		}
+		ask.Outcomes = append(ask.Outcomes, o)
 	}
 	hints := []time.Duration{0, 0, 500 * time.Millisecond, time.Second, time.Second, 2 * time.Second, 10 * time.Second}
 	n := 0
@@ -121,6 +148,9 @@ func drawAsk(rng *rand.Rand, seq uint64, tell bool) store.LearnAsk {
 		}
 		if o.Seq == 0 && rng.IntN(2) == 0 {
 			o.Passed = rng.IntN(40)
+		}
+		if counts && rng.IntN(2) == 0 {
+			drawCount(rng, &o)
 		}
 		switch rng.IntN(100) {
 		case 0:

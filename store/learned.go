@@ -58,6 +58,16 @@ type Outcome struct {
 	// requests the server let through before: what the fleet's did tells
 	// the quota of a window that ran out then.
 	Passed int
+	// Counted is set when the answer carried a count of the server's
+	// quota (rate-limit headers): Remaining of Limit (0 when it does not
+	// say), coming back in Reset (0 when it does not say; ResetDue is set
+	// when the instant it said is already past). What one replica reads,
+	// every one takes from.
+	Counted   bool
+	Remaining int
+	Limit     int
+	Reset     time.Duration
+	ResetDue  bool
 }
 
 // OutcomeKind is what an Outcome tells.
@@ -81,6 +91,8 @@ const (
 	// Unpaced: a transport that saw no refusal before it found the key
 	// paced tells how many of its requests passed meanwhile (Passed).
 	Unpaced
+	// Answered: an answer told for the count it carried alone.
+	Answered
 )
 
 // LearnAnswer is a store's answer to a LearnAsk.
@@ -123,4 +135,8 @@ type LearnedState struct {
 	// Blind is set while the key goes unpaced, its refusals blind to its
 	// pace.
 	Blind bool
+	// Counted is set while a count of the server's quota governs the
+	// key's turns: a success whose answer carries none says it is over
+	// (an Answered outcome with no count).
+	Counted bool
 }

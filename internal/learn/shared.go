@@ -126,6 +126,10 @@ type Shared struct {
 	// its pace; blindHold is how long it was, doubling each time.
 	blindUntil time.Time
 	blindHold  time.Duration
+
+	// count is the last count of the server's quota an answer carried
+	// (see shared_count.go).
+	count sharedCount
 }
 
 // Learn takes in ask's outcomes, then, when ask.Take is set, takes the
@@ -145,9 +149,10 @@ func (s *Shared) Learn(now time.Time, ask *store.LearnAsk) store.LearnAnswer {
 	if ask.Take {
 		s.take(&a, ask.MaxWait, top, now)
 	}
-	a.Paced = s.mode == sharedPaced || s.mode == sharedWindowed
+	a.Paced = s.mode == sharedPaced || s.mode == sharedWindowed || s.count.counted && s.mode != sharedBlind
 	a.HintsOverstate = s.notWindowed
 	a.State = s.state(top, now)
+	a.State.Counted = s.count.counted
 	return a
 }
 
@@ -189,9 +194,27 @@ func (s *Shared) rate(top float64) float64 {
 }
 
 // take takes the key's next turn at now into a, for a request that may
-// wait maxWait.
+// wait maxWait: a count of the server's quota allows it first, then the
+// pace or the window.
 func (s *Shared) take(a *store.LearnAnswer, maxWait time.Duration, top float64, now time.Time) {
+	asks := false
+	if s.count.counted && s.mode != sharedBlind {
+		if a.Wait, asks = s.countWait(now); a.Wait > 0 {
+			return
+		}
+	}
+	defer func() {
+		if asks && a.Took {
+			// The turn that learns the new count: the others wait for it.
+			s.count.askSeq, s.count.askUntil, a.Tell = a.Seq, now.Add(sharedAskTimeout), true
+		}
+	}()
 	switch s.mode {
+	case sharedUnpaced:
+		if s.count.counted {
+			s.seq++
+			a.Took, a.Seq = true, s.seq
+		}
 	case sharedPaced:
 		r := s.rate(top)
 		iv := interval(r)
@@ -268,6 +291,7 @@ func (s *Shared) take(a *store.LearnAnswer, maxWait time.Duration, top float64, 
 
 // outcome takes in one outcome at now.
 func (s *Shared) outcome(o store.Outcome, top float64, now time.Time) {
+	explained := s.counted(o, now)
 	switch o.Kind {
 	case store.Passed:
 		if s.askSeq != 0 && o.Seq == s.askSeq {
@@ -275,6 +299,14 @@ func (s *Shared) outcome(o store.Outcome, top float64, now time.Time) {
 		}
 	case store.Refused:
 		s.passedBefore(o.Passed)
+		if explained {
+			// The count said nothing was left: the count, not a pace,
+			// answers it.
+			if o.Seq != 0 && o.Seq == s.askSeq {
+				s.askSeq = 0
+			}
+			return
+		}
 		s.refused(o.Seq, o.Hint, top, now)
 	case store.Unpaced:
 		s.passedBefore(o.Passed)

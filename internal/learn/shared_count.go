@@ -1,0 +1,232 @@
+package learn
+
+import (
+	"math"
+	"time"
+
+	"github.com/ratewise/ratewise/store"
+)
+
+// This file is a fleet's count of its server's quota, as a store keeps
+// it: what a Pacer's count (count.go) is to one transport. A count any
+// replica reads is what every replica takes from: the turns the fleet
+// took since the counted request went consume it. As for a Pacer, a
+// window's quota is waited for until its reset, then taken at once, and
+// a reset cut to its second is learned from the instant a window opened;
+// a count that grows before its reset is a bucket's, which refills at
+// least limit/reset, or what the counts measure: the turns taken and the
+// count grown since an earlier count of this window. A share of a quota
+// other clients take from, which a Pacer keeps, a fleet does without: it
+// is one client.
+
+// sharedCount is the fields of a Shared's count, zero until an answer
+// carried one.
+type sharedCount struct {
+	counted bool
+	// remaining is the last count, of limit, taken by turn seq (0 for a
+	// request not paced) at at; turns after cseq consume it.
+	remaining, limit int
+	cseq             uint64
+	at               time.Time
+	// resetAt is when the quota comes back, the earliest instant the
+	// counts of this window said; reset is what the last count said.
+	resetAt time.Time
+	reset   time.Duration
+	// refills is set once the count grew before its reset (a bucket);
+	// noBound once a refusal showed limit/reset no refill to count on.
+	refills, noBound bool
+	// retryAt is when the last refusal the count explained said to come
+	// back; early is the wait before asking again a window that has not
+	// turned at the reset its count said, cut to its second (cut), and
+	// opened when the first request after a turn opened the window.
+	retryAt time.Time
+	early   time.Duration
+	cut     bool
+	opened  time.Time
+	// reask is how long after a count of none left without a reset the
+	// key asks again.
+	reask time.Duration
+	// period is a sliding window's length, once seen: the time between
+	// two windows' resets; limit a period is its refill.
+	period time.Duration
+	// askSeq is the turn that asks for the new count once the old one is
+	// out of date, holding the others until askUntil.
+	askSeq   uint64
+	askUntil time.Time
+	// An earlier count of this window, at sampleAt, to measure the refill
+	// over: turn sampleSeq, sampleRemaining left.
+	sampleAt        time.Time
+	sampleSeq       uint64
+	sampleRemaining int
+}
+
+// countSampleSpan is how old the count the refill is measured from grows
+// before a later one replaces it: a Pacer keeps counts over as long.
+const countSampleSpan = countSamples * countSampleEvery
+
+// counted takes in the count an outcome carries, and reports whether it
+// explains a refusal: it said nothing was left.
+func (s *Shared) counted(o store.Outcome, now time.Time) (explained bool) {
+	c := &s.count
+	refused := o.Kind == store.Refused
+	if !o.Counted {
+		if c.counted && (o.Kind == store.Passed || o.Kind == store.Answered) {
+			s.count = sharedCount{} // successes no longer carry a count
+		}
+		return false
+	}
+	if !c.counted {
+		s.count = sharedCount{counted: true, remaining: o.Remaining, cseq: o.Seq, at: now}
+	}
+	if o.Seq != 0 && o.Seq == c.askSeq {
+		c.askSeq = 0 // the new count came
+	}
+	explained = refused && o.Remaining == 0
+	if SharedTrace != nil {
+		SharedTrace("%v count seq %d (of %d, cseq %d) kind %d rem %d limit %d reset %v due %v hint %v; had rem %d resetAt %v refills %v", now.Format("05.000"),
+			o.Seq, s.seq, c.cseq, o.Kind, o.Remaining, o.Limit, o.Reset, o.ResetDue, o.Hint, c.remaining, c.resetAt.Format("05.000"), c.refills)
+	}
+	resetPassed := !c.refills && !c.resetAt.IsZero() && !now.Before(c.resetAt)
+	pastReset := explained && resetPassed
+	earlyAsk := explained && o.ResetDue || pastReset && o.Hint <= 0
+	switch {
+	case earlyAsk:
+		// Refused after the reset: it was cut to its second. Ask again
+		// soon, a little later each time.
+		c.early = min(max(2*c.early, countEarlyStep), countEarlyMax)
+		c.retryAt, c.cut = now.Add(c.early), true
+	case pastReset:
+		// Refused after the reset, and told to wait: the quota comes
+		// back bit by bit (a sliding window).
+		c.refills, c.noBound = true, false
+	case refused && o.Seq > c.cseq && int(o.Seq-c.cseq) > c.remaining:
+		// A turn taken on the refill limit/reset promised, beyond what
+		// the count said was left, was refused: it is no refill to count
+		// on (a window, or other clients).
+		c.noBound = true
+	}
+	// Of counts that come close together, or for a request sent before
+	// the one counted, the lowest is the latest.
+	settled := now.Sub(c.at) >= countSettle
+	if o.Remaining > c.remaining && (!settled || o.Seq != 0 && o.Seq < c.cseq) {
+		return explained
+	}
+	if !refused && resetPassed && o.Reset > 0 && now.Add(o.Reset).Sub(c.resetAt) >= time.Second && o.Remaining*2 < o.Limit {
+		// The window turned (its reset moved on a window's length) and
+		// gave back less than half its quota: a sliding window, or a
+		// bucket whose reset says its limit's period, which refills bit
+		// by bit, its limit a period.
+		c.refills, c.noBound, c.early = true, false, 0
+		c.period = now.Add(o.Reset).Sub(c.resetAt).Round(time.Second)
+		c.sampleAt = time.Time{}
+	}
+	if grew := o.Remaining > c.remaining; grew && !c.refills {
+		if c.resetAt.IsZero() || now.Before(c.resetAt) {
+			c.refills = true // grown before the reset: a bucket
+		} else {
+			// A window turned: the next reset is another instant, and
+			// what came back at once is no refill to measure.
+			c.resetAt, c.early, c.retryAt, c.sampleAt = time.Time{}, 0, time.Time{}, time.Time{}
+			if c.cut {
+				c.opened = now
+			}
+		}
+	}
+	switch {
+	case c.sampleAt.IsZero():
+		c.sampleAt, c.sampleSeq, c.sampleRemaining = now, max(c.cseq, o.Seq), o.Remaining
+	case now.Sub(c.sampleAt) >= countSampleSpan:
+		c.sampleAt, c.sampleSeq, c.sampleRemaining = c.at, c.cseq, c.remaining
+	}
+	c.cseq = max(c.cseq, o.Seq)
+	if o.Seq == 0 {
+		c.cseq = s.seq // a request not paced: every turn since is not in it
+	}
+	c.at, c.remaining, c.limit, c.reset = now, o.Remaining, o.Limit, o.Reset
+	c.noteReset(o.Reset, now)
+	if o.ResetDue {
+		c.noteReset(time.Nanosecond, now)
+	}
+	switch {
+	case o.Remaining > 0:
+		c.reask = 0
+	case o.Reset <= 0 && o.Hint <= 0:
+		c.reask = min(max(2*c.reask, time.Second), countMaxReask)
+	}
+	if explained && o.Hint > 0 && !earlyAsk {
+		c.retryAt = now.Add(o.Hint)
+	}
+	return explained
+}
+
+// noteReset takes in a count's reset, as a Pacer's count does.
+func (c *sharedCount) noteReset(reset time.Duration, now time.Time) {
+	if reset <= 0 {
+		return
+	}
+	at := now.Add(reset)
+	if c.refills || c.resetAt.IsZero() || at.Before(c.resetAt) || at.Sub(c.resetAt) >= time.Second {
+		c.resetAt = at
+	}
+}
+
+// refill is the least the server surely refills a second: limit/reset,
+// unless a refusal showed it no bound, or what the counts measured since
+// the sample, if more: the turns taken and the count grown, less the one
+// a count may round off.
+func (c *sharedCount) refill() float64 {
+	var r float64
+	switch {
+	case c.noBound:
+	case c.period > 0:
+		r = float64(c.limit) / c.period.Seconds()
+	case c.limit > c.remaining && c.reset > 0:
+		r = float64(c.limit-c.remaining) / c.reset.Seconds()
+	}
+	if span := c.at.Sub(c.sampleAt).Seconds(); !c.sampleAt.IsZero() && span >= adaptiveMinSample.Seconds() {
+		measured := (float64(c.cseq) - float64(c.sampleSeq) + float64(c.remaining-c.sampleRemaining) - 1) / span
+		r = math.Max(r, measured)
+	}
+	return math.Min(r, 1e6)
+}
+
+// countWait is how long the next turn waits at now for the count to
+// allow it: 0 when it allows one now. ask is set when the count is out of
+// date and this turn is the one that learns the new one.
+func (s *Shared) countWait(now time.Time) (wait time.Duration, ask bool) {
+	c := &s.count
+	left := float64(c.remaining) - float64(s.seq-c.cseq)
+	refill := c.refill()
+	credit := left + refill*now.Sub(c.at).Seconds()
+	if credit >= 1 {
+		return 0, false
+	}
+	if c.refills && refill > 0 {
+		return max(time.Duration((1-credit)/refill*float64(time.Second)), 1), false
+	}
+	backAt := c.resetAt
+	switch {
+	case backAt.IsZero():
+		backAt = c.at.Add(max(c.reask, adaptiveMinSample))
+	case !c.opened.IsZero() && backAt.After(c.opened):
+		// A reset cut to its second, of a window opened at opened: it
+		// ends the whole seconds the cut reset rounds up to after that.
+		secs := math.Ceil(backAt.Sub(c.opened).Seconds())
+		backAt = c.opened.Add(time.Duration(secs)*time.Second + windowMargin)
+	}
+	if !c.retryAt.IsZero() && (c.retryAt.Before(backAt) || c.early > 0 && !now.Before(backAt)) {
+		backAt = c.retryAt
+	}
+	if !now.Before(backAt) {
+		// The count is out of date: one turn learns the new one.
+		if c.askSeq != 0 && now.Before(c.askUntil) {
+			return min(sharedAskPoll, c.askUntil.Sub(now)), false
+		}
+		return 0, true
+	}
+	d := backAt.Sub(now)
+	if refill > 0 {
+		d = time.Duration(math.Min((1-credit)/refill*float64(time.Second), float64(d)))
+	}
+	return max(d, 1), false
+}

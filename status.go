@@ -3,6 +3,7 @@ package ratewise
 import (
 	"context"
 	"encoding/json"
+	"github.com/ratewise/ratewise/store"
 	"math"
 	"time"
 )
@@ -47,7 +48,8 @@ type ScopeStatus struct {
 	// requests in flight the server showed, which the key is held to
 	// rather than paced, 0 for none; Blind is set while the key goes
 	// unpaced because its refusals proved blind to its pace, a server
-	// shedding load rather than limiting a rate.
+	// shedding load rather than limiting a rate. Through WithStore, they
+	// are what the fleet learned, as its store keeps it.
 	Adaptive       bool          `json:"adaptive,omitempty"`
 	InFlightCap    int           `json:"in_flight_cap,omitempty"`
 	Blind          bool          `json:"blind,omitempty"`
@@ -130,7 +132,7 @@ func (t *Transport) KeyStatus(key string) KeyStatus {
 		st.PausedFor = t.gate.PausedForShared(key, now)
 	}
 	for _, s := range t.scopes() {
-		st.Scopes = append(st.Scopes, s.status(key, now))
+		st.Scopes = append(st.Scopes, s.status(key, now, t.learnStore))
 	}
 	if t.breakers != nil {
 		b := t.breakers.status(key, now)
@@ -158,12 +160,19 @@ func (t *Transport) Blocking(key string) (bool, time.Duration) {
 	return wait > 0, wait
 }
 
-func (s *scope) status(key string, now time.Time) ScopeStatus {
+func (s *scope) status(key string, now time.Time, learned store.Learned) ScopeStatus {
 	if s.global {
 		key = ""
 	}
 	l := s.limit()
 	out := s.localStatus(key, now, l)
+	if s.adaptive && learned != nil {
+		// What the fleet learned, rather than this transport, which
+		// learns by itself only while the store fails.
+		if a, err := learned.Learn(context.Background(), s.storeKey(key), &store.LearnAsk{}); err == nil {
+			sharedStatus(&out, a.State, now)
+		}
+	}
 	if l.Store != nil && finiteRate(l.Rate) {
 		// The shared bucket, rather than this transport's, which stands
 		// in only while the store fails.
@@ -172,6 +181,16 @@ func (s *scope) status(key string, now time.Time) ScopeStatus {
 		}
 	}
 	return out
+}
+
+// sharedStatus puts in out what the fleet learned of its key, as the
+// store reports it.
+func sharedStatus(out *ScopeStatus, st store.LearnedState, now time.Time) {
+	out.LearnedRate, out.Blind, out.Counted = st.Rate, st.Blind, st.Counted
+	out.Windowed, out.WindowQuota, out.HeldFor = st.Windowed, st.Quota, 0
+	if st.HeldUntil.After(now) {
+		out.HeldFor = st.HeldUntil.Sub(now)
+	}
 }
 
 // localStatus is the status of key's state in this transport.

@@ -183,6 +183,9 @@ local function learn(key, A, o)
 
   local function decrease(passed, hint)
     local wasUnpaced = s.mode ~= PACED
+    if passed == 0 then
+      s.succ = 0
+    end
     local before = rate()
     s.mode = PACED
     s.cut = s.seq

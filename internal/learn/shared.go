@@ -406,6 +406,11 @@ func (s *Shared) passedSince(seq uint64) int {
 // turns that passed since the last event (-1: unknown) as its successes.
 func (s *Shared) decrease(passed int, hint time.Duration, top float64, now time.Time) {
 	wasUnpaced := s.mode != sharedPaced
+	if passed == 0 {
+		// The climb was credited turn by turn, and none of them passed:
+		// a Pacer, crediting successes, did not climb.
+		s.succeeding = 0
+	}
 	before := s.rate(top)
 	s.mode = sharedPaced
 	s.cutAt = s.seq

@@ -1,0 +1,248 @@
+package learn
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/ratewise/ratewise/store"
+)
+
+var sharedT0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// takeAt takes a turn of s at now for a request that may wait maxWait.
+func takeAt(s *Shared, now time.Time, maxWait time.Duration) store.LearnAnswer {
+	return s.Learn(now, &store.LearnAsk{Take: true, MaxWait: maxWait})
+}
+
+// tell tells s the outcomes at now, taking no turn.
+func tell(s *Shared, now time.Time, outcomes ...store.Outcome) store.LearnAnswer {
+	return s.Learn(now, &store.LearnAsk{Outcomes: outcomes})
+}
+
+func refusal(seq uint64, hint time.Duration) store.Outcome {
+	return store.Outcome{Seq: seq, Kind: store.Refused, Hint: hint}
+}
+
+// A key nobody was refused for is not paced and keeps no turn.
+func TestSharedNothingLearnedIsUnpaced(t *testing.T) {
+	var s Shared
+	if a := takeAt(&s, sharedT0, time.Second); a.Paced || a.Took || a.Seq != 0 || a.Wait != 0 {
+		t.Errorf("a key that learned nothing: %+v, want unpaced, no turn", a)
+	}
+}
+
+// The first refusal any replica sees paces the key for all: a search
+// from adaptiveProbeStart, its first turn an interval after the refusal.
+func TestSharedFirstRefusalPacesTheKey(t *testing.T) {
+	var s Shared
+	a := tell(&s, sharedT0, refusal(0, 0))
+	if !a.Paced || a.State.Rate != adaptiveProbeStart {
+		t.Fatalf("after the first refusal: %+v, want paced at %v", a, adaptiveProbeStart)
+	}
+	iv := interval(adaptiveProbeStart)
+	a = takeAt(&s, sharedT0, time.Second)
+	if !a.Took || a.Seq != 1 || a.Wait != iv {
+		t.Errorf("the first turn: %+v, want turn 1 reserved an interval (%v) on", a, iv)
+	}
+}
+
+// A refusal of a turn taken before the last decrease is a sibling of its
+// event: the pace falls once per event, not once per refusal.
+func TestSharedSiblingsDecreaseOnce(t *testing.T) {
+	var s Shared
+	tell(&s, sharedT0, refusal(0, 0))
+	now := sharedT0
+	var seqs []uint64
+	for range 4 {
+		a := takeAt(&s, now, time.Second)
+		now = now.Add(a.Wait)
+		seqs = append(seqs, a.Seq)
+	}
+	before := tell(&s, now).State.Rate
+	after := tell(&s, now, refusal(seqs[0], 0)).State.Rate
+	if after >= before {
+		t.Fatalf("rate after a refusal %.2f, want below %.2f", after, before)
+	}
+	for _, seq := range seqs[1:] {
+		if got := tell(&s, now, refusal(seq, 0)).State.Rate; got != after {
+			t.Fatalf("refusal of turn %d, taken before the decrease: rate %.2f, want it left at %.2f", seq, got, after)
+		}
+	}
+	a := takeAt(&s, now, time.Second)
+	if got := tell(&s, now.Add(a.Wait), refusal(a.Seq, 0)).State.Rate; got >= after {
+		t.Errorf("refusal of a turn taken after the decrease: rate %.2f, want below %.2f", got, after)
+	}
+}
+
+// Turns are reserved at most an interval ahead: one further away would
+// go at the pace of now should the pace fall meanwhile; the request asks
+// again an interval before it.
+func TestSharedReservesOneIntervalAhead(t *testing.T) {
+	var s Shared
+	tell(&s, sharedT0, refusal(0, 0))
+	iv := interval(adaptiveProbeStart)
+	first := takeAt(&s, sharedT0, time.Second) // reserved an interval on
+	second := takeAt(&s, sharedT0, time.Second)
+	if !first.Took || second.Took || second.Wait != iv {
+		t.Errorf("two turns asked at once: %+v then %+v; want the first reserved, the second told to ask again in %v", first, second, iv)
+	}
+	if a := takeAt(&s, sharedT0.Add(second.Wait), time.Second); !a.Took || a.Seq != 2 {
+		t.Errorf("asked again then: %+v, want turn 2", a)
+	}
+	if a := takeAt(&s, sharedT0, 0); a.Took || a.Wait <= 0 {
+		t.Errorf("a request that may not wait, turns reserved ahead: %+v, want no turn and the wait", a)
+	}
+}
+
+// A decrease spaces the next turn an interval of the new pace after the
+// last turn taken, which may be reserved ahead: it never gives a turn
+// that goes before the reserved one's interval.
+func TestSharedDecreaseKeepsReservedTurns(t *testing.T) {
+	var s Shared
+	tell(&s, sharedT0, refusal(0, 0))
+	reserved := takeAt(&s, sharedT0, time.Second)
+	last := sharedT0.Add(reserved.Wait)
+	cut := tell(&s, sharedT0.Add(time.Millisecond), refusal(reserved.Seq, 0))
+	next := takeAt(&s, sharedT0.Add(time.Millisecond), time.Minute)
+	goes := sharedT0.Add(time.Millisecond).Add(next.Wait)
+	if want := last.Add(interval(cut.State.Rate)); next.Took && goes.Before(want) || !next.Took && next.Wait <= 0 {
+		t.Errorf("the turn after a decrease goes at %v, want no sooner than %v: an interval of the new pace after the reserved turn at %v",
+			goes.Sub(sharedT0), want.Sub(sharedT0), last.Sub(sharedT0))
+	}
+}
+
+// Between two refusals the fleet measures its server by the turns that
+// passed, which every replica took: S turns over a span paces at the
+// measure's low end, (S-1)/span, or a cut of the pace that ran the server
+// dry when that is higher, and the search ends.
+func TestSharedMeasuresByTheTurnsBetweenRefusals(t *testing.T) {
+	var s Shared
+	tell(&s, sharedT0, refusal(0, 0))
+	now := sharedT0
+	var seq uint64
+	for now.Before(sharedT0.Add(300 * time.Millisecond)) {
+		a := takeAt(&s, now, time.Second)
+		if a.Took {
+			seq = a.Seq
+		}
+		now = now.Add(a.Wait)
+	}
+	before := tell(&s, now).State.Rate
+	got := tell(&s, now, refusal(seq, 0)).State.Rate
+	span := now.Sub(sharedT0).Seconds()
+	want := math.Max(float64(seq-2)/span, before*adaptiveCut)
+	if math.Abs(got-want) > want*0.01 || s.probing {
+		t.Errorf("%d turns passed in %.3fs at up to %.1f/s, then refused: rate %.2f (probing %v), want the measure, %.2f",
+			seq-1, span, before, got, s.probing, want)
+	}
+}
+
+// A refusal asking for more than a second takes the key for a window's:
+// held until the window reopens; then its first turn asks alone whether
+// it did, the others waiting for its outcome; a refusal once the window
+// let through what it had confirms its quota, and the next window holds
+// at it.
+func TestSharedWindowHeldAndCounted(t *testing.T) {
+	var s Shared
+	a := tell(&s, sharedT0, refusal(0, 2*time.Second))
+	if !a.State.Windowed || a.State.HeldUntil != sharedT0.Add(2*time.Second) {
+		t.Fatalf("after a refusal asking 2s: %+v, want windowed, held 2s", a.State)
+	}
+	if a := takeAt(&s, sharedT0.Add(time.Second), time.Minute); a.Took || a.Wait != time.Second {
+		t.Fatalf("a turn while held: %+v, want none, and the hold's second left", a)
+	}
+	opens := sharedT0.Add(2 * time.Second)
+	asker := takeAt(&s, opens, time.Minute)
+	if !asker.Took || !asker.Tell {
+		t.Fatalf("the first turn after the window reopens: %+v, want it taken, its outcome asked for", asker)
+	}
+	if a := takeAt(&s, opens, time.Minute); a.Took || a.Wait != sharedAskPoll {
+		t.Fatalf("a turn while the first asks: %+v, want none, asked again in %v", a, sharedAskPoll)
+	}
+	tell(&s, opens, store.Outcome{Seq: asker.Seq, Kind: store.Passed})
+	var last uint64
+	for range 9 {
+		a := takeAt(&s, opens, time.Minute)
+		if !a.Took {
+			t.Fatalf("a turn once the window answered: %+v, want it taken", a)
+		}
+		last = a.Seq
+	}
+	// The tenth of the window is refused: nine went through.
+	a = tell(&s, opens.Add(time.Millisecond), refusal(last, 2*time.Second))
+	if a.State.Quota != 9 {
+		t.Fatalf("the window's refusal: quota %d, want the 9 turns before it", a.State.Quota)
+	}
+	next := a.State.HeldUntil
+	for i := range 9 {
+		if a := takeAt(&s, next.Add(time.Duration(i)*time.Millisecond), time.Minute); !a.Took {
+			t.Fatalf("turn %d of the next window: %+v, want it taken", i+1, a)
+		}
+	}
+	if a := takeAt(&s, next.Add(10*time.Millisecond), time.Minute); a.Took || a.Wait <= 0 {
+		t.Errorf("a tenth turn of a window of 9: %+v, want none until the next turn", a)
+	}
+}
+
+// A count one replica reads is what every replica takes from: the turns
+// taken since consume it, and when none is left the key waits for the
+// reset; a higher count of an earlier turn is stale and left alone.
+func TestSharedCountIsTakenFromByTheFleet(t *testing.T) {
+	var s Shared
+	count := store.Outcome{Kind: store.Answered, Counted: true, Remaining: 3, Reset: time.Second}
+	if a := tell(&s, sharedT0, count); !a.Paced || !a.State.Counted {
+		t.Fatalf("after a count: %+v, want the key paced by it", a)
+	}
+	var seqs []uint64
+	for range 3 {
+		a := takeAt(&s, sharedT0, time.Minute)
+		if !a.Took || a.Wait != 0 {
+			t.Fatalf("a turn on a count of 3: %+v, want it taken now", a)
+		}
+		seqs = append(seqs, a.Seq)
+	}
+	if a := takeAt(&s, sharedT0, time.Minute); a.Took || a.Wait != time.Second {
+		t.Fatalf("a fourth turn on a count of 3: %+v, want none until the reset, 1s on", a)
+	}
+	// The answer to the first turn comes late: it counts 2 left, which
+	// the turns since took.
+	stale := store.Outcome{Seq: seqs[0], Kind: store.Answered, Counted: true, Remaining: 2, Reset: time.Second}
+	now := sharedT0.Add(20 * time.Millisecond)
+	tell(&s, now, store.Outcome{Seq: seqs[2], Kind: store.Answered, Counted: true, Remaining: 0, Reset: time.Second})
+	tell(&s, now, stale)
+	if a := takeAt(&s, now, time.Minute); a.Took {
+		t.Errorf("after a stale count of 2 from turn %d: %+v, want none: the count of turn %d said 0", seqs[0], a, seqs[2])
+	}
+	if a := takeAt(&s, sharedT0.Add(time.Second), time.Minute); !a.Took || !a.Tell {
+		t.Errorf("at the reset: %+v, want a turn that asks for the new count", a)
+	}
+}
+
+// Replicas tell what passed before they found the key paced: the sum is
+// the first window's quota, so that a window that gives back less at its
+// first turn is not taken for a small fixed one.
+func TestSharedFirstWindowQuotaIsWhatTheFleetLetThrough(t *testing.T) {
+	var s Shared
+	tell(&s, sharedT0, store.Outcome{Kind: store.Refused, Hint: 2 * time.Second, Passed: 20})
+	a := tell(&s, sharedT0, store.Outcome{Kind: store.Unpaced, Passed: 30})
+	if a.State.Quota != 50 {
+		t.Errorf("two replicas let 20 and 30 through: quota %d, want 50", a.State.Quota)
+	}
+}
+
+// A blind verdict gives the pace back for blindHoldStart, then the key
+// learns again from its next refusal.
+func TestSharedBlindGoesUnpacedForAWhile(t *testing.T) {
+	var s Shared
+	tell(&s, sharedT0, refusal(0, 0))
+	if a := tell(&s, sharedT0, store.Outcome{Kind: store.Blind}); a.Paced || !a.State.Blind {
+		t.Fatalf("after a blind verdict: %+v, want unpaced and blind", a)
+	}
+	if a := tell(&s, sharedT0.Add(time.Second), refusal(0, 0)); a.Paced {
+		t.Errorf("a refusal while blind: %+v, want it to teach nothing", a)
+	}
+	if a := tell(&s, sharedT0.Add(blindHoldStart), refusal(0, 0)); !a.Paced || math.IsInf(a.State.Rate, 1) {
+		t.Errorf("a refusal once the hold is over: %+v, want the key paced again", a)
+	}
+}

@@ -32,14 +32,17 @@ type sharedKey struct {
 	// its requests then line up. overstate is its HintsOverstate, and
 	// counted its State.Counted. toldFirst is set once this transport
 	// told its first refusal of a request not paced, with what passed
-	// before it.
-	paced, overstate, counted, toldFirst atomic.Bool
-	mu                                   sync.Mutex
-	samples                              learn.Samples // guarded by mu
+	// before it. waiting is set while a request waits for a turn the
+	// store held back: a count then is told at once, as it may end the
+	// wait.
+	paced, overstate, counted, toldFirst, waiting atomic.Bool
+	mu                                            sync.Mutex
+	samples                                       learn.Samples // guarded by mu
 	// count is the count of the server's quota the last answer carried,
-	// told with the next ask (counted set), so that telling it costs no
-	// round trip of its own; guarded by mu.
-	count store.Outcome
+	// read at countAt, told with the next ask (counted set), so that
+	// telling it costs no round trip of its own; guarded by mu.
+	count   store.Outcome
+	countAt time.Time
 }
 
 // countOf is the outcome that tells the count an answer carried; Counted
@@ -52,10 +55,10 @@ func countOf(seq uint64, an learn.Answer) store.Outcome {
 		Reset: an.Reset, ResetDue: an.ResetDue}
 }
 
-// keepCount keeps o's count to be told with the next ask.
-func (k *sharedKey) keepCount(o store.Outcome) {
+// keepCount keeps o's count, read at now, to be told with the next ask.
+func (k *sharedKey) keepCount(o store.Outcome, now time.Time) {
 	k.mu.Lock()
-	k.count = o
+	k.count, k.countAt = o, now
 	k.mu.Unlock()
 }
 
@@ -63,8 +66,14 @@ func (k *sharedKey) keepCount(o store.Outcome) {
 // passedUnpaced tells.
 func (k *sharedKey) toldWith(st *scopeState, outcomes []store.Outcome) []store.Outcome {
 	k.mu.Lock()
-	if k.count.Kind != 0 {
-		outcomes = append(outcomes, k.count)
+	if o := k.count; o.Kind != 0 {
+		if o.Reset > 0 {
+			// The reset it said, from now: it waited to be told.
+			if o.Reset -= time.Since(k.countAt); o.Reset <= 0 {
+				o.Reset, o.ResetDue = 0, true
+			}
+		}
+		outcomes = append(outcomes, o)
 		k.count = store.Outcome{}
 	}
 	k.mu.Unlock()
@@ -91,6 +100,11 @@ func (k *sharedKey) note(a *store.LearnAnswer) {
 	k.overstate.Store(a.HintsOverstate)
 	k.counted.Store(a.State.Counted)
 }
+
+// sharedCountPoll is how often a request held back by a count of the
+// server's quota asks the store again: the answers of the turns on their
+// way, which any replica tells, may leave room.
+const sharedCountPoll = 50 * time.Millisecond
 
 // sharedAnswer is what admitShared found.
 type sharedAnswer uint8
@@ -151,7 +165,16 @@ func (s *scope) admitShared(c *call, key string, st *scopeState, deadline time.T
 		case !deadline.IsZero() && now.Add(a.Wait).After(deadline):
 			return learnedTurn{}, sharedFailed, &ClientLimitError{Scope: s.name, Key: key, Reason: "max-wait", RetryIn: a.Wait}
 		}
-		if err := c.waitAdmission(a.Wait, WaitPacing); err != nil {
+		wait := a.Wait
+		if a.State.Counted {
+			// A count other replicas read may end the wait sooner than the
+			// store said: ask again now and then.
+			wait = min(wait, sharedCountPoll*1000)
+		}
+		k.waiting.Store(true)
+		err = c.waitAdmission(wait, WaitPacing)
+		k.waiting.Store(false)
+		if err != nil {
 			return learnedTurn{}, sharedFailed, err
 		}
 	}
@@ -202,10 +225,14 @@ func (t adaptiveTicket) tellShared(ctx context.Context, resp *http.Response, err
 	case an.OK && t.tell:
 		told.Kind = store.Passed
 		outcomes = append(outcomes, told)
+	case told.Counted && k.waiting.Load() && false:
+		// A request of this transport waits for the store's count to
+		// allow it: this one may.
+		outcomes = append(outcomes, told)
 	case told.Counted || an.OK && k.counted.Load():
 		// Told with the next ask: a count, or that this success carried
 		// none where the store counts.
-		k.keepCount(told)
+		k.keepCount(told, now)
 	}
 	if t.rate > 0 && an.Remaining < 0 && (an.OK || an.Refused) {
 		k.mu.Lock()
@@ -263,7 +290,7 @@ func (s *scope) tellStoreUnpaced(c *call, key string, st *scopeState, an learn.A
 	k := s.sharedKey(key, st, c.t.learnStore)
 	if !an.Refused {
 		if told := countOf(0, an); told.Counted {
-			k.keepCount(told) // told with the next ask
+			k.keepCount(told, time.Now()) // told with the next ask
 		}
 		return true
 	}

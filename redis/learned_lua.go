@@ -23,9 +23,9 @@ local F = {'mode', 'seq', 'tat', 'last', 'slack', 'prob', 'from', 'to', 'hold', 
   'cut', 'empty', 'eseq', 'sref', 'lhint', 'dry', 'dryf', 'dryt', 'notw', 'opens', 'quota', 'conf', 'fore',
   'wseq', 'opat', 'per', 'prb', 'held', 'aseq', 'auntil', 'bunt', 'bhold', 'pfirst', 'ppaced',
   'cnt', 'crem', 'clim', 'cseq', 'cat', 'creset', 'crst', 'crefl', 'cnob', 'cretry', 'cearly', 'ccut', 'copen',
-  'creask', 'cper', 'cask', 'caskt', 'csat', 'csseq', 'csrem'}
+  'creask', 'cper', 'cask', 'caskt', 'crefu', 'csat', 'csseq', 'csrefu', 'csrem'}
 local CF = {'cnt', 'crem', 'clim', 'cseq', 'cat', 'creset', 'crst', 'crefl', 'cnob', 'cretry', 'cearly', 'ccut',
-  'copen', 'creask', 'cper', 'cask', 'caskt', 'csat', 'csseq', 'csrem'}
+  'copen', 'creask', 'cper', 'cask', 'caskt', 'crefu', 'csat', 'csseq', 'csrefu', 'csrem'}
 local UNPACED, PACED, WINDOWED, BLIND = 0, 1, 2, 3
 local REFUSED, PASSED, BLINDV, RATED, UNDECIDED, UNPACEDV, ANSWERED = 1, 2, 3, 4, 5, 6, 7
 local EARLY_STEP, EARLY_MAX, SETTLE, MAX_REASK, SAMPLE_SPAN = 0.05, 0.2, 0.01, 60, 4
@@ -355,6 +355,9 @@ local function learn(key, A, o)
     if x.seq ~= 0 and x.seq == s.cask then
       s.cask = 0
     end
+    if refusedNow then
+      s.crefu = s.crefu + 1
+    end
     local explained = refusedNow and x.rem == 0
     local resetPassed = s.crefl == 0 and s.creset ~= 0 and now >= s.creset
     local pastReset = explained and resetPassed
@@ -368,15 +371,16 @@ local function learn(key, A, o)
       s.cnob = 1
     end
     local settled = now - s.cat >= SETTLE
-    if x.rem > s.crem and ((not settled) or (x.seq ~= 0 and x.seq < s.cseq)) then
+    if (x.seq ~= 0 and x.seq < s.cseq) or (x.rem > s.crem and ((not settled) or x.seq == 0)) then
       return explained
     end
+    local remaining = x.rem
     if (not refusedNow) and resetPassed and x.reset > 0 and now + x.reset - s.creset >= 1 and x.rem * 2 < x.limit then
       s.crefl, s.cnob, s.cearly = 1, 0, 0
       s.cper = math.floor(now + x.reset - s.creset + 0.5)
       s.csat = 0
     end
-    if x.rem > s.crem and s.crefl == 0 then
+    if remaining > s.crem and s.crefl == 0 then
       if s.creset == 0 or now < s.creset then
         s.crefl = 1
       else
@@ -387,25 +391,25 @@ local function learn(key, A, o)
       end
     end
     if s.csat == 0 then
-      s.csat, s.csseq, s.csrem = now, math.max(s.cseq, x.seq), x.rem
+      s.csat, s.csseq, s.csrefu, s.csrem = now, math.max(s.cseq, x.seq), s.crefu, remaining
     elseif now - s.csat >= SAMPLE_SPAN then
-      s.csat, s.csseq, s.csrem = s.cat, s.cseq, s.crem
+      s.csat, s.csseq, s.csrefu, s.csrem = s.cat, s.cseq, s.crefu, s.crem
     end
     s.cseq = math.max(s.cseq, x.seq)
     if x.seq == 0 then
       s.cseq = s.seq
     end
-    s.cat, s.crem, s.clim, s.crst = now, x.rem, x.limit, x.reset
+    s.cat, s.crem, s.clim, s.crst = now, remaining, x.limit, x.reset
     noteReset(x.reset)
     if x.due then
       noteReset(1e-9)
     end
-    if x.rem > 0 then
+    if remaining > 0 then
       s.creask = 0
     elseif x.reset <= 0 and x.hint <= 0 then
       s.creask = math.min(math.max(2 * s.creask, 1), MAX_REASK)
     end
-    if explained and x.hint > 0 and not earlyAsk then
+    if explained and x.hint > 0 and not earlyAsk and s.copen == 0 then
       s.cretry = now + x.hint
     end
     return explained
@@ -422,7 +426,7 @@ local function learn(key, A, o)
     end
     local span = s.cat - s.csat
     if s.csat ~= 0 and span >= MIN_SAMPLE then
-      r = math.max(r, (s.cseq - s.csseq + s.crem - s.csrem - 1) / span)
+      r = math.max(r, (s.cseq - s.csseq - (s.crefu - s.csrefu) + s.crem - s.csrem - 1) / span)
     end
     return math.min(r, 1e6)
   end

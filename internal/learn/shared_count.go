@@ -14,7 +14,7 @@ import (
 // window's quota is waited for until its reset, then taken at once, and
 // a reset cut to its second is learned from the instant a window opened;
 // a count that grows before its reset is a bucket's, which refills at
-// least limit/reset, or what the counts measure: the turns taken and the
+// least limit/reset, or what the counts measure: the answers let through and the
 // count grown since an earlier count of this window. A share of a quota
 // other clients take from, which a Pacer keeps, a fleet does without: it
 // is one client.
@@ -53,10 +53,14 @@ type sharedCount struct {
 	// out of date, holding the others until askUntil.
 	askSeq   uint64
 	askUntil time.Time
-	// An earlier count of this window, at sampleAt, to measure the refill
-	// over: turn sampleSeq, sampleRemaining left.
+	// refusals counts the refusals told with a count; an earlier count
+	// of this window, at sampleAt, of turn sampleSeq with sampleRefusals
+	// of them and sampleRemaining left, is what the refill is measured
+	// over: the turns since, less those refused, passed.
+	refusals        int64
 	sampleAt        time.Time
 	sampleSeq       uint64
+	sampleRefusals  int64
 	sampleRemaining int
 }
 
@@ -80,6 +84,9 @@ func (s *Shared) counted(o store.Outcome, now time.Time) (explained bool) {
 	}
 	if o.Seq != 0 && o.Seq == c.askSeq {
 		c.askSeq = 0 // the new count came
+	}
+	if refused {
+		c.refusals++
 	}
 	explained = refused && o.Remaining == 0
 	if SharedTrace != nil {
@@ -105,12 +112,14 @@ func (s *Shared) counted(o store.Outcome, now time.Time) (explained bool) {
 		// on (a window, or other clients).
 		c.noBound = true
 	}
-	// Of counts that come close together, or for a request sent before
-	// the one counted, the lowest is the latest.
+	// A count of a turn taken before the one counted is older news;
+	// of counts that come close together, or not paced (whose order is
+	// not known: replicas tell them late), the lowest is the latest.
 	settled := now.Sub(c.at) >= countSettle
-	if o.Remaining > c.remaining && (!settled || o.Seq != 0 && o.Seq < c.cseq) {
+	if o.Seq != 0 && o.Seq < c.cseq || o.Remaining > c.remaining && (!settled || o.Seq == 0) {
 		return explained
 	}
+	remaining := o.Remaining
 	if !refused && resetPassed && o.Reset > 0 && now.Add(o.Reset).Sub(c.resetAt) >= time.Second && o.Remaining*2 < o.Limit {
 		// The window turned (its reset moved on a window's length) and
 		// gave back less than half its quota: a sliding window, or a
@@ -120,7 +129,7 @@ func (s *Shared) counted(o store.Outcome, now time.Time) (explained bool) {
 		c.period = now.Add(o.Reset).Sub(c.resetAt).Round(time.Second)
 		c.sampleAt = time.Time{}
 	}
-	if grew := o.Remaining > c.remaining; grew && !c.refills {
+	if grew := remaining > c.remaining; grew && !c.refills {
 		if c.resetAt.IsZero() || now.Before(c.resetAt) {
 			c.refills = true // grown before the reset: a bucket
 		} else {
@@ -134,26 +143,28 @@ func (s *Shared) counted(o store.Outcome, now time.Time) (explained bool) {
 	}
 	switch {
 	case c.sampleAt.IsZero():
-		c.sampleAt, c.sampleSeq, c.sampleRemaining = now, max(c.cseq, o.Seq), o.Remaining
+		c.sampleAt, c.sampleSeq, c.sampleRefusals, c.sampleRemaining = now, max(c.cseq, o.Seq), c.refusals, remaining
 	case now.Sub(c.sampleAt) >= countSampleSpan:
-		c.sampleAt, c.sampleSeq, c.sampleRemaining = c.at, c.cseq, c.remaining
+		c.sampleAt, c.sampleSeq, c.sampleRefusals, c.sampleRemaining = c.at, c.cseq, c.refusals, c.remaining
 	}
 	c.cseq = max(c.cseq, o.Seq)
 	if o.Seq == 0 {
 		c.cseq = s.seq // a request not paced: every turn since is not in it
 	}
-	c.at, c.remaining, c.limit, c.reset = now, o.Remaining, o.Limit, o.Reset
+	c.at, c.remaining, c.limit, c.reset = now, remaining, o.Limit, o.Reset
 	c.noteReset(o.Reset, now)
 	if o.ResetDue {
 		c.noteReset(time.Nanosecond, now)
 	}
 	switch {
-	case o.Remaining > 0:
+	case remaining > 0:
 		c.reask = 0
 	case o.Reset <= 0 && o.Hint <= 0:
 		c.reask = min(max(2*c.reask, time.Second), countMaxReask)
 	}
-	if explained && o.Hint > 0 && !earlyAsk {
+	if explained && o.Hint > 0 && !earlyAsk && c.opened.IsZero() {
+		// (A hint of a reset known cut to its second is cut too: the
+		// instant the window opened says when it ends.)
 		c.retryAt = now.Add(o.Hint)
 	}
 	return explained
@@ -172,7 +183,7 @@ func (c *sharedCount) noteReset(reset time.Duration, now time.Time) {
 
 // refill is the least the server surely refills a second: limit/reset,
 // unless a refusal showed it no bound, or what the counts measured since
-// the sample, if more: the turns taken and the count grown, less the one
+// the sample, if more: the answers let through and the count grown, less the one
 // a count may round off.
 func (c *sharedCount) refill() float64 {
 	var r float64
@@ -184,7 +195,8 @@ func (c *sharedCount) refill() float64 {
 		r = float64(c.limit-c.remaining) / c.reset.Seconds()
 	}
 	if span := c.at.Sub(c.sampleAt).Seconds(); !c.sampleAt.IsZero() && span >= adaptiveMinSample.Seconds() {
-		measured := (float64(c.cseq) - float64(c.sampleSeq) + float64(c.remaining-c.sampleRemaining) - 1) / span
+		passed := float64(c.cseq) - float64(c.sampleSeq) - float64(c.refusals-c.sampleRefusals)
+		measured := (passed + float64(c.remaining-c.sampleRemaining) - 1) / span
 		r = math.Max(r, measured)
 	}
 	return math.Min(r, 1e6)

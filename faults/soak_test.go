@@ -242,13 +242,21 @@ func TestSoakUnderToxics(t *testing.T) {
 		tg.received.mu.Unlock()
 	}
 	// The shared limit, while Redis carried no toxic and the store had
-	// it: past the MaxWait of the turns the replicas' own buckets gave
-	// during the last outage, what they sent held the fleet's limit.
+	// it: what the replicas sent held the fleet's limit once the turns
+	// given before were spent. A turn is spent within MaxWait of being
+	// given, and reaches its replica within the store's Timeout of when
+	// Redis gave it, on its clock: a toxic that slows Redis's answers
+	// without failing them (bandwidth, slicer) delivers the turns given
+	// just before it comes off just after, beside those Redis gives
+	// then, and the replicas' own buckets gave turns during the last
+	// outage. So a span starts that long after the toxic came off, and
+	// after the store found Redis back.
+	settle := soakMaxWait + redisTimeout
 	redis := proxies[0]
 	redis.clean = append(redis.clean, span{redis.since, time.Now()})
 	var spansChecked int
 	for _, clean := range redis.clean {
-		for _, s := range f.log.upWithin(clean.from, clean.to, soakMaxWait) {
+		for _, s := range f.log.upWithin(clean.from.Add(settle), clean.to, settle) {
 			if s.to.Sub(s.from) < 100*time.Millisecond {
 				continue
 			}

@@ -13,4 +13,8 @@
 // is then answered with Outcome or withdrawn with Cancel. What answered
 // requests the key did not pace teach goes to Untracked. Methods that
 // look at the time take now as an argument, so they test without a clock.
+//
+// Shared is the same learning for a fleet, as a store keeps it
+// (store.Learned): the turns every replica takes, and the refusals and
+// counts any replica sees (shared.go).
 package learn

@@ -89,10 +89,6 @@ func (s *Shared) counted(o store.Outcome, now time.Time) (explained bool) {
 		c.refusals++
 	}
 	explained = refused && o.Remaining == 0
-	if SharedTrace != nil {
-		SharedTrace("%v count seq %d (of %d, cseq %d) kind %d rem %d limit %d reset %v due %v hint %v; had rem %d resetAt %v refills %v", now.Format("05.000"),
-			o.Seq, s.seq, c.cseq, o.Kind, o.Remaining, o.Limit, o.Reset, o.ResetDue, o.Hint, c.remaining, c.resetAt.Format("05.000"), c.refills)
-	}
 	resetPassed := !c.refills && !c.resetAt.IsZero() && !now.Before(c.resetAt)
 	pastReset := explained && resetPassed
 	earlyAsk := explained && o.ResetDue || pastReset && o.Hint <= 0

@@ -1,0 +1,97 @@
+package learn
+
+import (
+	"time"
+)
+
+// This file is a fleet's learned window, as a Pacer's (window.go): the
+// key held until its window reopens, the window's turns counted for the
+// fleet, and its quota confirmed by a refusal once it gave it.
+
+// becomeWindowed starts holding the key until opens, as a window's.
+func (s *Shared) becomeWindowed(opens, now time.Time) {
+	if opens.IsZero() || !opens.After(now) {
+		opens = now.Add(windowProbeStart)
+	}
+	s.mode = sharedWindowed
+	s.opens, s.probe, s.held = opens, windowProbeStart, opens.Sub(now)
+	s.quota, s.confirmed, s.foretold, s.period, s.openedAt, s.askSeq = 0, false, false, 0, time.Time{}, 0
+	if s.passedPaced == 0 {
+		// Nothing paced has passed yet: the window that ran out is the
+		// first, and what the fleet let through before its refusals is
+		// its quota, or less when some were still on their way.
+		s.quota = s.passedFirst
+	}
+	s.probing, s.tat = false, time.Time{}
+	s.cutAt = s.seq
+}
+
+// windowRefused takes in a refusal of turn seq of a windowed key;
+// target is when its hint says to come back, zero without one. It
+// reports false when the window let less than two turns through since it
+// reopened: the key is no longer windowed, and is paced from what the
+// last window gave over how long it held the key, when that measures.
+func (s *Shared) windowRefused(seq uint64, sibling bool, target time.Time, top float64, now time.Time) bool {
+	if s.foretold && s.opens.IsZero() && seq == s.winSeq+1 {
+		// Refused at the turn the period foretold, before anything of the
+		// window passed: the server had not turned yet. Distrust the
+		// period, and wait for the turn the hint says.
+		s.period, s.foretold, s.probe = 0, false, windowProbeStart
+		s.opens = now.Add(s.probe)
+		if !target.IsZero() {
+			s.opens = target
+		}
+		s.cutAt = s.seq
+		return true
+	}
+	if !s.opens.IsZero() || sibling && seq <= s.winSeq {
+		// Refused before the window reopens, or a turn of the window
+		// before: a sibling, or the turn that asked whether it turned.
+		switch {
+		case !target.IsZero() && (s.opens.IsZero() || target.Before(s.opens)):
+			if !s.opens.IsZero() {
+				s.opens = target
+			}
+		case target.IsZero() && !s.opens.IsZero() && !now.Before(s.opens):
+			s.probe = min(max(2*s.probe, windowProbeStart), windowProbeMax)
+			s.opens = now.Add(s.probe)
+		}
+		return true
+	}
+	if sibling {
+		return true // a turn of this window sent before the last refusal of it
+	}
+	// The turns of this window before the refused one went through.
+	used := 0
+	if seq > s.winSeq {
+		used = int(seq - s.winSeq - 1)
+	}
+	if used < 2 || used*4 < s.quota*3 {
+		held := max(s.held, s.period)
+		quota := s.quota
+		if quota >= 2 && held >= adaptiveMinSample {
+			// What the last window gave, over how long it held the key:
+			// the long-run rate of a sliding window.
+			low := float64(quota-1) / held.Seconds()
+			s.mode = sharedPaced
+			s.setMeasure(low, float64(quota+1)/held.Seconds(), held, top)
+			s.cutAt, s.lastEmpty, s.eventSeq, s.siblingRefusals = s.seq, now, s.seq, 0
+			s.notWindowed = true
+			s.tat = now.Add(interval(low))
+			return true
+		}
+		return false
+	}
+	s.quota, s.confirmed, s.foretold = used, true, false
+	s.cutAt = s.seq // turns on their way are refused with it
+	switch {
+	case !target.IsZero():
+		s.opens, s.held = target, target.Sub(now)
+	case s.period > 0 && s.openedAt.Add(s.period).After(now):
+		s.opens = s.openedAt.Add(s.period)
+	default:
+		s.probe = windowProbeStart
+		s.opens = now.Add(s.probe)
+	}
+	return true
+}

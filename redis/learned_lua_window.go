@@ -1,0 +1,75 @@
+package redis
+
+// The part of learnLua that is learn.Shared's window (shared_window.go).
+
+// learnLuaWindow is becomeWindowed and windowRefused.
+const learnLuaWindow = `
+  local function becomeWindowed(opens)
+    if opens == 0 or opens <= now then
+      opens = now + WPROBE_START
+    end
+    s.mode = WINDOWED
+    s.opens, s.prb, s.held = opens, WPROBE_START, opens - now
+    s.quota, s.conf, s.fore, s.per, s.opat, s.aseq = 0, 0, 0, 0, 0, 0
+    if s.ppaced == 0 then
+      s.quota = s.pfirst
+    end
+    s.prob, s.tat = 0, 0
+    s.cut = s.seq
+  end
+
+  local function windowRefused(seq, sibling, target)
+    if s.fore == 1 and s.opens == 0 and seq == s.wseq + 1 then
+      s.per, s.fore, s.prb = 0, 0, WPROBE_START
+      s.opens = now + s.prb
+      if target ~= 0 then
+        s.opens = target
+      end
+      s.cut = s.seq
+      return true
+    end
+    if s.opens ~= 0 or (sibling and seq <= s.wseq) then
+      if target ~= 0 and (s.opens == 0 or target < s.opens) then
+        if s.opens ~= 0 then
+          s.opens = target
+        end
+      elseif target == 0 and s.opens ~= 0 and now >= s.opens then
+        s.prb = math.min(math.max(2 * s.prb, WPROBE_START), WPROBE_MAX)
+        s.opens = now + s.prb
+      end
+      return true
+    end
+    if sibling then
+      return true
+    end
+    local used = 0
+    if seq > s.wseq then
+      used = seq - s.wseq - 1
+    end
+    if used < 2 or used * 4 < s.quota * 3 then
+      local held = math.max(s.held, s.per)
+      local quota = s.quota
+      if quota >= 2 and held >= MIN_SAMPLE then
+        local low = (quota - 1) / held
+        s.mode = PACED
+        setMeasure(low, (quota + 1) / held, held)
+        s.cut, s.empty, s.eseq, s.sref = s.seq, now, s.seq, 0
+        s.notw = 1
+        s.tat = now + interval(low)
+        return true
+      end
+      return false
+    end
+    s.quota, s.conf, s.fore = used, 1, 0
+    s.cut = s.seq
+    if target ~= 0 then
+      s.opens, s.held = target, target - now
+    elseif s.per > 0 and s.opat + s.per > now then
+      s.opens = s.opat + s.per
+    else
+      s.prb = WPROBE_START
+      s.opens = now + s.prb
+    end
+    return true
+  end
+`

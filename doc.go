@@ -21,11 +21,13 @@
 // One call of RoundTrip, in the files that own each step: transport.go
 // takes the call; call.go runs its attempts; for each attempt,
 // call_admit.go takes it through the breaker (breaker*.go), the pause gate
-// (pause.go) and every limit scope (limit*.go), waiting where they say
-// (call_wait.go); it is sent; call_feedback.go tells what the response
-// taught to the gate, the breaker and the pace; call_decide.go retries by
-// the policy (policy.go, retryafter.go) or returns. The engines behind the
-// stages sit in internal/ packages that know nothing of calls.
+// (pause.go) and every limit scope (limit*.go; with a store, its questions
+// asked together first, store_admit.go, and the learned pace taken from the
+// store, limit_shared.go), waiting where they say (call_wait.go); it is
+// sent; call_feedback.go tells what the response taught to the gate, the
+// breaker and the pace; call_decide.go retries by the policy (policy.go,
+// retryafter.go) or returns. The engines behind the stages sit in
+// internal/ packages that know nothing of calls.
 //
 // # Glossary
 //
@@ -131,11 +133,19 @@
 // Window) takes its turns from the store's bucket; the pause gate's pauses
 // are the store's, so a refusal one replica sees pauses the key in all;
 // the breakers count failures and trip together. A store that is a
-// store.Admitter, as MemoryStore and ratewise/redis's Store are, is asked
-// once before each attempt for its breaker, pause and told bucket
-// together. When a store fails, each replica goes on with its own state,
-// unless the store fails closed ([ErrStoreUnavailable]): then the request
-// fails unsent. What a store implements is package store.
+// store.Learned keeps what the learned pace learns (the [LearnedScope],
+// and every Adaptive Limit), so that the fleet learns as one client: one
+// pace its replicas take their turns from, one learned window, the counts
+// a server publishes, taken from by all; a refusal any replica sees
+// teaches every one, and a replica never refused paces under what the
+// fleet learned. A store that is a store.Admitter, as MemoryStore and
+// ratewise/redis's Store are, is asked once before each attempt for its
+// breaker, pause, told bucket and learned turn together, and a success is
+// told with the next attempt's asking: a call that needs no help costs one
+// round trip. When a store fails, each replica goes on with its own state,
+// learning by itself meanwhile, unless the store fails closed
+// ([ErrStoreUnavailable]): then the request fails unsent. What a store
+// implements is package store.
 //
 // # Turns for work that is not HTTP
 //

@@ -7,11 +7,12 @@ import "github.com/ratewise/ratewise/store"
 
 // WithStore shares through s what a fleet of replicas holds in common, so
 // that replicas given the same store behave as one client: the buckets of
-// told limits, the pause gate's pauses and the breakers' trips. A Store set
-// on a Limit, a PausePolicy or a BreakerPolicy wins over it; it adds nothing
-// that is not configured, and a window, a spacing and the learned pace stay
-// each transport's own. A nil s changes nothing. See "Fleets and stores" in
-// the package doc.
+// told limits, the pause gate's pauses, the breakers' trips, and, when s is
+// a store.Learned (MemoryStore and ratewise/redis's are), what the learned
+// pace learns. A Store set on a Limit, a PausePolicy or a BreakerPolicy wins
+// over it; it adds nothing that is not configured, and a told window and a
+// spacing stay each transport's own. A nil s changes nothing. See "Fleets
+// and stores" in the package doc.
 func WithStore(s store.Store) Option {
 	return func(t *Transport) { t.store = s }
 }

@@ -17,11 +17,15 @@
 //
 // A Store is a store.Buckets (a GCRA token bucket, atomic in Redis
 // on its clock, that reserves a waiter's turn so that it asks once), a
-// store.Pauses (the later of two pauses wins) and a
+// store.Pauses (the later of two pauses wins), a
 // store.Breakers (failures counted across the fleet, trips with
-// their end and escalation level, one probe at a time). Every operation is
-// one round trip running one script: there is no lock, and no call waits
-// on another. Every key it writes expires by itself.
+// their end and escalation level, one probe at a time) and a store.Learned
+// (the learned pace of each key, learned from what every replica tells and
+// taken from by all, on Redis's clock). Every operation is one round trip
+// running one script: there is no lock, and no call waits on another; a
+// store.Admitter, it answers an attempt's questions of one key in one
+// script, on a Cluster too, whose keys of one request key share a slot.
+// Every key it writes expires by itself.
 //
 // When Redis does not answer within Options.Timeout, the store says so
 // to the transport, which goes on with its own in-memory state

@@ -5,8 +5,9 @@
 // or a [ratewise.MemoryStore]) and never reads this package. Whoever
 // writes a store implements [Store]: the token buckets of told limits
 // ([Buckets]), the pauses servers ask for ([Pauses]) and the breakers'
-// trips ([Breakers]). A store that can answer an attempt's questions in
-// one round trip also implements [Admitter].
+// trips ([Breakers]). A store that keeps what the learned pace learns,
+// for a fleet to learn as one, also implements [Learned]; one that can
+// answer an attempt's questions in one round trip, [Admitter].
 //
 // A store's calls are made in the request's goroutine with the call's
 // context; they must not block long (a Redis call takes a short timeout

@@ -57,6 +57,16 @@ func (s *scope) pace(c *call, key string, st *scopeState, deadline time.Time, l 
 		}
 		// The store failed: the scope's own bucket stands in.
 	}
+	if ws := c.t.windowStore; ws != nil && l.Window > 0 && n == 1 {
+		storeKey := s.storeKey(key)
+		done, err := s.paceStore(c, key, st, deadline, cfg, storeKey, func(maxWait time.Duration) (time.Duration, error) {
+			return ws.TakeWindow(c.ctx, storeKey, l.Burst, l.Window, maxWait)
+		})
+		if done {
+			return err
+		}
+		// The store failed: the scope's own window stands in.
+	}
 	var r limit.Reservation
 	for {
 		if err := st.told.Reserve(&r, c.priority < PriorityNormal, cfg, n, deadline); err != nil || r.Delay <= 0 {
@@ -77,6 +87,16 @@ func (s *scope) pace(c *call, key string, st *scopeState, deadline time.Time, l 
 // request.
 func (s *scope) paceShared(c *call, key string, st *scopeState, deadline time.Time, l *Limit, cfg *limit.Config, n int) (done bool, err error) {
 	storeKey := s.storeKey(key)
+	return s.paceStore(c, key, st, deadline, cfg, storeKey, func(maxWait time.Duration) (time.Duration, error) {
+		return l.Store.Take(c.ctx, storeKey, n, l.Rate, l.Burst, maxWait)
+	})
+}
+
+// paceStore waits for the turn a store gives: take asks it for a turn
+// that may be reserved within maxWait (a bucket's tokens, a window's
+// start), as paceShared says.
+func (s *scope) paceStore(c *call, key string, st *scopeState, deadline time.Time, cfg *limit.Config, storeKey string,
+	take func(maxWait time.Duration) (time.Duration, error)) (done bool, err error) {
 	if wait, ok := c.pre.takeAnswer(storeKey); ok && wait <= 0 {
 		return true, nil // taken with the attempt's other questions
 	}
@@ -87,7 +107,7 @@ func (s *scope) paceShared(c *call, key string, st *scopeState, deadline time.Ti
 		if maxWait > 0 && !st.told.HoldPlace(cfg) {
 			maxWait = 0
 		}
-		wait, err := l.Store.Take(c.ctx, storeKey, n, l.Rate, l.Burst, maxWait)
+		wait, err := take(maxWait)
 		reserved := err == nil && wait > 0 && wait <= maxWait
 		if maxWait > 0 && !reserved {
 			st.told.Dequeue()

@@ -22,6 +22,7 @@ type MemoryStore struct {
 	pauses   map[string]time.Time
 	breakers map[string]*memBreaker
 	learned  map[string]*memLearned
+	windows  map[string]*memWindow
 	size     int    // entries at the last prune
 	probes   uint64 // probes granted, to name each
 }
@@ -46,7 +47,7 @@ type memBreaker struct {
 // NewMemoryStore returns an empty store.
 func NewMemoryStore() *MemoryStore {
 	return &MemoryStore{buckets: map[string]*rate.Limiter{}, pauses: map[string]time.Time{},
-		breakers: map[string]*memBreaker{}, learned: map[string]*memLearned{}}
+		breakers: map[string]*memBreaker{}, learned: map[string]*memLearned{}, windows: map[string]*memWindow{}}
 }
 
 // Take implements store.Buckets: n tokens now, or reserved within maxWait.
@@ -262,7 +263,7 @@ func (b *memBreaker) state(now time.Time, rules *store.Rules) store.Breaker {
 // prune drops, once the store has doubled since it last did, what has
 // nothing left to say; with m.mu held.
 func (m *MemoryStore) prune(now time.Time) {
-	size := len(m.buckets) + len(m.pauses) + len(m.breakers) + len(m.learned)
+	size := len(m.buckets) + len(m.pauses) + len(m.breakers) + len(m.learned) + len(m.windows)
 	if size < 2*max(m.size, 64) {
 		return
 	}
@@ -286,7 +287,12 @@ func (m *MemoryStore) prune(now time.Time) {
 			delete(m.learned, k)
 		}
 	}
-	m.size = len(m.buckets) + len(m.pauses) + len(m.breakers) + len(m.learned)
+	for k, w := range m.windows {
+		if w.Idle(now, w.window) {
+			delete(m.windows, k)
+		}
+	}
+	m.size = len(m.buckets) + len(m.pauses) + len(m.breakers) + len(m.learned) + len(m.windows)
 }
 
 // bucketAt returns key's bucket, made on first use or set to r and burst

@@ -8,11 +8,12 @@ import "github.com/ratewise/ratewise/store"
 // WithStore shares through s what a fleet of replicas holds in common, so
 // that replicas given the same store behave as one client: the buckets of
 // told limits, the pause gate's pauses, the breakers' trips, and, when s is
-// a store.Learned (MemoryStore and ratewise/redis's are), what the learned
-// pace learns. A Store set on a Limit, a PausePolicy or a BreakerPolicy wins
-// over it; it adds nothing that is not configured, and a told window and a
-// spacing stay each transport's own. A nil s changes nothing. See "Fleets
-// and stores" in the package doc.
+// a store.Learned and a store.Windows (MemoryStore and ratewise/redis's
+// are), what the learned pace learns and the starts of told windows. A
+// Store set on a Limit, a PausePolicy or a BreakerPolicy wins over it; it
+// adds nothing that is not configured, and a spacing stays each
+// transport's own. A nil s changes nothing. See "Fleets and stores" in the
+// package doc.
 func WithStore(s store.Store) Option {
 	return func(t *Transport) { t.store = s }
 }
@@ -42,6 +43,9 @@ func (t *Transport) shareThroughStore() {
 	}
 	if ls, ok := t.store.(store.Learned); ok {
 		t.learnStore = ls
+	}
+	if ws, ok := t.store.(store.Windows); ok {
+		t.windowStore = ws
 	}
 	if as, ok := t.store.(store.Admitter); ok {
 		t.admitStore = as

@@ -47,6 +47,9 @@ type Transport struct {
 	// it with the rest.
 	learnStore     store.Learned
 	learnedInStore bool
+	// windowStore is the store when it keeps told windows' starts
+	// (store.Windows): a told Window is then the fleet's.
+	windowStore store.Windows
 	// noLearning is WithoutLearning. learned is the LearnedScope New
 	// added, kept last of the scopes and admitted first (see
 	// admitScopes); nil when it added none. Whether a request learns, or

@@ -129,3 +129,25 @@ func (w *windowLog) idle(now time.Time, window time.Duration) bool {
 func (w *windowLog) room(now time.Time, limit int, window time.Duration) int {
 	return max(limit-(w.n-w.left(now, window)), 0)
 }
+
+// WindowLog is a key's sliding log of starts kept for a fleet, by a store
+// (store.Windows): a Limit's Window as one transport keeps it. The zero
+// value is empty; it is not safe for concurrent use.
+type WindowLog struct{ log windowLog }
+
+// Take takes a start at now of limit per window, when it comes within
+// maxWait, and returns how long until it and true; otherwise it takes
+// nothing, and returns how long until one would come.
+func (w *WindowLog) Take(now time.Time, limit int, window, maxWait time.Duration) (time.Duration, bool) {
+	wait, t := w.log.take(now, limit, window, 1)
+	if wait > max(maxWait, 0) {
+		w.log.giveBack(t)
+		return wait, false
+	}
+	return wait, true
+}
+
+// Idle reports whether every start has left the window by now.
+func (w *WindowLog) Idle(now time.Time, window time.Duration) bool {
+	return w.log.idle(now, window)
+}

@@ -439,3 +439,22 @@ func ExampleWithStore() {
 	// a: <nil>
 	// b refused: true fail-fast
 }
+
+// Replicas given one store learn as one client: a refusal one of them
+// sees paces every other, which was never refused.
+func ExampleWithStore_learnedAsOne() {
+	store := ratewise.NewMemoryStore()
+	refusing := ratewise.New(fakeAPI(), ratewise.WithStore(store), ratewise.WithRetry(ratewise.RetryPolicy{MaxAttempts: 1}))
+	other := ratewise.New(fakeAPI(), ratewise.WithStore(store))
+
+	req, _ := http.NewRequest(http.MethodGet, "https://api.example.com/items", nil)
+	resp, err := refusing.RoundTrip(req) // refused: 429
+	if err != nil {
+		fmt.Println("error:", err)
+		return
+	}
+	resp.Body.Close()
+	learned := other.KeyStatus("api.example.com").Scopes[0]
+	fmt.Printf("%s, refused by %d: the other paces at %.0f requests a second\n", learned.Name, resp.StatusCode, learned.LearnedRate)
+	// Output: learned, refused by 429: the other paces at 25 requests a second
+}

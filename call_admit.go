@@ -108,12 +108,12 @@ func (c *call) admitScope(s *scope) error {
 		c.withdraw()
 		return err
 	}
-	if turn.seq != 0 || turn.starting {
+	if turn.seq != 0 || turn.starting || turn.fleet != nil {
 		s.states.Hold(e) // one hold for the ticket, until the answer
 		t := adaptiveTicket{scope: s, entry: e, seq: turn.seq}
 		switch {
-		case turn.shared:
-			t.shared, t.rate, t.tell, t.key = e.State.shared.Load(), turn.rate, turn.tell, key
+		case turn.fleet != nil:
+			t.fleet = turn.fleet
 		case turn.starting:
 			t.startKey, t.startOthers = key, c.startOthers
 		default:

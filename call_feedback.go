@@ -47,9 +47,9 @@ func (c *call) feedBack(resp *http.Response, err error, class Class) {
 	}
 	c.adaptive.drain(func(t adaptiveTicket) {
 		t.finish(c.ctx, resp, err, class, hint, now)
-		if t.shared != nil {
+		if t.fleet != nil {
 			// The store holds a learned window for the fleet itself.
-			pausesKey = pausesKey && !t.shared.overstate.Load()
+			pausesKey = pausesKey && !t.fleet.key.overstate.Load()
 		}
 		if t.a != nil {
 			pausesKey = pausesKey && t.a.HintPausesKey()

@@ -14,15 +14,12 @@ import (
 // admission in a scope, and the tickets that carry each answer back.
 
 // learnedTurn is how an adaptive scope let a request go: the number it
-// is sent under when paced, by the scope's own pace or, shared, by the
-// store's (at rate, its outcome wanted when tell); or in its key's slow
-// start.
+// is sent under when paced, by the scope's own pace or by the store's
+// (fleet); or in its key's slow start.
 type learnedTurn struct {
 	seq      uint64
 	starting bool
-	shared   bool
-	rate     float64
-	tell     bool
+	fleet    *fleetTurn
 }
 
 // admitLearned waits for the request's turn in an adaptive scope. A key
@@ -264,13 +261,10 @@ type adaptiveTicket struct {
 	entry *keyed.Entry[scopeState]
 	a     *learn.Pacer // what the scope learned of the request's key; nil in slow start
 	seq   uint64       // the request's number in its key
-	// shared is set for a turn of the fleet's pace a store keeps (see
-	// limit_shared.go): key is the request's key, rate the pace it was
-	// taken at, and tell says the store wants its outcome.
-	shared *sharedKey
-	key    string
-	rate   float64
-	tell   bool
+	// fleet is set for a turn of the fleet's pace a store keeps (see
+	// limit_shared.go); out of the ticket, which every call holds inline,
+	// since only a call through a store needs it.
+	fleet *fleetTurn
 	// startKey is the key of a request sent in its key's slow start, and
 	// startOthers how many of the key's were in flight when it was.
 	startKey    string
@@ -282,7 +276,7 @@ type adaptiveTicket struct {
 // request's is (learnUntracked), makes room for the key's next ones.
 func (t adaptiveTicket) finish(ctx context.Context, resp *http.Response, err error, class Class, hint time.Duration, now time.Time) {
 	switch {
-	case t.shared != nil:
+	case t.fleet != nil:
 		t.tellShared(ctx, resp, err, class, hint, now)
 	case t.a == nil:
 		ok := err == nil && !class.refusal() && resp.StatusCode >= 200 && resp.StatusCode <= 299
@@ -298,7 +292,7 @@ func (t adaptiveTicket) finish(ctx context.Context, resp *http.Response, err err
 // cancel withdraws a request that will not be sent.
 func (t adaptiveTicket) cancel() {
 	switch {
-	case t.shared != nil:
+	case t.fleet != nil:
 		// A turn of the fleet's pace not used is spent, as a bucket's.
 	case t.a == nil:
 		t.scope.endStarting(&t.entry.State, t.startKey, false, -1)
@@ -357,7 +351,7 @@ func (c *call) learnUntracked(resp *http.Response, class Class, hint time.Durati
 			continue // not a scope that learns of this request
 		}
 		ticket, held := c.adaptive.find(func(t adaptiveTicket) bool { return t.scope == s })
-		if held && (ticket.a != nil || ticket.shared != nil) {
+		if held && (ticket.a != nil || ticket.fleet != nil) {
 			continue // paced: its ticket tells the scope
 		}
 		key := s.key(c.req)

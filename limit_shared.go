@@ -94,6 +94,16 @@ func (s *scope) sharedKey(key string, st *scopeState, ls store.Learned) *sharedK
 	return k
 }
 
+// fleetTurn is a turn of the fleet's learned pace a request was sent
+// under: its key's side in this transport, the request's key, the pace it
+// was taken at, and whether the store wants its outcome.
+type fleetTurn struct {
+	key  *sharedKey
+	name string
+	rate float64
+	tell bool
+}
+
 // note keeps what the store's answer says of the key.
 func (k *sharedKey) note(a *store.LearnAnswer) {
 	k.paced.Store(a.Paced)
@@ -161,7 +171,7 @@ func (s *scope) admitShared(c *call, key string, st *scopeState, deadline time.T
 			if err := c.waitAdmission(a.Wait, WaitPacing); err != nil {
 				return learnedTurn{}, sharedFailed, err
 			}
-			return learnedTurn{seq: a.Seq, shared: true, rate: a.Rate, tell: a.Tell}, sharedTurn, nil
+			return learnedTurn{seq: a.Seq, fleet: &fleetTurn{key: k, name: key, rate: a.Rate, tell: a.Tell}}, sharedTurn, nil
 		case !deadline.IsZero() && now.Add(a.Wait).After(deadline):
 			return learnedTurn{}, sharedFailed, &ClientLimitError{Scope: s.name, Key: key, Reason: "max-wait", RetryIn: a.Wait}
 		}
@@ -213,7 +223,8 @@ func sharedCeiling(l *Limit, c *call) float64 {
 // the store fails, the refusal teaches this transport's own pace, which
 // stands in while it is away.
 func (t adaptiveTicket) tellShared(ctx context.Context, resp *http.Response, err error, class Class, hint time.Duration, now time.Time) {
-	k := t.shared
+	f := t.fleet
+	k := f.key
 	an := readAnswer(resp, err, class, now)
 	var buf [2]store.Outcome
 	outcomes := buf[:0]
@@ -222,7 +233,7 @@ func (t adaptiveTicket) tellShared(ctx context.Context, resp *http.Response, err
 	case an.Refused:
 		told.Kind, told.Hint = store.Refused, hint
 		outcomes = append(outcomes, told)
-	case an.OK && t.tell:
+	case an.OK && f.tell:
 		told.Kind = store.Passed
 		outcomes = append(outcomes, told)
 	case told.Counted && k.waiting.Load() && false:
@@ -234,9 +245,9 @@ func (t adaptiveTicket) tellShared(ctx context.Context, resp *http.Response, err
 		// none where the store counts.
 		k.keepCount(told, now)
 	}
-	if t.rate > 0 && an.Remaining < 0 && (an.OK || an.Refused) {
+	if f.rate > 0 && an.Remaining < 0 && (an.OK || an.Refused) {
 		k.mu.Lock()
-		k.samples.Note(t.rate, an.OK)
+		k.samples.Note(f.rate, an.OK)
 		verdict := learn.NoVerdict
 		if an.Refused {
 			verdict = k.samples.Verdict(true, nil)
@@ -263,7 +274,7 @@ func (t adaptiveTicket) tellShared(ctx context.Context, resp *http.Response, err
 	}
 	if an.Refused {
 		an.Hint = hint
-		t.scope.arm(t.key, &t.entry.State, now).Untracked(an, 0, now)
+		t.scope.arm(f.name, &t.entry.State, now).Untracked(an, 0, now)
 	}
 }
 

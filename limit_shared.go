@@ -32,12 +32,10 @@ type sharedKey struct {
 	// its requests then line up. overstate is its HintsOverstate, and
 	// counted its State.Counted. toldFirst is set once this transport
 	// told its first refusal of a request not paced, with what passed
-	// before it. waiting is set while a request waits for a turn the
-	// store held back: a count then is told at once, as it may end the
-	// wait.
-	paced, overstate, counted, toldFirst, waiting atomic.Bool
-	mu                                            sync.Mutex
-	samples                                       learn.Samples // guarded by mu
+	// before it.
+	paced, overstate, counted, toldFirst atomic.Bool
+	mu                                   sync.Mutex
+	samples                              learn.Samples // guarded by mu
 	// count is the count of the server's quota the last answer carried,
 	// read at countAt, told with the next ask (counted set), so that
 	// telling it costs no round trip of its own; guarded by mu.
@@ -111,11 +109,6 @@ func (k *sharedKey) note(a *store.LearnAnswer) {
 	k.counted.Store(a.State.Counted)
 }
 
-// sharedCountPoll is how often a request held back by a count of the
-// server's quota asks the store again: the answers of the turns on their
-// way, which any replica tells, may leave room.
-const sharedCountPoll = 50 * time.Millisecond
-
 // sharedAnswer is what admitShared found.
 type sharedAnswer uint8
 
@@ -175,16 +168,7 @@ func (s *scope) admitShared(c *call, key string, st *scopeState, deadline time.T
 		case !deadline.IsZero() && now.Add(a.Wait).After(deadline):
 			return learnedTurn{}, sharedFailed, &ClientLimitError{Scope: s.name, Key: key, Reason: "max-wait", RetryIn: a.Wait}
 		}
-		wait := a.Wait
-		if a.State.Counted {
-			// A count other replicas read may end the wait sooner than the
-			// store said: ask again now and then.
-			wait = min(wait, sharedCountPoll*1000)
-		}
-		k.waiting.Store(true)
-		err = c.waitAdmission(wait, WaitPacing)
-		k.waiting.Store(false)
-		if err != nil {
+		if err := c.waitAdmission(a.Wait, WaitPacing); err != nil {
 			return learnedTurn{}, sharedFailed, err
 		}
 	}
@@ -235,10 +219,6 @@ func (t adaptiveTicket) tellShared(ctx context.Context, resp *http.Response, err
 		outcomes = append(outcomes, told)
 	case an.OK && f.tell:
 		told.Kind = store.Passed
-		outcomes = append(outcomes, told)
-	case told.Counted && k.waiting.Load() && false:
-		// A request of this transport waits for the store's count to
-		// allow it: this one may.
 		outcomes = append(outcomes, told)
 	case told.Counted || an.OK && k.counted.Load():
 		// Told with the next ask: a count, or that this success carried

@@ -289,13 +289,42 @@ func (p *Pacer) counted(seq uint64, an Answer, now time.Time) (explained bool) {
 // one kept is another window's, and a bucket's time to fill moves on with
 // every count: they replace it.
 func (c *serverCount) noteReset(reset time.Duration, now time.Time) {
+	c.resetAt = keptReset(c.resetAt, c.refills, reset, now)
+}
+
+// keptReset is the reset a count keeps, resetAt before, once it takes in
+// one that says reset from now (see serverCount.noteReset); refills is
+// set for a bucket's.
+func keptReset(resetAt time.Time, refills bool, reset time.Duration, now time.Time) time.Time {
 	if reset <= 0 {
-		return
+		return resetAt
 	}
 	at := now.Add(reset)
-	if c.refills || c.resetAt.IsZero() || at.Before(c.resetAt) || at.Sub(c.resetAt) >= time.Second {
-		c.resetAt = at
+	if refills || resetAt.IsZero() || at.Before(resetAt) || at.Sub(resetAt) >= time.Second {
+		return at
 	}
+	return resetAt
+}
+
+// quotaBackAt is when a count of none left, taken at at, says the quota
+// comes back: at its reset, or, without one, after reask; a reset cut to
+// its second, of a window opened at opened, ends the whole seconds it
+// rounds up to after that (and a margin, for a server that counts its
+// last instant in); a refusal's hint that ends sooner (retryAt), or an
+// early ask (early) once the reset passed, says when to ask.
+func quotaBackAt(resetAt, at time.Time, reask time.Duration, opened, retryAt time.Time, early time.Duration, now time.Time) time.Time {
+	backAt := resetAt
+	switch {
+	case backAt.IsZero():
+		backAt = at.Add(max(reask, adaptiveMinSample))
+	case !opened.IsZero() && backAt.After(opened):
+		secs := math.Ceil(backAt.Sub(opened).Seconds())
+		backAt = opened.Add(time.Duration(secs)*time.Second + windowMargin)
+	}
+	if !retryAt.IsZero() && (retryAt.Before(backAt) || early > 0 && !now.Before(backAt)) {
+		backAt = retryAt
+	}
+	return backAt
 }
 
 // wait is how long the head of the line waits at now for the count to
@@ -324,20 +353,7 @@ func (c *serverCount) wait(p *Pacer, now time.Time) (time.Duration, <-chan struc
 	// Nothing left now. The quota comes back at the reset, or, without
 	// one, is asked for again after a while; a refusal's hint that ends
 	// sooner says when to ask.
-	backAt := c.resetAt
-	switch {
-	case backAt.IsZero():
-		backAt = c.at.Add(max(c.reask, adaptiveMinSample))
-	case !c.opened.IsZero() && backAt.After(c.opened):
-		// A reset cut to its second, of a window opened at c.opened: it
-		// ends the whole seconds the cut reset rounds up to after that
-		// (and a margin, for a server that counts its last instant in).
-		secs := math.Ceil(backAt.Sub(c.opened).Seconds())
-		backAt = c.opened.Add(time.Duration(secs)*time.Second + windowMargin)
-	}
-	if !c.retryAt.IsZero() && (c.retryAt.Before(backAt) || c.early > 0 && !now.Before(backAt)) {
-		backAt = c.retryAt
-	}
+	backAt := quotaBackAt(c.resetAt, c.at, c.reask, c.opened, c.retryAt, c.early, now)
 	if !now.Before(backAt) {
 		// The count is out of date: one request learns the new one.
 		if p.inFlight > 0 {

@@ -150,14 +150,6 @@ type Pacer struct {
 	capProbing bool
 	capFull    int
 	capGrow    int
-	// searchFloor is the slowest the search for a pace cuts to meanwhile,
-	// 0 once released.
-	searchFloor float64
-	// atFloor is set when a refusal came at or below its hint's floor
-	// (see cutTo).
-	atFloor bool
-	// lastHint is the wait hint of the last refusal no count explained.
-	lastHint time.Duration
 	// refusalCounted is set when the count explained the last refusal:
 	// it said nothing was left.
 	refusalCounted bool
@@ -165,15 +157,8 @@ type Pacer struct {
 	// unpaced is set until the first refusal: nothing learned yet.
 	unpaced bool
 
-	// The pace climbs from rampFrom to rampTo over adaptiveRamp of
-	// succeeding, then probes beyond; before the first measure, probing
-	// doubles it instead. succeeding is the time spent succeeding since
-	// the climb began: the gaps between successes, each bounded.
-	probing          bool
-	rampFrom, rampTo float64
-	hold             time.Duration // at rampTo before probing beyond: the span of the measure
-	band             float64       // the first step beyond rampTo; each next one doubles
-	succeeding       time.Duration
+	// The pace between two refusals (see ramp.go).
+	ramp
 	lastSuccess      time.Time
 	successes        int64
 	lastEmpty        time.Time // the last refusal that decreased or measured
@@ -191,7 +176,7 @@ func New(start, ceiling float64, now time.Time) *Pacer {
 	p := &Pacer{ceiling: ceiling, told: math.Inf(1), changed: make(chan struct{}), head: make(chan struct{}, 1), firstSend: now}
 	p.head <- struct{}{}
 	if start > 0 && !math.IsInf(start, 1) {
-		p.setPace(start, start, 0, 0)
+		p.setPace(start, start, 0, 0, p.top())
 	} else {
 		p.unpaced = true
 	}
@@ -204,47 +189,12 @@ func (p *Pacer) rate(now time.Time) float64 {
 	if p.unpaced {
 		return p.ceiling
 	}
-	return math.Min(p.climb(), math.Min(p.top(), adaptiveMaxRate))
-}
-
-// climb is where the climb of a paced key is, in requests a second,
-// before any ceiling.
-func (p *Pacer) climb() float64 {
-	var r float64
-	if p.probing {
-		r = p.rampFrom * math.Exp2(p.succeeding.Seconds()/adaptiveProbeGrowth.Seconds())
-	} else {
-		// adaptiveRamp of succeeding takes the climb to its top; as much
-		// again doubles the band beyond it.
-		done := p.succeeding.Seconds() / adaptiveRamp.Seconds()
-		beyond := (p.succeeding - adaptiveRamp - p.hold).Seconds() / adaptiveRamp.Seconds()
-		switch {
-		case done < 1:
-			r = p.rampFrom + (p.rampTo-p.rampFrom)*done
-		case beyond <= 0:
-			r = p.rampTo
-		default:
-			r = p.rampTo + p.band*(math.Exp2(beyond)-1)
-		}
-	}
-	return r
+	return math.Min(p.climbed(), math.Min(p.top(), adaptiveMaxRate))
 }
 
 // top is the fastest the pace may go once paced: the ceiling, or the
 // told limit's pace when a refusal under it armed the key.
 func (p *Pacer) top() float64 { return math.Min(p.ceiling, p.told) }
-
-// setPace starts a climb from 'from' to 'to', held there for hold, then
-// probing beyond by band; zero band means the climb's, at least
-// adaptiveMinBand of 'to'.
-func (p *Pacer) setPace(from, to, band float64, hold time.Duration) {
-	p.probing, p.hold, p.band = false, hold, band
-	if band <= 0 {
-		p.band = math.Max(to-from, to*adaptiveMinBand)
-	}
-	p.rampFrom, p.rampTo = math.Min(from, p.top()), math.Max(math.Min(to, p.top()), 1e-9)
-	p.succeeding = 0
-}
 
 // interval is the time between two requests at r a second.
 func interval(r float64) time.Duration {
@@ -261,7 +211,7 @@ func (p *Pacer) resume(now time.Time) {
 		return
 	}
 	if r := p.rate(now); !math.IsInf(r, 1) {
-		p.setPace(r*adaptiveResume, r, p.band, p.hold)
+		p.setPace(r*adaptiveResume, r, p.band, p.hold, p.top())
 		p.next = now
 	}
 	p.resumeAt = time.Time{}

@@ -68,25 +68,6 @@ func floorRate(hint time.Duration) float64 {
 	return math.Max(1/hint.Seconds(), adaptiveMinRate)
 }
 
-// cutTo is rate cut by cut after a refusal whose hint was hint, with
-// p.mu held: no lower than the hint's floor (floorRate); a rate at the
-// floor already is held there once, and cut below the next time it is
-// refused there. A hint rounded up to whole seconds, or of a bucket that
-// had partly refilled, says a request may pass sooner than the server's
-// rate allows one after another.
-func (p *Pacer) cutTo(rate, cut float64, hint time.Duration) float64 {
-	f := floorRate(hint)
-	switch {
-	case rate > f:
-		p.atFloor = false
-		return math.Max(rate*cut, f)
-	case !p.atFloor:
-		p.atFloor = true
-		return rate
-	}
-	return math.Max(rate*cut, adaptiveMinRate)
-}
-
 // decrease answers a new refusal, with p.mu held.
 func (p *Pacer) decrease(hint time.Duration, now time.Time) {
 	if p.trace != nil {
@@ -110,13 +91,13 @@ func (p *Pacer) decrease(hint time.Duration, now time.Time) {
 		// rate measures it low: the pace that ran the server dry is above
 		// it, and a cut of it is not far below.
 		low := math.Max((s-1)/span.Seconds(), p.rate(now)*adaptiveCut)
-		p.setMeasure(low, math.Max((s+1)/span.Seconds(), low), span)
+		p.setMeasure(low, math.Max((s+1)/span.Seconds(), low), span, p.top())
 	case wasUnpaced && !math.IsInf(p.top(), 1):
 		// Refused under a ceiling, or a told limit: the server allows
 		// less. Search from a cut below it, as from any start: halving at
 		// each refusal, down to an eighth until the refusals show they
 		// fall with the pace, and climbing back while requests succeed.
-		p.search(p.cutTo(p.top(), adaptiveCut, hint))
+		p.search(p.cutTo(p.top(), adaptiveCut, hint), p.top())
 	case wasUnpaced:
 		// Nothing to measure yet: search, from high, halving at each
 		// refusal and doubling while requests succeed, until a refusal
@@ -126,34 +107,17 @@ func (p *Pacer) decrease(hint time.Duration, now time.Time) {
 		if hint > time.Second {
 			start = math.Max(adaptiveProbeStart/hint.Seconds(), adaptiveMinRate)
 		}
-		p.search(math.Min(start, p.ceiling))
+		p.search(math.Min(start, p.ceiling), p.top())
 	case p.probing:
 		// Refused again too soon to measure: back off half, probe on.
-		p.rampFrom, p.succeeding = p.searchFloored(p.cutTo(p.rate(now), 0.5, hint)), 0
+		p.rampFrom, p.succeeding = p.floored(p.cutTo(p.rate(now), 0.5, hint)), 0
 	default:
-		r := p.searchFloored(p.cutTo(p.rate(now), adaptiveCut, hint))
-		p.setPace(r, r, 0, 0)
+		r := p.floored(p.cutTo(p.rate(now), adaptiveCut, hint))
+		p.setPace(r, r, 0, 0, p.top())
 	}
 	// The bucket is empty now: the first request at the new pace waits
 	// its interval.
 	p.next = now.Add(interval(p.rate(now)))
-}
-
-// search starts the search for a pace from start, with p.mu held: it
-// halves at each refusal, no lower than an eighth of start until the
-// blind test tells (see blind.go), and doubles while requests succeed.
-func (p *Pacer) search(start float64) {
-	p.probing, p.rampFrom, p.succeeding = true, start, 0
-	p.searchFloor = start / blindFloorDepth
-}
-
-// searchFloored is r, a pace a cut of the search chose, held at the
-// search's floor while the floor stands, with p.mu held (see blind.go).
-func (p *Pacer) searchFloored(r float64) float64 {
-	if p.searchFloor <= 0 {
-		return r
-	}
-	return math.Max(r, p.searchFloor)
 }
 
 // measureAll paces, with p.mu held, by what the server let through since
@@ -177,23 +141,9 @@ func (p *Pacer) measureAll(now time.Time) bool {
 	}
 	low := (s - 1) / span.Seconds()
 	p.unpaced, p.cutAt, p.slack = false, p.sent, false
-	p.setMeasure(low, (s+1)/span.Seconds(), span)
+	p.setMeasure(low, (s+1)/span.Seconds(), span, p.top())
 	p.next = now.Add(interval(p.rate(now)))
 	return true
-}
-
-// setMeasure paces by a measure over span, with p.mu held: from its low
-// end, which the server can always serve, climbing to its high end, then
-// probing beyond (see probeHold). A server whose last refusal asked for
-// a long wait (more than a second) is paced at the low end, and probed
-// as seldom as can be: each refusal holds its request that long, which
-// a few percent more pace does not pay for.
-func (p *Pacer) setMeasure(low, high float64, span time.Duration) {
-	hold := probeHold(span, low)
-	if p.lastHint > time.Second {
-		high, hold = low, adaptiveMaxHold
-	}
-	p.setPace(low, high, 0, hold)
 }
 
 // probeHold is how long a pace measured over span, at low requests a

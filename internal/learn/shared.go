@@ -74,16 +74,8 @@ type Shared struct {
 	last  time.Time
 	slack bool
 
-	// The climb, as a Pacer's (see climb): from rampFrom to rampTo over
-	// adaptiveRamp of succeeding, held there for hold, then probing
-	// beyond by band; probing doubles from rampFrom instead.
-	probing          bool
-	rampFrom, rampTo float64
-	hold             time.Duration
-	band             float64
-	succeeding       time.Duration
-	searchFloor      float64
-	atFloor          bool
+	// The pace between two refusals, as a Pacer's (see ramp.go).
+	ramp
 
 	// The last event: the turns up to cutAt are its siblings; it came at
 	// lastEmpty, on turn eventSeq; siblingRefusals counts the refusals of
@@ -92,7 +84,6 @@ type Shared struct {
 	lastEmpty       time.Time
 	eventSeq        uint64
 	siblingRefusals int
-	lastHint        time.Duration
 
 	// The refusals since turns last went through: dry of them since
 	// dryFrom; dryTarget is the earliest instant their hints said to come
@@ -175,22 +166,7 @@ func (s *Shared) state(top float64, now time.Time) store.LearnedState {
 
 // rate is the learned pace, in requests a second, when paced.
 func (s *Shared) rate(top float64) float64 {
-	var r float64
-	if s.probing {
-		r = s.rampFrom * math.Exp2(s.succeeding.Seconds()/adaptiveProbeGrowth.Seconds())
-	} else {
-		done := s.succeeding.Seconds() / adaptiveRamp.Seconds()
-		beyond := (s.succeeding - adaptiveRamp - s.hold).Seconds() / adaptiveRamp.Seconds()
-		switch {
-		case done < 1:
-			r = s.rampFrom + (s.rampTo-s.rampFrom)*done
-		case beyond <= 0:
-			r = s.rampTo
-		default:
-			r = s.rampTo + s.band*(math.Exp2(beyond)-1)
-		}
-	}
-	return math.Max(math.Min(r, math.Min(top, adaptiveMaxRate)), adaptiveMinRate)
+	return math.Max(math.Min(s.climbed(), math.Min(top, adaptiveMaxRate)), adaptiveMinRate)
 }
 
 // take takes the key's next turn at now into a, for a request that may

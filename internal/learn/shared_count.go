@@ -168,13 +168,7 @@ func (s *Shared) counted(o store.Outcome, now time.Time) (explained bool) {
 
 // noteReset takes in a count's reset, as a Pacer's count does.
 func (c *sharedCount) noteReset(reset time.Duration, now time.Time) {
-	if reset <= 0 {
-		return
-	}
-	at := now.Add(reset)
-	if c.refills || c.resetAt.IsZero() || at.Before(c.resetAt) || at.Sub(c.resetAt) >= time.Second {
-		c.resetAt = at
-	}
+	c.resetAt = keptReset(c.resetAt, c.refills, reset, now)
 }
 
 // refill is the least the server surely refills a second: limit/reset,
@@ -212,19 +206,7 @@ func (s *Shared) countWait(now time.Time) (wait time.Duration, ask bool) {
 	if c.refills && refill > 0 {
 		return max(time.Duration((1-credit)/refill*float64(time.Second)), 1), false
 	}
-	backAt := c.resetAt
-	switch {
-	case backAt.IsZero():
-		backAt = c.at.Add(max(c.reask, adaptiveMinSample))
-	case !c.opened.IsZero() && backAt.After(c.opened):
-		// A reset cut to its second, of a window opened at opened: it
-		// ends the whole seconds the cut reset rounds up to after that.
-		secs := math.Ceil(backAt.Sub(c.opened).Seconds())
-		backAt = c.opened.Add(time.Duration(secs)*time.Second + windowMargin)
-	}
-	if !c.retryAt.IsZero() && (c.retryAt.Before(backAt) || c.early > 0 && !now.Before(backAt)) {
-		backAt = c.retryAt
-	}
+	backAt := quotaBackAt(c.resetAt, c.at, c.reask, c.opened, c.retryAt, c.early, now)
 	if !now.Before(backAt) {
 		// The count is out of date: one turn learns the new one.
 		if c.askSeq != 0 && now.Before(c.askUntil) {

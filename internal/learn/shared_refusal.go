@@ -164,54 +164,6 @@ func (s *Shared) decrease(passed int, hint time.Duration, top float64, now time.
 	s.tat = from.Add(interval(s.rate(top)))
 }
 
-// setPace starts a climb from 'from' to 'to', as a Pacer's setPace.
-func (s *Shared) setPace(from, to, band float64, hold time.Duration, top float64) {
-	s.probing, s.hold, s.band = false, hold, band
-	if band <= 0 {
-		s.band = math.Max(to-from, to*adaptiveMinBand)
-	}
-	s.rampFrom, s.rampTo = math.Min(from, top), math.Max(math.Min(to, top), 1e-9)
-	s.succeeding = 0
-}
-
-// setMeasure paces by a measure over span, as a Pacer's setMeasure.
-func (s *Shared) setMeasure(low, high float64, span time.Duration, top float64) {
-	hold := probeHold(span, low)
-	if s.lastHint > time.Second {
-		high, hold = low, adaptiveMaxHold
-	}
-	s.setPace(low, high, 0, hold, top)
-}
-
-// search starts the search for a pace from start, as a Pacer's search.
-func (s *Shared) search(start, top float64) {
-	s.probing, s.rampFrom, s.succeeding = true, math.Min(start, top), 0
-	s.searchFloor = start / blindFloorDepth
-}
-
-// floored is r held at the search's floor while the floor stands.
-func (s *Shared) floored(r float64) float64 {
-	if s.searchFloor <= 0 {
-		return r
-	}
-	return math.Max(r, s.searchFloor)
-}
-
-// cutTo is rate cut by cut after a refusal whose hint was hint, as a
-// Pacer's cutTo.
-func (s *Shared) cutTo(rate, cut float64, hint time.Duration) float64 {
-	f := floorRate(hint)
-	switch {
-	case rate > f*(1+1e-9): // a pace at the floor, but for rounding, is at it
-		s.atFloor = false
-		return math.Max(rate*cut, f)
-	case !s.atFloor:
-		s.atFloor = true
-		return rate
-	}
-	return math.Max(rate*cut, adaptiveMinRate)
-}
-
 // goBlind gives the key's pace back: its refusals proved blind to it. It
 // goes unpaced until now plus the hold, which doubles each time.
 func (s *Shared) goBlind(now time.Time) {

@@ -1,7 +1,7 @@
 package ratewise
 
 // This file keeps the names an earlier version used, each an alias of
-// the name that replaced it (README, "Moving from an earlier version").
+// the name that replaced it (docs/migrating.md).
 
 // CooldownPolicy is the former name of PausePolicy.
 //

@@ -42,7 +42,7 @@
 // With otelhttp: put otelhttp.NewTransport outside, and its one CLIENT
 // span wraps the whole call, waits and all; give it as the base with
 // Config.NoAttemptSpans, and its spans are the attempts, children of the
-// call span (see the README).
+// call span (see docs/observability.md).
 //
 // # Admission
 //

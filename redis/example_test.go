@@ -12,27 +12,31 @@ import (
 	rwredis "github.com/ratewise/ratewise/redis"
 )
 
-// Three replicas of a service given the same store hold one limit of 20
-// requests a second together, pause together when the API asks, and trip
-// one breaker.
+// Replicas of a service given the same store learn each API's limit as
+// one client; told a limit, they hold it together (20 requests a second),
+// pause together when the API asks, and trip one breaker. docs/fleets.md
+// shows this code.
 func ExampleNew() {
-	// ContextTimeoutEnabled lets the store's timeout end a call that Redis
-	// does not answer.
+	// ContextTimeoutEnabled: go-redis ends a call at the store's 200 ms timeout.
 	client := goredis.NewClient(&goredis.Options{Addr: "127.0.0.1:6379", ContextTimeoutEnabled: true})
 	defer client.Close()
-	store := rwredis.New(client, rwredis.Options{Prefix: "myservice:"})
-
-	// WithStore shares the limit's bucket, the pauses and the breaker.
-	tr := ratewise.New(http.DefaultTransport, ratewise.WithStore(store),
-		ratewise.WithLimit(ratewise.Limit{Name: "api", Rate: 20, Burst: 5}),
-		ratewise.WithBreaker(ratewise.BreakerPolicy{}),
-	)
+	store := rwredis.New(client,
+		rwredis.Options{Prefix: "myservice:"}) // OnFailure: rwredis.FailClosed to never go over
+	tr := ratewise.New(http.DefaultTransport, ratewise.WithStore(store)) // the fleet learns as one
 	httpClient := &http.Client{Transport: tr}
 	_ = httpClient // make calls as usual
 
-	l := tr.Limits()[0]
+	told := ratewise.New(http.DefaultTransport,
+		ratewise.WithStore(store),
+		ratewise.WithLimit(ratewise.Limit{Name: "api", Rate: 20, Burst: 5}), // 20/s for the fleet
+		ratewise.WithBreaker(ratewise.BreakerPolicy{}),                      // one breaker, one probe, survives restarts
+	)
+
+	learned, l := tr.Limits()[0], told.Limits()[0]
+	fmt.Printf("%s: adaptive: %v\n", learned.Name, learned.Adaptive)
 	fmt.Printf("%s: %v/s, burst %d, shared: %v\n", l.Name, float64(l.Rate), l.Burst, l.Store == store)
 	// Output:
+	// learned: adaptive: true
 	// api: 20/s, burst 5, shared: true
 }
 

@@ -30,21 +30,38 @@ type learnedTurn struct {
 // signal, goes unpaced. A request paced by a told limit needs no slow
 // start: the limit says what the first requests may take.
 func (s *scope) admitLearned(c *call, key string, st *scopeState, deadline time.Time, l *Limit) (learnedTurn, error) {
-	inStore := false
-	if c.t.learnStore != nil {
-		turn, got, err := s.admitShared(c, key, st, deadline, l)
-		switch {
-		case err != nil || got == sharedTurn:
-			return turn, err
-		case got == sharedUnpaced && !pacedFromStart(l):
-			// The store answers for the fleet, which learned nothing: what
-			// this transport learned while the store was away is gone.
-			inStore = true
-			if a := st.adapt.Load(); a != nil && !a.Busy() {
-				st.adapt.CompareAndSwap(a, nil)
+	for {
+		inStore := false
+		if c.t.learnStore != nil {
+			turn, got, err := s.admitShared(c, key, st, deadline, l)
+			switch {
+			case err != nil || got == sharedTurn:
+				return turn, err
+			case got == sharedUnpaced && !pacedFromStart(l):
+				// The store answers for the fleet, which learned nothing:
+				// what this transport learned while the store was away is
+				// gone.
+				inStore = true
+				if a := st.adapt.Load(); a != nil && !a.Busy() {
+					st.adapt.CompareAndSwap(a, nil)
+				}
 			}
 		}
+		turn, askStore, err := s.admitOwn(c, key, st, deadline, l, inStore)
+		if !askStore {
+			return turn, err
+		}
+		// The fleet learned a pace while the request waited in slow
+		// start: it asks the store for its turn.
 	}
+}
+
+// admitOwn is admitLearned without the fleet's pace: the request is paced
+// by what this transport learned of key, or goes in its slow start.
+// inStore says the store answered that the fleet learned nothing of key;
+// askStore is then set when, the request waiting in slow start, the
+// fleet learned a pace.
+func (s *scope) admitOwn(c *call, key string, st *scopeState, deadline time.Time, l *Limit, inStore bool) (turn learnedTurn, askStore bool, err error) {
 	for {
 		a := st.adapt.Load()
 		if inStore {
@@ -71,24 +88,27 @@ func (s *scope) admitLearned(c *call, key string, st *scopeState, deadline time.
 				}
 			}
 			seq, err := s.admitAdaptive(c, key, a, st, deadline, &under)
-			return learnedTurn{seq: seq}, err
+			return learnedTurn{seq: seq}, false, err
 		case a != nil:
 			seq, err := s.admitAdaptive(c, key, a, st, deadline, l)
-			return learnedTurn{seq: seq}, err
+			return learnedTurn{seq: seq}, false, err
 		case c.told:
 			// Paced by a told limit, which says what the first wave may
 			// take: unpaced until a refusal, and no state looked up meanwhile.
 			s.markAnswered(key)
-			return learnedTurn{}, nil
+			return learnedTurn{}, false, nil
 		case s.answered(key) || !s.lazy():
-			return learnedTurn{}, nil
+			return learnedTurn{}, false, nil
 		}
 		wake := s.admitStarting(c, st, inStore)
 		if wake == nil {
-			return learnedTurn{starting: true}, nil
+			return learnedTurn{starting: true}, false, nil
 		}
 		if err := c.waitUntil(wake, deadline, WaitPacing, 0); err != nil {
-			return learnedTurn{}, s.waitError(err, key, deadline, c)
+			return learnedTurn{}, false, s.waitError(err, key, deadline, c)
+		}
+		if inStore && s.pacedInStore(st) {
+			return learnedTurn{}, true, nil
 		}
 	}
 }
@@ -114,11 +134,15 @@ const slowStartDone = 256
 //
 // inStore says the key's learned pace is the fleet's, kept by the store,
 // which answered that nothing is learned yet: a pace this transport
-// learned meanwhile does not end the slow start.
+// learned meanwhile does not end the slow start; one the fleet learned
+// does (the store answered paced to a refusal this transport told it).
+// Left in slow start, each request waiting would be let go by the
+// refusal of the one before it: against a full queue, a whole wave
+// refused in an instant.
 func (s *scope) admitStarting(c *call, st *scopeState, inStore bool) <-chan struct{} {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if st.adapt.Load() != nil && !inStore {
+	if inStore && s.pacedInStore(st) || !inStore && st.adapt.Load() != nil {
 		return closedChan
 	}
 	if st.startOut < max(st.startOpen, 1) {

@@ -302,3 +302,10 @@ func (s *scope) tellStoreUnpaced(c *call, key string, st *scopeState, an learn.A
 	k.note(&a)
 	return true
 }
+
+// pacedInStore reports whether the store's last answer for the key whose
+// state st is said the fleet paces it.
+func (s *scope) pacedInStore(st *scopeState) bool {
+	k := st.shared.Load()
+	return k != nil && k.paced.Load()
+}

@@ -211,3 +211,24 @@ func TestOneTransportWithAStoreLearnsAsAlone(t *testing.T) {
 		})
 	}
 }
+
+// TestSlowStartEndsWhenTheFleetIsPaced: 200 workers through one
+// transport with a store, against an nginx queued leaky bucket (20 a
+// second, a queue of 10, refusals with no hint). The slow start's first
+// refusal paces the fleet, and the requests waiting in slow start take
+// their turns of that pace: left in slow start, each would be let go by
+// the refusal of the one before it, the queue full, and the whole wave
+// was refused in an instant (0.66 refusals a call, 59 calls failed).
+func TestSlowStartEndsWhenTheFleetIsPaced(t *testing.T) {
+	cfg := ratewisetest.Config{Model: ratewisetest.LeakyBucket, Rate: 20, Burst: 10, RetryAfter: ratewisetest.RetryAfterNone}
+	run := runFleet(t, cfg, 1, 200, 300, func(base http.RoundTripper, shared *MemoryStore) http.RoundTripper {
+		return New(base, WithStore(shared))
+	})
+	t.Logf("with a store %v", run)
+	if run.failed != 0 {
+		t.Errorf("%d calls failed (%s), want none", run.failed, run.why)
+	}
+	if run.refused > 0.05 {
+		t.Errorf("%.3f refusals a call, want at most 0.05", run.refused)
+	}
+}

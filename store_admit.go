@@ -58,7 +58,7 @@ func (c *call) prefetch() {
 		ask.Bucket, ask.N, ask.Rate, ask.Burst = s.storeKey(s.key(c.req)), 1, l.Rate, l.Burst
 		parts++
 	}
-	if c.t.learnedInStore && c.askLearned(&ask) {
+	if c.t.learnStore != nil && c.askLearned(&ask) {
 		parts++
 	}
 	if parts < 2 {

@@ -54,7 +54,6 @@ func (t *Transport) shareThroughStore() {
 			t.breakers.TellLate() // a success rides on the next admission
 		}
 		t.gateInStore = t.gate != nil && combinable(t.gate.Store(), t.store)
-		t.learnedInStore = t.learnStore != nil
 	}
 }
 

@@ -43,10 +43,8 @@ type Transport struct {
 	breakerInStore, gateInStore bool
 	// learnStore is the store when it keeps what adaptive scopes learn
 	// (store.Learned): their keys then learn as one with every transport
-	// sharing it (limit_shared.go); learnedInStore says admitStore asks
-	// it with the rest.
-	learnStore     store.Learned
-	learnedInStore bool
+	// sharing it (limit_shared.go), and admitStore asks it with the rest.
+	learnStore store.Learned
 	// windowStore is the store when it keeps told windows' starts
 	// (store.Windows): a told Window is then the fleet's.
 	windowStore store.Windows

@@ -3,7 +3,6 @@ package ratewise
 import (
 	"cmp"
 	"fmt"
-	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -150,44 +149,13 @@ func TestLearnedFleetOfFour(t *testing.T) {
 	const fleets = 7
 	ratios := make([]float64, 0, fleets)
 	for range fleets {
-		synctest.Test(t, func(t *testing.T) {
-			cfg := ratewisetest.Config{Rate: 50, Burst: 10}
-			srv := ratewisetest.NewBucket(cfg)
-			jobs := make(chan struct{})
-			var wg sync.WaitGroup
-			var mu sync.Mutex
-			failed := 0
-			start := time.Now()
-			for range 4 {
-				tr := New(srv)
-				for range 5 {
-					wg.Go(func() {
-						for range jobs {
-							req, _ := http.NewRequest(http.MethodGet, "http://api.test/items", nil)
-							resp, err := tr.RoundTrip(req)
-							if err == nil {
-								_, _ = io.Copy(io.Discard, resp.Body)
-								_ = resp.Body.Close()
-							}
-							if err != nil || resp.StatusCode != 200 {
-								mu.Lock()
-								failed++
-								mu.Unlock()
-							}
-						}
-					})
-				}
-			}
-			for range 500 {
-				jobs <- struct{}{}
-			}
-			close(jobs)
-			wg.Wait()
-			if failed != 0 {
-				t.Errorf("%d calls failed, want none", failed)
-			}
-			ratios = append(ratios, time.Since(start).Seconds()/cfg.Ideal(500).Seconds())
+		run := runFleet(t, ratewisetest.Config{Rate: 50, Burst: 10}, 4, 20, 500, func(base http.RoundTripper, _ *MemoryStore) http.RoundTripper {
+			return New(base)
 		})
+		if run.failed != 0 {
+			t.Errorf("%d calls failed (%s), want none", run.failed, run.why)
+		}
+		ratios = append(ratios, run.ratio)
 	}
 	slices.Sort(ratios)
 	if median, worst := ratios[fleets/2], ratios[fleets-1]; median > 1.15 || worst > 2 {

@@ -97,21 +97,16 @@ type Shared struct {
 	// passedPaced the turns that passed since, as the events counted them.
 	passedFirst, passedPaced int
 
-	// The window, when windowed (see learnedWindow): opens is when it
-	// reopens, zero while open; winSeq is seq when it last reopened, at
-	// openedAt; askSeq is the turn that asks whether it did, whose
-	// outcome holds the others until askUntil.
-	opens     time.Time
+	// The window, when windowed (see learnedWindow): quota and confirmed
+	// as a Pacer's, when it turns (windowTurns); winSeq is seq when it
+	// last reopened, at openedAt; askSeq is the turn that asks whether it
+	// did, whose outcome holds the others until askUntil.
 	quota     int
 	confirmed bool
-	foretold  bool
-	winSeq    uint64
-	openedAt  time.Time
-	period    time.Duration
-	probe     time.Duration
-	held      time.Duration
-	askSeq    uint64
-	askUntil  time.Time
+	windowTurns
+	winSeq   uint64
+	askSeq   uint64
+	askUntil time.Time
 
 	// blindUntil ends the hold of a key whose refusals proved blind to
 	// its pace; blindHold is how long it was, doubling each time.

@@ -84,14 +84,6 @@ func (s *Shared) windowRefused(seq uint64, sibling bool, target time.Time, top f
 	}
 	s.quota, s.confirmed, s.foretold = used, true, false
 	s.cutAt = s.seq // turns on their way are refused with it
-	switch {
-	case !target.IsZero():
-		s.opens, s.held = target, target.Sub(now)
-	case s.period > 0 && s.openedAt.Add(s.period).After(now):
-		s.opens = s.openedAt.Add(s.period)
-	default:
-		s.probe = windowProbeStart
-		s.opens = now.Add(s.probe)
-	}
+	s.closeAt(target, now)
 	return true
 }

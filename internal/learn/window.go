@@ -48,8 +48,14 @@ type learnedWindow struct {
 	// confirmed is set once a window reopened and gave its quota; before,
 	// the quota is the transport's guess, and a hint may not be a turn.
 	confirmed bool
-	used      int       // successes since the window reopened
-	opens     time.Time // when the exhausted window reopens; zero while open
+	used      int // successes since the window reopened
+	windowTurns
+}
+
+// windowTurns is when a learned window turns, as a Pacer's learnedWindow
+// and a Shared, the fleet's, keep it.
+type windowTurns struct {
+	opens time.Time // when the exhausted window reopens; zero while open
 	// probe is the wait before asking again when no hint said when the
 	// window reopens.
 	probe time.Duration
@@ -64,6 +70,21 @@ type learnedWindow struct {
 	// held is how long the last hint held the key: a window's length,
 	// about, when its refusal came as its quota ran out.
 	held time.Duration
+}
+
+// closeAt closes the window a refusal at now spent: until target, when
+// the refusal's hint said when it reopens; else a period after it last
+// opened, while that is ahead; else for a first probe.
+func (w *windowTurns) closeAt(target, now time.Time) {
+	switch {
+	case !target.IsZero():
+		w.opens, w.held = target, target.Sub(now)
+	case w.period > 0 && w.openedAt.Add(w.period).After(now):
+		w.opens = w.openedAt.Add(w.period)
+	default:
+		w.probe = windowProbeStart
+		w.opens = now.Add(w.probe)
+	}
 }
 
 // windowRefused takes in a refusal of a windowed key, with p.mu held;
@@ -115,15 +136,7 @@ func (p *Pacer) windowRefused(target, now time.Time) bool {
 	}
 	w.quota, w.confirmed, w.foretold = w.used, true, false
 	p.cutAt = p.sent // requests on their way are refused with it
-	switch {
-	case !target.IsZero():
-		w.opens, w.held = target, target.Sub(now)
-	case w.period > 0 && w.openedAt.Add(w.period).After(now):
-		w.opens = w.openedAt.Add(w.period)
-	default:
-		w.probe = windowProbeStart
-		w.opens = now.Add(w.probe)
-	}
+	w.closeAt(target, now)
 	return true
 }
 
@@ -136,7 +149,7 @@ func (p *Pacer) becomeWindowed(opens, now time.Time) {
 	if p.trace != nil {
 		p.trace("%v windowed: opens in %v", now.Sub(p.firstSend).Round(time.Millisecond), opens.Sub(now))
 	}
-	p.win = &learnedWindow{opens: opens, probe: windowProbeStart, held: opens.Sub(now)}
+	p.win = &learnedWindow{windowTurns: windowTurns{opens: opens, probe: windowProbeStart, held: opens.Sub(now)}}
 	switch {
 	case p.successes > 0:
 	case p.untrackedOK > 0:

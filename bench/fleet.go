@@ -188,19 +188,9 @@ func FleetTable(w io.Writer, m FleetMatchup, rows []FleetResult) {
 	s, api := m.Scenario, m.API
 	fmt.Fprintf(w, "### %s — %s — ideal %.2fs\n\n", m, api.Title(), api.Ideal(s).Seconds())
 	fmt.Fprintf(w, "%s. Refuses with %s.\n\n", api.Describe(s), api.Refusal)
-	fmt.Fprintf(w, "| client | wall | wall / ideal | requests | %ds per call | failed calls |\n", api.refusalStatus())
-	fmt.Fprintln(w, "|---|---|---|---|---|---|")
+	writeColumns(w, api)
 	for _, r := range rows {
-		cut := ""
-		if r.Cut {
-			cut = " (cut)"
-		}
-		ratio := "–"
-		if r.Ideal > 0 {
-			ratio = fmt.Sprintf("%.2f", r.WallRatio())
-		}
-		fmt.Fprintf(w, "| %s | %.2fs%s | %s | %d | %.3f | %d |\n", r.Contender, r.Wall.Seconds(), cut,
-			ratio, r.Received, r.RefusedPerCall(), r.Failed)
+		writeCells(w, r.Result)
 	}
 	fmt.Fprintln(w)
 }

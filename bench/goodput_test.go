@@ -31,8 +31,10 @@ func TestGoodputInProcess(t *testing.T) {
 	if !*fast {
 		t.Skip("run with -fast to print the in-process tables")
 	}
-	f := Filter{Scenario: regexp.MustCompile(*scenarioF), Server: regexp.MustCompile(*serverF),
-		Contender: regexp.MustCompile(*contender)}
+	f, err := ParseFilter(*scenarioF, *serverF, *contender)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, m := range Matchups(f, true) {
 		rows := m.Rows(func(c Contender, ideal time.Duration) Result {
 			var r Result
@@ -284,5 +286,19 @@ func TestRowsOfABaselinedTable(t *testing.T) {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("Table =\n%s\nwant it to contain %q", b.String(), want)
 		}
+	}
+}
+
+func TestParseFilter(t *testing.T) {
+	f, err := ParseFilter("^window", "", "told")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !f.match(f.Scenario, "window 1s") || f.match(f.Scenario, "bucket") || !f.match(f.Server, "any") ||
+		!f.match(f.Contender, "ratewise told the limit") || f.match(f.Contender, "ratewise defaults") {
+		t.Errorf("ParseFilter(^window, \"\", told) = %v, want scenarios from window, any server, the told contenders", f)
+	}
+	if _, err := ParseFilter("", "(", ""); err == nil || !strings.Contains(err.Error(), "-server") {
+		t.Errorf("ParseFilter with a bad -server = %v, want an error naming -server", err)
 	}
 }

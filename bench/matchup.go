@@ -5,6 +5,7 @@ import (
 	"io"
 	"regexp"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -16,6 +17,24 @@ type Filter struct {
 }
 
 func (f Filter) match(re *regexp.Regexp, s string) bool { return re == nil || re.MatchString(s) }
+
+// ParseFilter is the Filter of three regexps, as the commands' -scenario,
+// -server and -contender flags give them; an empty one matches all.
+func ParseFilter(scenario, server, contender string) (Filter, error) {
+	var f Filter
+	for _, p := range []struct {
+		re   **regexp.Regexp
+		flag string
+		expr string
+	}{{&f.Scenario, "scenario", scenario}, {&f.Server, "server", server}, {&f.Contender, "contender", contender}} {
+		re, err := regexp.Compile(p.expr)
+		if err != nil {
+			return Filter{}, fmt.Errorf("-%s: %w", p.flag, err)
+		}
+		*p.re = re
+	}
+	return f, nil
+}
 
 // Baseline is the contender whose run is the yardstick of a table
 // against a load shedder: such a server sets no pace, so the least time
@@ -116,19 +135,38 @@ func Table(w io.Writer, m Matchup, rows []Result) {
 		fmt.Fprintf(w, "### %s — %s — ideal %.2fs\n\n", s, api.Title(), api.Ideal(s).Seconds())
 		fmt.Fprintf(w, "%s. Refuses with %s.\n\n", api.Describe(s), api.Refusal)
 	}
-	fmt.Fprintf(w, "| client | wall | wall / ideal | requests | %ds per call | failed calls | p50 | p99 |\n", api.refusalStatus())
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")
+	writeColumns(w, api, "p50", "p99")
 	for _, r := range rows {
-		cut := ""
-		if r.Cut {
-			cut = " (cut)"
-		}
-		ratio := "–"
-		if r.Ideal > 0 {
-			ratio = fmt.Sprintf("%.2f", r.WallRatio())
-		}
-		fmt.Fprintf(w, "| %s | %.2fs%s | %s | %d | %.3f | %d | %s | %s |\n", r.Contender, r.Wall.Seconds(), cut,
-			ratio, r.Received, r.RefusedPerCall(), r.Failed, round(r.P50), round(r.P99))
+		writeCells(w, r, round(r.P50), round(r.P99))
+	}
+	fmt.Fprintln(w)
+}
+
+// writeColumns writes the head of a table of results: the columns every
+// such table has, then more.
+func writeColumns(w io.Writer, api API, more ...string) {
+	fmt.Fprintf(w, "| client | wall | wall / ideal | requests | %ds per call | failed calls |", api.refusalStatus())
+	for _, c := range more {
+		fmt.Fprintf(w, " %s |", c)
+	}
+	fmt.Fprintf(w, "\n|---|---|---|---|---|---|%s\n", strings.Repeat("---|", len(more)))
+}
+
+// writeCells writes r's row under writeColumns' head, more its cells in
+// the columns more.
+func writeCells(w io.Writer, r Result, more ...string) {
+	cut := ""
+	if r.Cut {
+		cut = " (cut)"
+	}
+	ratio := "–"
+	if r.Ideal > 0 {
+		ratio = fmt.Sprintf("%.2f", r.WallRatio())
+	}
+	fmt.Fprintf(w, "| %s | %.2fs%s | %s | %d | %.3f | %d |", r.Contender, r.Wall.Seconds(), cut,
+		ratio, r.Received, r.RefusedPerCall(), r.Failed)
+	for _, c := range more {
+		fmt.Fprintf(w, " %s |", c)
 	}
 	fmt.Fprintln(w)
 }

@@ -15,7 +15,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"regexp"
 	"time"
 
 	"github.com/ratewise/ratewise/bench"
@@ -32,16 +31,10 @@ func main() {
 	runs := flag.Int("runs", 1, "run each contender this many times, a row each")
 	list := flag.Bool("list", false, "list the tables selected, and run nothing")
 	flag.Parse()
-	var f bench.Filter
-	var err error
-	for _, p := range []struct {
-		re   **regexp.Regexp
-		expr string
-	}{{&f.Scenario, scenario}, {&f.Server, server}, {&f.Contender, contender}} {
-		if *p.re, err = regexp.Compile(p.expr); err != nil {
-			fmt.Fprintln(os.Stderr, "fleet:", err)
-			os.Exit(2)
-		}
+	f, err := bench.ParseFilter(scenario, server, contender)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "fleet:", err)
+		os.Exit(2)
 	}
 	if *runs < 1 {
 		fmt.Fprintf(os.Stderr, "fleet: -runs is %d, want 1 or more\n", *runs)

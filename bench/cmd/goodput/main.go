@@ -16,7 +16,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"regexp"
 	"time"
 
 	"github.com/ratewise/ratewise/bench"
@@ -30,16 +29,10 @@ func main() {
 	flag.StringVar(&contender, "contender", "", "only the contenders whose name matches this regexp")
 	list := flag.Bool("list", false, "list the tables selected, and run nothing")
 	flag.Parse()
-	var f bench.Filter
-	var err error
-	for _, p := range []struct {
-		re   **regexp.Regexp
-		expr string
-	}{{&f.Scenario, scenario}, {&f.Server, server}, {&f.Contender, contender}} {
-		if *p.re, err = regexp.Compile(p.expr); err != nil {
-			fmt.Fprintln(os.Stderr, "goodput:", err)
-			os.Exit(2)
-		}
+	f, err := bench.ParseFilter(scenario, server, contender)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "goodput:", err)
+		os.Exit(2)
 	}
 	matchups := bench.Matchups(f, false)
 	if len(matchups) == 0 {

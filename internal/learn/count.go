@@ -104,27 +104,7 @@ type serverCount struct {
 	at        time.Time
 	remaining int
 	limit     int
-	// reset is what the last count said of its reset, and resetAt when the
-	// server says its quota comes back: for a window, the earliest
-	// instant the counts of this window say; zero when they do not say.
-	reset   time.Duration
-	resetAt time.Time
-	// refills is set once the count has grown before its reset: the
-	// server refills bit by bit (a bucket), not at once (a window).
-	refills bool
-	// retryAt is when the last refusal the count explains asked the client
-	// to come back: when the count has nothing left, one request asks
-	// then, if its reset is later or past.
-	retryAt time.Time
-	// early is the wait before asking again when a window has not turned
-	// at the reset its count said, doubling each time: the reset was cut
-	// to its second (cut). Such a window is opened by the first request
-	// after it turned, at opened, and ends a whole number of seconds on.
-	early  time.Duration
-	cut    bool
-	opened time.Time
-	// noBound is set by a refusal: limit/reset is no refill to count on.
-	noBound bool
+	countReset
 	// reask is how long after a count of none left without a reset the
 	// key asks again.
 	reask time.Duration
@@ -163,6 +143,62 @@ func (c *serverCount) sentOnRefill(seq uint64) bool {
 	return seq > 0 && c.onRefill&(uint64(1)<<(seq%64)) != 0
 }
 
+// countReset is what a count of the server's quota says of when the
+// quota comes back, as a key's serverCount and the fleet's sharedCount
+// keep it.
+type countReset struct {
+	// reset is what the last count said of its reset, and resetAt when the
+	// server says its quota comes back: for a window, the earliest
+	// instant the counts of this window say; zero when they do not say.
+	reset   time.Duration
+	resetAt time.Time
+	// refills is set once the count has grown before its reset: the
+	// server refills bit by bit (a bucket), not at once (a window).
+	refills bool
+	// retryAt is when the last refusal the count explains asked the client
+	// to come back: when the count has nothing left, one request asks
+	// then, if its reset is later or past.
+	retryAt time.Time
+	// early is the wait before asking again when a window has not turned
+	// at the reset its count said, doubling each time: the reset was cut
+	// to its second (cut). Such a window is opened by the first request
+	// after it turned, at opened, and ends a whole number of seconds on.
+	early  time.Duration
+	cut    bool
+	opened time.Time
+	// noBound is set by a refusal: limit/reset is no refill to count on.
+	noBound bool
+}
+
+// refusedAtReset takes in an answer at now whose count explained says
+// explains its refusal (none left), the reset of whose own count was due
+// (resetDue), with its wait hint. It reports whether the reset the counts
+// said has come, the quota to be back whole (resetPassed), and whether
+// the answer was refused past it (pastReset), and then was cut to its
+// second, so that the key asks again soon (earlyAsk).
+func (r *countReset) refusedAtReset(explained, resetDue bool, hint time.Duration, now time.Time) (resetPassed, pastReset, earlyAsk bool) {
+	resetPassed = !r.refills && !r.resetAt.IsZero() && !now.Before(r.resetAt)
+	pastReset = explained && resetPassed
+	// A refusal whose own reset is already past says the window is about
+	// to turn, whatever its hint: the reset was cut to its second.
+	earlyAsk = explained && resetDue || pastReset && hint <= 0
+	switch {
+	case earlyAsk:
+		// Refused after the reset, with no word of when to come back or
+		// with a reset already past: the reset was rounded down (a Unix
+		// time cut to its second). Ask again soon, a little later each
+		// time.
+		r.early = min(max(2*r.early, countEarlyStep), countEarlyMax)
+		r.retryAt, r.cut = now.Add(r.early), true
+	case pastReset:
+		// Refused after the reset the counts said, and told to wait: the
+		// quota does not come back at once (a sliding window), but bit by
+		// bit. Let limit/reset say how fast, until it fails too.
+		r.refills, r.noBound = true, false
+	}
+	return resetPassed, pastReset, earlyAsk
+}
+
 type countSample struct {
 	at        time.Time
 	consumed  int64
@@ -189,27 +225,7 @@ func (p *Pacer) counted(seq uint64, an Answer, now time.Time) (explained bool) {
 		c.consumed++
 	}
 	explained = an.Refused && an.Remaining == 0
-	// resetPassed: the reset the counts said has come, and the quota
-	// was to be back whole.
-	resetPassed := !c.refills && !c.resetAt.IsZero() && !now.Before(c.resetAt)
-	pastReset := explained && resetPassed
-	// A refusal whose own reset is already past says the window is about
-	// to turn, whatever its hint: the reset was cut to its second.
-	earlyAsk := explained && an.ResetDue || pastReset && an.Hint <= 0
-	switch {
-	case earlyAsk:
-		// Refused after the reset, with no word of when to come back or
-		// with a reset already past: the reset was rounded down (a Unix
-		// time cut to its second). Ask again soon, a little later each
-		// time.
-		c.early = min(max(2*c.early, countEarlyStep), countEarlyMax)
-		c.retryAt, c.cut = now.Add(c.early), true
-	case pastReset:
-		// Refused after the reset the counts said, and told to wait: the
-		// quota does not come back at once (a sliding window), but bit by
-		// bit. Let limit/reset say how fast, until it fails too.
-		c.refills, c.noBound = true, false
-	}
+	resetPassed, _, earlyAsk := c.refusedAtReset(explained, an.ResetDue, an.Hint, now)
 	switch {
 	case an.Refused && c.sentOnRefill(seq):
 		// A request sent on the refill limit/reset promised was refused:
@@ -283,27 +299,19 @@ func (p *Pacer) counted(seq uint64, an Answer, now time.Time) (explained bool) {
 	return explained
 }
 
-// noteReset takes in a count's reset, with p.mu held. Of the instants
-// the counts of one window say, the earliest is kept: rounding only
-// delays them. A reset that says an instant a second or more past the
-// one kept is another window's, and a bucket's time to fill moves on with
-// every count: they replace it.
-func (c *serverCount) noteReset(reset time.Duration, now time.Time) {
-	c.resetAt = keptReset(c.resetAt, c.refills, reset, now)
-}
-
-// keptReset is the reset a count keeps, resetAt before, once it takes in
-// one that says reset from now (see serverCount.noteReset); refills is
-// set for a bucket's.
-func keptReset(resetAt time.Time, refills bool, reset time.Duration, now time.Time) time.Time {
+// noteReset takes in a count's reset, which says reset from now. Of the
+// instants the counts of one window say, the earliest is kept: rounding
+// only delays them. A reset that says an instant a second or more past
+// the one kept is another window's, and a bucket's time to fill moves on
+// with every count: they replace it.
+func (r *countReset) noteReset(reset time.Duration, now time.Time) {
 	if reset <= 0 {
-		return resetAt
+		return
 	}
 	at := now.Add(reset)
-	if refills || resetAt.IsZero() || at.Before(resetAt) || at.Sub(resetAt) >= time.Second {
-		return at
+	if r.refills || r.resetAt.IsZero() || at.Before(r.resetAt) || at.Sub(r.resetAt) >= time.Second {
+		r.resetAt = at
 	}
-	return resetAt
 }
 
 // quotaBackAt is when a count of none left, taken at at, says the quota

@@ -28,21 +28,7 @@ type sharedCount struct {
 	remaining, limit int
 	cseq             uint64
 	at               time.Time
-	// resetAt is when the quota comes back, the earliest instant the
-	// counts of this window said; reset is what the last count said.
-	resetAt time.Time
-	reset   time.Duration
-	// refills is set once the count grew before its reset (a bucket);
-	// noBound once a refusal showed limit/reset no refill to count on.
-	refills, noBound bool
-	// retryAt is when the last refusal the count explained said to come
-	// back; early is the wait before asking again a window that has not
-	// turned at the reset its count said, cut to its second (cut), and
-	// opened when the first request after a turn opened the window.
-	retryAt time.Time
-	early   time.Duration
-	cut     bool
-	opened  time.Time
+	countReset       // when the quota comes back, as a Pacer's count keeps it
 	// reask is how long after a count of none left without a reset the
 	// key asks again.
 	reask time.Duration
@@ -89,20 +75,8 @@ func (s *Shared) counted(o store.Outcome, now time.Time) (explained bool) {
 		c.refusals++
 	}
 	explained = refused && o.Remaining == 0
-	resetPassed := !c.refills && !c.resetAt.IsZero() && !now.Before(c.resetAt)
-	pastReset := explained && resetPassed
-	earlyAsk := explained && o.ResetDue || pastReset && o.Hint <= 0
-	switch {
-	case earlyAsk:
-		// Refused after the reset: it was cut to its second. Ask again
-		// soon, a little later each time.
-		c.early = min(max(2*c.early, countEarlyStep), countEarlyMax)
-		c.retryAt, c.cut = now.Add(c.early), true
-	case pastReset:
-		// Refused after the reset, and told to wait: the quota comes
-		// back bit by bit (a sliding window).
-		c.refills, c.noBound = true, false
-	case refused && o.Seq > c.cseq && int(o.Seq-c.cseq) > c.remaining:
+	resetPassed, pastReset, earlyAsk := c.refusedAtReset(explained, o.ResetDue, o.Hint, now)
+	if refused && !earlyAsk && !pastReset && o.Seq > c.cseq && int(o.Seq-c.cseq) > c.remaining {
 		// A turn taken on the refill limit/reset promised, beyond what
 		// the count said was left, was refused: it is no refill to count
 		// on (a window, or other clients).
@@ -164,11 +138,6 @@ func (s *Shared) counted(o store.Outcome, now time.Time) (explained bool) {
 		c.retryAt = now.Add(o.Hint)
 	}
 	return explained
-}
-
-// noteReset takes in a count's reset, as a Pacer's count does.
-func (c *sharedCount) noteReset(reset time.Duration, now time.Time) {
-	c.resetAt = keptReset(c.resetAt, c.refills, reset, now)
 }
 
 // refill is the least the server surely refills a second: limit/reset,

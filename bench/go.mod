@@ -8,8 +8,8 @@ require (
 	github.com/go-chi/chi/v5 v5.5.0
 	github.com/go-chi/httprate v0.16.1
 	github.com/hashicorp/go-retryablehttp v0.7.8
-	github.com/ratewise/ratewise v0.0.0-00010101000000-000000000000
-	github.com/ratewise/ratewise/redis v0.0.0-00010101000000-000000000000
+	github.com/ratewise/ratewise v0.1.0
+	github.com/ratewise/ratewise/redis v0.1.0
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/sethvargo/go-limiter v0.7.1
 	github.com/throttled/throttled/v2 v2.15.0
@@ -34,13 +34,4 @@ require (
 	golang.org/x/net v0.62.0 // indirect
 	golang.org/x/sys v0.50.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
-)
-
-// The benchmarks measure the library and its Redis store in this
-// repository, not a release; the store's module requires redistest, its
-// tests' helper, which resolves only here.
-replace (
-	github.com/ratewise/ratewise => ../
-	github.com/ratewise/ratewise/internal/redistest => ../internal/redistest
-	github.com/ratewise/ratewise/redis => ../redis
 )

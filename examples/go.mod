@@ -5,8 +5,7 @@ go 1.26.0
 require (
 	github.com/google/jsonschema-go v0.4.3
 	github.com/modelcontextprotocol/go-sdk v1.8.0
-	github.com/ratewise/ratewise v0.0.0-00010101000000-000000000000
-	github.com/ratewise/ratewise/internal/redistest v0.0.0-00010101000000-000000000000
+	github.com/ratewise/ratewise v0.1.0
 	github.com/redis/go-redis/v9 v9.23.0
 	golang.org/x/time v0.16.0
 )
@@ -19,7 +18,7 @@ require (
 require (
 	github.com/hashicorp/go-cleanhttp v0.5.2 // indirect
 	github.com/hashicorp/go-retryablehttp v0.7.8 // indirect
-	github.com/ratewise/ratewise/redis v0.0.0-00010101000000-000000000000
+	github.com/ratewise/ratewise/redis v0.1.0
 	github.com/segmentio/asm v1.2.1 // indirect
 	github.com/segmentio/encoding v0.5.4 // indirect
 	github.com/sony/gobreaker/v2 v2.4.0 // indirect
@@ -28,10 +27,3 @@ require (
 	golang.org/x/sync v0.25.0 // indirect
 	golang.org/x/sys v0.50.0 // indirect
 )
-
-// The examples follow the library in this repository, not a release.
-replace github.com/ratewise/ratewise => ../
-
-replace github.com/ratewise/ratewise/redis => ../redis
-
-replace github.com/ratewise/ratewise/internal/redistest => ../internal/redistest

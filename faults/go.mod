@@ -2,20 +2,12 @@ module github.com/ratewise/ratewise/faults
 
 go 1.26.0
 
-// The fault tests run the library of this repository and its Redis store.
-replace (
-	github.com/ratewise/ratewise => ../
-	github.com/ratewise/ratewise/internal/redistest => ../internal/redistest
-	github.com/ratewise/ratewise/redis => ../redis
-)
-
 require (
 	github.com/Shopify/toxiproxy/v2 v2.5.0
 	github.com/prometheus/client_golang v1.25.0
-	github.com/ratewise/ratewise v0.0.0-00010101000000-000000000000
-	github.com/ratewise/ratewise/bench v0.0.0-00010101000000-000000000000
-	github.com/ratewise/ratewise/internal/redistest v0.0.0-00010101000000-000000000000
-	github.com/ratewise/ratewise/redis v0.0.0-00010101000000-000000000000
+	github.com/ratewise/ratewise v0.1.0
+	github.com/ratewise/ratewise/bench v0.1.0
+	github.com/ratewise/ratewise/redis v0.1.0
 	github.com/rs/zerolog v1.35.1
 	go.uber.org/goleak v1.3.0
 )
@@ -56,5 +48,3 @@ require (
 	google.golang.org/protobuf v1.36.12 // indirect
 	gopkg.in/tomb.v1 v1.0.0-20141024135613-dd632973f1e7 // indirect
 )
-
-replace github.com/ratewise/ratewise/bench => ../bench

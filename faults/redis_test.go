@@ -14,8 +14,8 @@ import (
 
 	"github.com/ratewise/ratewise"
 	"github.com/ratewise/ratewise/admission"
-	"github.com/ratewise/ratewise/internal/redistest"
 	rwredis "github.com/ratewise/ratewise/redis"
+	"github.com/ratewise/ratewise/redis/redistest"
 )
 
 // This file puts the toxics between the redis store and a real

@@ -2,11 +2,8 @@ module github.com/ratewise/ratewise/otel
 
 go 1.26.0
 
-// The instrumentation is built and tested against the library in this repository.
-replace github.com/ratewise/ratewise => ../
-
 require (
-	github.com/ratewise/ratewise v0.0.0-00010101000000-000000000000
+	github.com/ratewise/ratewise v0.1.0
 	go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp v0.72.0
 	go.opentelemetry.io/otel v1.47.0
 	go.opentelemetry.io/otel/metric v1.47.0

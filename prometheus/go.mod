@@ -5,7 +5,7 @@ go 1.26.0
 require (
 	github.com/jarcoal/httpmock v1.4.2
 	github.com/prometheus/client_golang v1.25.0
-	github.com/ratewise/ratewise v0.0.0-00010101000000-000000000000
+	github.com/ratewise/ratewise v0.1.0
 )
 
 require (
@@ -23,6 +23,3 @@ require (
 	golang.org/x/time v0.16.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )
-
-// The collector is built and tested against the library in this repository.
-replace github.com/ratewise/ratewise => ../

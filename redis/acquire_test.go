@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/ratewise/ratewise"
-	"github.com/ratewise/ratewise/internal/redistest"
+	"github.com/ratewise/ratewise/redis/redistest"
 	rwstore "github.com/ratewise/ratewise/store"
 )
 

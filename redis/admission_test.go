@@ -13,7 +13,7 @@ import (
 
 	"github.com/ratewise/ratewise"
 	"github.com/ratewise/ratewise/admission"
-	"github.com/ratewise/ratewise/internal/redistest"
+	"github.com/ratewise/ratewise/redis/redistest"
 )
 
 // replica is one server of a fleet: an admission Handler whose scopes

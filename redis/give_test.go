@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ratewise/ratewise/internal/redistest"
+	"github.com/ratewise/ratewise/redis/redistest"
 )
 
 // A token given back to the Redis bucket is the next taker's, and the

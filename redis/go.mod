@@ -3,8 +3,7 @@ module github.com/ratewise/ratewise/redis
 go 1.26.0
 
 require (
-	github.com/ratewise/ratewise v0.0.0-00010101000000-000000000000
-	github.com/ratewise/ratewise/internal/redistest v0.0.0-00010101000000-000000000000
+	github.com/ratewise/ratewise v0.1.0
 	github.com/redis/go-redis/v9 v9.23.0
 	go.uber.org/goleak v1.3.0
 	golang.org/x/time v0.16.0
@@ -17,10 +16,4 @@ require (
 	github.com/sony/gobreaker/v2 v2.4.0 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
 	golang.org/x/sys v0.50.0 // indirect
-)
-
-// The stores are built and tested against the library in this repository.
-replace (
-	github.com/ratewise/ratewise => ../
-	github.com/ratewise/ratewise/internal/redistest => ../internal/redistest
 )

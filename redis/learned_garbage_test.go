@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/ratewise/ratewise"
-	"github.com/ratewise/ratewise/internal/redistest"
+	"github.com/ratewise/ratewise/redis/redistest"
 	"github.com/ratewise/ratewise/store"
 )
 

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/ratewise/ratewise"
-	"github.com/ratewise/ratewise/internal/redistest"
 	"github.com/ratewise/ratewise/ratewisetest"
+	"github.com/ratewise/ratewise/redis/redistest"
 	"github.com/ratewise/ratewise/store"
 )
 

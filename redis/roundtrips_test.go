@@ -10,7 +10,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/ratewise/ratewise"
-	"github.com/ratewise/ratewise/internal/redistest"
+	"github.com/ratewise/ratewise/redis/redistest"
 )
 
 // roundTrips counts the round trips a client makes to Redis: each command

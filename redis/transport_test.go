@@ -15,7 +15,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/ratewise/ratewise"
-	"github.com/ratewise/ratewise/internal/redistest"
+	"github.com/ratewise/ratewise/redis/redistest"
 )
 
 // okServer answers 200 after delay, and counts requests and how many were

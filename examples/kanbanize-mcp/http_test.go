@@ -18,9 +18,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/ratewise/ratewise/internal/redistest"
 	"github.com/ratewise/ratewise/kanbanize"
 	"github.com/ratewise/ratewise/kanbanize/kanbanizetest"
+	"github.com/ratewise/ratewise/redis/redistest"
 )
 
 // secretToken is the bearer token of the HTTP tests, which no log line

@@ -1,7 +1,9 @@
-// Package redistest runs a real redis-server for the tests: on 127.0.0.1,
-// on a free port, with persistence off, started and stopped by the test.
-// It fails the test, rather than skip it, when redis-server cannot start:
-// `make test` installs it.
+// Package redistest runs a real redis-server for tests of code that shares
+// a ratewise transport's state through Redis: on 127.0.0.1, on a free
+// port, with persistence off, started by the test and stopped when it
+// ends. It fails the test, rather than skip it, when redis-server cannot
+// start (`apt-get install redis-server` provides it); a store tested
+// against a fake Redis would test the fake.
 package redistest
 
 import (
@@ -10,7 +12,6 @@ import (
 	"net"
 	"os/exec"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
@@ -76,24 +77,6 @@ func (s *Server) Start() {
 			s.t.Fatalf("redis-server on %s did not answer: %v", s.Addr, err)
 		}
 		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// Freeze stops the server's process (SIGSTOP) until Thaw or Stop: it
-// keeps its connections and answers nothing, as a Redis stuck in a long
-// command or behind a dead link does.
-func (s *Server) Freeze() { s.signal(syscall.SIGSTOP) }
-
-// Thaw lets a frozen server answer again (SIGCONT).
-func (s *Server) Thaw() { s.signal(syscall.SIGCONT) }
-
-func (s *Server) signal(sig syscall.Signal) {
-	s.t.Helper()
-	if s.cmd == nil || s.cmd.Process == nil {
-		s.t.Fatal("the redis-server is not running")
-	}
-	if err := s.cmd.Process.Signal(sig); err != nil {
-		s.t.Fatalf("signalling redis-server: %v", err)
 	}
 }
 

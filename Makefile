@@ -7,7 +7,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME    ?= 30s
 BENCHTIME   ?= 1s
 
-.PHONY: test lint deps fuzz bench bench-fast redis-server nginx
+.PHONY: test lint deps api tidy fuzz bench bench-fast redis-server nginx
 
 ## test: go test -race over every module (fuzz targets run on their seed corpora),
 ## then the root package's simulations in fake time without -race (see figuref);
@@ -40,8 +40,18 @@ nginx:
 		$$sudo apt-get update -qq && $$sudo apt-get install -y -qq --no-install-recommends nginx-light; \
 	}
 
-## lint: gofmt, go vet and staticcheck over every module, then deps
-lint: lint-code deps
+## lint: gofmt, go vet and staticcheck over every module, then deps, then api
+lint: lint-code deps api
+
+## api: each published module's API against its last release (apidiff); an
+## incompatible change fails unless CHANGELOG.md's next version allows it
+api:
+	$(GO) run ./internal/release/cmd/apicheck
+
+## tidy: go mod tidy in every module, the repository's own served from the
+## working tree (go mod tidy reads no go.work)
+tidy:
+	$(GO) run ./internal/release/cmd/tidy
 
 .PHONY: lint-code
 lint-code:

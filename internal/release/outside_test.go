@@ -28,7 +28,7 @@ func releaseModules(t *testing.T) []Module {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mods, err := Modules(root, version)
+	mods, err := Modules(root, version, Published)
 	if err != nil {
 		t.Fatal(err)
 	}

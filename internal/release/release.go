@@ -66,11 +66,11 @@ func ReleaseVersion(root string) (string, error) {
 	return "", errors.New("CHANGELOG.md names no release (a heading such as \"## v0.1.0 (2026-11-27)\")")
 }
 
-// Modules reads the published modules of the repository at root, each at
-// version.
-func Modules(root, version string) ([]Module, error) {
+// Modules reads the modules of the repository at root in dirs (relative
+// to root, such as Published), each at version.
+func Modules(root, version string, dirs []string) ([]Module, error) {
 	var mods []Module
-	for _, rel := range Published {
+	for _, rel := range dirs {
 		dir := filepath.Join(root, rel)
 		data, err := os.ReadFile(filepath.Join(dir, "go.mod"))
 		if err != nil {
@@ -124,6 +124,24 @@ func CheckRequirements(mods []Module) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// Workspace lists the directories, relative to root, of every module
+// go.work uses, published or not, in its order.
+func Workspace(root string) ([]string, error) {
+	data, err := os.ReadFile(filepath.Join(root, "go.work"))
+	if err != nil {
+		return nil, err
+	}
+	f, err := modfile.ParseWork("go.work", data, nil)
+	if err != nil {
+		return nil, err
+	}
+	var dirs []string
+	for _, u := range f.Use {
+		dirs = append(dirs, filepath.Clean(u.Path))
+	}
+	return dirs, nil
 }
 
 // BuildProxy writes an on-disk module proxy at dir (GOPROXY=file://dir)

@@ -48,12 +48,12 @@ func TestBreakerStatusSaysWhyItOpened(t *testing.T) {
 		}
 		time.Sleep(time.Minute)
 		st := tr.KeyStatus(host).Breaker
-		want := BreakerCause{StatusCode: 503, Class: Final, Detail: "upstream refused key REDACTED: overloaded"}
+		want := BreakerCause{StatusCode: 503, Class: Retryable, Detail: "upstream refused key REDACTED: overloaded"}
 		if st.State != BreakerOpen || !st.OpenedAt.Equal(trippedAt) || st.Level != 0 || st.Cause != want || st.ResetIn != 59*time.Minute {
 			t.Errorf("status = %+v, want open since %v at level 0 for 59m more, cause %+v", st, trippedAt, want)
 		}
 		js, _ := json.Marshal(st)
-		for _, field := range []string{`"opened_at":"2000-01-01T00:00:00Z"`, `"cause":{"status":503,"class":"final","detail":"upstream refused key REDACTED: overloaded"}`, `"level":0`} {
+		for _, field := range []string{`"opened_at":"2000-01-01T00:00:00Z"`, `"cause":{"status":503,"class":"retryable","detail":"upstream refused key REDACTED: overloaded"}`, `"level":0`} {
 			if !strings.Contains(string(js), field) {
 				t.Errorf("JSON %s lacks %s", js, field)
 			}
@@ -182,7 +182,7 @@ func TestSharedBreakerShowsInEveryReplicasStatus(t *testing.T) {
 		if !blocked || d != 50*time.Minute {
 			t.Errorf("b.Blocking = %v, %v; want true, 50m", blocked, d)
 		}
-		want := BreakerCause{StatusCode: 503, Class: Final, Detail: "backend overloaded"}
+		want := BreakerCause{StatusCode: 503, Class: Retryable, Detail: "backend overloaded"}
 		if st.State != BreakerOpen || st.ResetIn != 50*time.Minute || !st.OpenedAt.Equal(opened) || st.Cause != want {
 			t.Errorf("b's status = %+v, want open for 50m more, since %v, caused by %+v", st, opened, want)
 		}

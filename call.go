@@ -182,7 +182,7 @@ func (c *call) run() (*http.Response, error) {
 func (c *call) classify(resp *http.Response, err error) Class {
 	class := Final
 	if err == nil {
-		class = c.policy.classify(resp)
+		class = c.policy.classify(resp, c.req)
 		c.stats.recordResponse(resp.StatusCode, class)
 		if class.refusal() {
 			c.t.counters.recordRateLimited(c.req.URL.Host)

@@ -62,7 +62,7 @@ func ExampleBreakerPolicy_failFast() {
 	// item 0: 503
 	// item 1: 503
 	// item 2: open, stop the batch
-	// opened at level 0 by 503 final: "backend overloaded"
+	// opened at level 0 by 503 retryable: "backend overloaded"
 }
 
 // A running transport takes new breaker thresholds and cooldowns for its

@@ -139,8 +139,8 @@ type RetryPolicy struct {
 	// retried, when one of them appears in its body (e.g. "rate limit",
 	// "secondary rate limit").
 	RateLimitPhrases []string
-	// ClassifyBody, when set, classifies what the phrases leave Final, of
-	// any status: it gets the response and the first 4 KiB of its body
+	// ClassifyBody, when set, classifies what the phrases leave Final or
+	// Retryable, of any status: it gets the response and the first 4 KiB of its body
 	// (fewer when the body is shorter), which it must neither change nor
 	// keep, and its answer stands unless it is Final. Return RateLimited
 	// for a refusal worth retrying, Blocked for one that is not.

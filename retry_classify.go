@@ -17,15 +17,16 @@ type Class uint8
 
 const (
 	// Final hands the response back to the caller as it is: successes,
-	// client errors and, by default, server errors.
+	// client errors, and server errors of requests that may not be
+	// repeated or that another attempt will not fix (501, 505).
 	Final Class = iota
 	// RateLimited means the server refused the request for rate. It is
 	// retried after the server's wait hint (Retry-After and the reset
 	// headers) or the policy's backoff, whichever is longer.
 	RateLimited
 	// Retryable is a transient failure worth another attempt after backoff
-	// (a server's hint still raises the delay). The default classification
-	// never returns it; a [RetryPolicy.Classify] hook may, e.g. for 502.
+	// (a server's hint still raises the delay): by default, a 500, 502,
+	// 503, 504 or 408 answering a request that may be repeated.
 	Retryable
 	// Blocked means the server refused the client in a way that retrying
 	// soon will not fix, such as an anti-bot page served with 200 ("Sign
@@ -63,31 +64,68 @@ func (c Class) MarshalText() ([]byte, error) { return []byte(c.String()), nil }
 
 // DefaultClassify is the classification used when [RetryPolicy.Classify]
 // is nil: 429, a 503 carrying Retry-After, and a 403 carrying Retry-After
-// or X-RateLimit-Remaining: 0 (GitHub's limits) are RateLimited; everything
-// else is Final. It reads no body: GitHub's secondary limits that say so only
-// in the body are caught by RateLimitPhrases. A Classify hook may call it
-// for the cases it does not handle.
+// or X-RateLimit-Remaining: 0 (GitHub's limits) are RateLimited; a
+// transient server error (500, 502, 503, 504) or a 408 is Retryable when
+// its request may be sent again (an idempotent method of RFC 9110, or an
+// Idempotency-Key header), as go-retryablehttp, the AWS SDKs and .NET's
+// resilience handler retry them; everything else, a POST's 503 among
+// them, is Final. It reads no body: GitHub's secondary limits that say so
+// only in the body are caught by RateLimitPhrases. A Classify hook may
+// call it for the cases it does not handle; [FinalServerErrors] is the
+// classification of earlier versions, which retried no bare 5xx.
 func DefaultClassify(resp *http.Response) Class {
+	return defaultClassify(resp, resp.Request)
+}
+
+// defaultClassify is DefaultClassify of a response to req, which a base
+// transport may not have set as resp.Request.
+func defaultClassify(resp *http.Response, req *http.Request) Class {
 	if headers.RateLimited(resp) {
 		return RateLimited
+	}
+	if transientStatus(resp.StatusCode) && req != nil && isIdempotent(req) {
+		return Retryable
 	}
 	return Final
 }
 
-// classify reads resp with p's hooks and body rules. A rule peeks at the
-// body and puts it back, so that the caller still reads it in full; a
-// policy with none reads nothing of it.
-func (p *RetryPolicy) classify(resp *http.Response) Class {
+// FinalServerErrors is [DefaultClassify] with every server error Final,
+// as ratewise classified them before v0.1.0: for a Classify hook of a
+// caller that retries 5xx answers itself.
+//
+//	ratewise.RetryPolicy{Classify: ratewise.FinalServerErrors}
+func FinalServerErrors(resp *http.Response) Class {
+	if class := DefaultClassify(resp); class != Retryable {
+		return class
+	}
+	return Final
+}
+
+// transientStatus reports whether status is a server error that another
+// attempt may not meet, or a 408: what every retrying peer retries.
+func transientStatus(status int) bool {
+	switch status {
+	case http.StatusRequestTimeout, http.StatusInternalServerError, http.StatusBadGateway,
+		http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return true
+	}
+	return false
+}
+
+// classify reads resp, the answer to req, with p's hooks and body rules.
+// A rule peeks at the body and puts it back, so that the caller still
+// reads it in full; a policy with none reads nothing of it.
+func (p *RetryPolicy) classify(resp *http.Response, req *http.Request) Class {
 	var class Class
 	if p.Classify != nil {
 		class = p.Classify(resp)
 	} else {
-		class = DefaultClassify(resp)
+		class = defaultClassify(resp, req)
 	}
-	if class != Final || !p.readsBody(resp.StatusCode) {
+	if class != Final && class != Retryable || !p.readsBody(resp.StatusCode) {
 		return class
 	}
-	return p.classifyBody(resp, peekBody(resp, peekLimit))
+	return p.classifyBody(resp, peekBody(resp, peekLimit), class)
 }
 
 // readsBody reports whether a body rule may read the body of a response
@@ -96,8 +134,10 @@ func (p *RetryPolicy) readsBody(status int) bool {
 	return len(p.BlockPhrases) > 0 || p.ClassifyBody != nil || len(p.RateLimitPhrases) > 0 && !is2xx(status)
 }
 
-// classifyBody applies the body rules to head, the start of resp's body.
-func (p *RetryPolicy) classifyBody(resp *http.Response, head []byte) Class {
+// classifyBody applies the body rules to head, the start of resp's body;
+// class, what the status and headers said, stands when no rule says
+// more.
+func (p *RetryPolicy) classifyBody(resp *http.Response, head []byte, class Class) Class {
 	var folded string // head folded for the phrases, once
 	matches := func(phrases []string) bool {
 		if len(phrases) == 0 || len(head) == 0 {
@@ -114,9 +154,11 @@ func (p *RetryPolicy) classifyBody(resp *http.Response, head []byte) Class {
 	case !is2xx(resp.StatusCode) && matches(p.RateLimitPhrases):
 		return RateLimited
 	case p.ClassifyBody != nil:
-		return p.ClassifyBody(resp, head)
+		if hooked := p.ClassifyBody(resp, head); hooked != Final {
+			return hooked
+		}
 	}
-	return Final
+	return class
 }
 
 func is2xx(status int) bool { return status >= 200 && status <= 299 }
@@ -128,7 +170,7 @@ func (p RetryPolicy) CheckResponse(resp *http.Response) error {
 	if resp == nil {
 		return nil
 	}
-	if class := p.classify(resp); class.refusal() {
+	if class := p.classify(resp, resp.Request); class.refusal() {
 		return newRateLimitError(resp, class)
 	}
 	return nil

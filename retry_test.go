@@ -226,7 +226,7 @@ func TestPhraseMatchLeavesBodyWhole(t *testing.T) {
 	body := "Rate Limit exceeded. " + strings.Repeat("z", 10000)
 	resp := &http.Response{StatusCode: 403, Body: io.NopCloser(strings.NewReader(body))}
 	p := RetryPolicy{RateLimitPhrases: []string{"RATE LIMIT"}}
-	if got := p.classify(resp); got != RateLimited {
+	if got := p.classify(resp, nil); got != RateLimited {
 		t.Fatalf("classify = %v, want RateLimited", got)
 	}
 	if err := p.CheckResponse(resp); err == nil {

@@ -35,7 +35,7 @@ func RetryablehttpPolicy(p RetryPolicy) (retryablehttp.CheckRetry, retryablehttp
 		if resp == nil {
 			return false, nil
 		}
-		if class := p.classify(resp); class == Final || class == Blocked {
+		if class := p.classify(resp, resp.Request); class == Final || class == Blocked {
 			return false, nil
 		}
 		if hint, ok := headers.WaitHint(resp, time.Now()); ok && !p.IgnoreRetryAfter && hint > p.TotalWaitCap {

@@ -83,7 +83,9 @@ func TestRetryablehttpPolicyDecisions(t *testing.T) {
 		wantErr   bool
 	}{
 		{name: "404 final", method: "GET", steps: []step{answer(404), answer(200)}, wantCalls: 1},
-		{name: "500 final", method: "GET", steps: []step{answer(500), answer(200)}, wantCalls: 1},
+		{name: "GET 500 retried", method: "GET", steps: []step{answer(500), answer(200)}, wantCalls: 2},
+		{name: "POST 500 final", method: "POST", steps: []step{answer(500), answer(200)}, wantCalls: 1},
+		{name: "501 final", method: "GET", steps: []step{answer(501), answer(200)}, wantCalls: 1},
 		{name: "429 retried", method: "GET", steps: []step{answer(429, "Retry-After", "1"), answer(200)}, wantCalls: 2},
 		{name: "phrase retried", method: "GET", policy: RetryPolicy{RateLimitPhrases: []string{"slow down"}},
 			steps: []step{{status: 400, body: "please SLOW DOWN"}, answer(200)}, wantCalls: 2},

@@ -59,5 +59,5 @@ func ExampleRun() {
 	// "order 7", "3 lines"
 	// order: completed true after 1 attempts, 0 rate-limited, err <nil>
 	// lines: completed true after 2 attempts, 1 rate-limited, err <nil>
-	// notes: completed false after 1 attempts, 0 rate-limited, err status 500
+	// notes: completed false after 5 attempts, 0 rate-limited, err status 500
 }

@@ -50,7 +50,9 @@ func get(t *testing.T, tr http.RoundTripper, host string) {
 func TestCollectorAfterAScriptedRun(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		base := scripted(t, map[string][]int{"a.test": {429, 200}, "b.test": {503}})
-		tr := ratewise.New(base, ratewise.WithRetry(ratewise.RetryPolicy{MaxAttempts: 2}),
+		// FinalServerErrors: a 503 is handed back, not retried, so that
+		// the two calls to b.test are the breaker's two failures.
+		tr := ratewise.New(base, ratewise.WithRetry(ratewise.RetryPolicy{MaxAttempts: 2, Classify: ratewise.FinalServerErrors}),
 			ratewise.WithBreaker(ratewise.BreakerPolicy{ConsecutiveFailures: 2, Cooldown: 90 * time.Second}))
 		get(t, tr, "a.test") // 429, a 2s backoff, 200
 		get(t, tr, "b.test") // 503: final

@@ -109,7 +109,7 @@ func TestReplicaSeesTheBreakerAnotherOpened(t *testing.T) {
 		t.Errorf("b.Blocking = %v, %v; want true, about a minute", blocked, d)
 	}
 	st := b.KeyStatus(host).Breaker
-	want := ratewise.BreakerCause{StatusCode: 503, Class: ratewise.Final, Detail: "backend overloaded"}
+	want := ratewise.BreakerCause{StatusCode: 503, Class: ratewise.Retryable, Detail: "backend overloaded"}
 	if st.State != ratewise.BreakerOpen || st.Cause != want || st.OpenedAt.Before(before) || st.OpenedAt.After(time.Now()) {
 		t.Errorf("b's status = %+v; want open since a's trip, caused by %+v", st, want)
 	}

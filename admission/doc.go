@@ -7,21 +7,23 @@
 // control, where ratewise's Transport paces what a client sends out.
 //
 //	h, err := admission.New(api,
-//		admission.WithLimit(ratewise.Limit{Name: "ip", Rate: rate.Every(6 * time.Second), Burst: 5}),            // 10/min per client IP
-//		admission.WithLimit(ratewise.Limit{Name: "global", Rate: rate.Every(600 * time.Millisecond), Burst: 20, // 100/min in all
-//			Key: ratewise.Global, MaxWait: 10 * time.Second, MaxQueue: 50}),                                     // queued, not refused
+//		admission.WithLimit(admission.Limit{Name: "ip", Rate: rate.Every(6 * time.Second), Burst: 5}), // 10/min per client IP
+//		admission.WithLimit(admission.Limit{Name: "global", Rate: rate.Every(600 * time.Millisecond), Burst: 20,
+//			Key: ratewise.Global, MaxWait: 10 * time.Second, MaxQueue: 50, Store: store}), // 100/min for the fleet, queued
+//		admission.WithClientIP(admission.ClientIP{TrustedProxies: []string{"10.0.0.0/8"}}), // believe X-Forwarded-For from these only
 //		admission.WithExemptPaths("/health"))
 //
-// Scopes are [ratewise.Limit] values, as a client's are: a token bucket
-// (Rate and Burst) or a fixed window of Burst per Window, keyed by the
-// client's IP address (a nil Key), by a header ([ratewise.ByHeader]), by
-// route ([Route]), by any [ratewise.KeyFunc] (the user an authentication
-// middleware put in the request's context), or [ratewise.Global]. A
-// request passes only when every scope that applies to it admits it, in
-// the order given; a scope that refuses takes nothing from those before
-// it: each gives its turn back. A scope with a Store keeps its buckets
-// there ([ratewise.MemoryStore], or the ratewise/redis module's Store),
-// so that every replica of a service holds one limit.
+// Scopes are [Limit] values, a client's [ratewise.Limit] with only the
+// fields a server's scope honours: a token bucket (Rate and Burst) or a
+// fixed window of Burst per Window, keyed by the client's IP address (a
+// nil Key), by a header ([ratewise.ByHeader]), by route ([Route]), by any
+// [ratewise.KeyFunc] (the user an authentication middleware put in the
+// request's context), or [ratewise.Global]. A request passes only when
+// every scope that applies to it admits it, in the order given; a scope
+// that refuses takes nothing from those before it: each gives its turn
+// back. A scope with a Store keeps its buckets there
+// ([ratewise.MemoryStore], or the ratewise/redis module's Store), so that
+// every replica of a service holds one limit.
 //
 // A scope refuses at once, unless its Limit has a MaxWait: then a request
 // whose turn comes within MaxWait waits for it, at most MaxQueue of a key

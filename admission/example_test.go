@@ -133,3 +133,53 @@ func ExampleNewMiddleware() {
 	// 429 over the ip limit, come back in 1m0s
 	// admitted 1
 }
+
+// A service behind its load balancers (10.0.0.0/8): each client's IP,
+// as the balancer saw it, has 10 requests a minute, 5 at once; the fleet
+// has 100 a minute in all, and a request waits up to 10 s for the fleet's
+// turn rather than be refused. A client that writes X-Forwarded-For
+// itself, with no trusted proxy in between, is counted by its own
+// address; the health check is never limited.
+func ExampleWithClientIP() {
+	api := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
+	store := ratewise.NewMemoryStore() // between processes, the redis module's store
+
+	h, err := admission.New(api,
+		admission.WithLimit(admission.Limit{Name: "ip", Rate: rate.Every(6 * time.Second), Burst: 5}), // 10/min per client IP
+		admission.WithLimit(admission.Limit{Name: "global", Rate: rate.Every(600 * time.Millisecond), Burst: 20,
+			Key: ratewise.Global, MaxWait: 10 * time.Second, MaxQueue: 50, Store: store}), // 100/min for the fleet, queued
+		admission.WithClientIP(admission.ClientIP{TrustedProxies: []string{"10.0.0.0/8"}}), // believe X-Forwarded-For from these only
+		admission.WithExemptPaths("/health"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+
+	get := func(path, peer, forwardedFor string) string {
+		req := httptest.NewRequest(http.MethodGet, path, nil)
+		req.RemoteAddr = peer + ":40000"
+		if forwardedFor != "" {
+			req.Header.Set("X-Forwarded-For", forwardedFor)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != http.StatusOK {
+			return fmt.Sprintf("%d, retry after %ss", rec.Code, rec.Header().Get("Retry-After"))
+		}
+		return fmt.Sprint(rec.Code)
+	}
+	for i := 1; i <= 6; i++ {
+		fmt.Printf("203.0.113.9 through the balancer, request %d: %s\n", i, get("/items", "10.0.0.7", "203.0.113.9"))
+	}
+	fmt.Println("198.51.100.1 claiming to be 203.0.113.9:", get("/items", "198.51.100.1", "203.0.113.9"))
+	fmt.Println("203.0.113.9's health check:", get("/health", "10.0.0.7", "203.0.113.9"))
+	// Output:
+	// 203.0.113.9 through the balancer, request 1: 200
+	// 203.0.113.9 through the balancer, request 2: 200
+	// 203.0.113.9 through the balancer, request 3: 200
+	// 203.0.113.9 through the balancer, request 4: 200
+	// 203.0.113.9 through the balancer, request 5: 200
+	// 203.0.113.9 through the balancer, request 6: 429, retry after 6s
+	// 198.51.100.1 claiming to be 203.0.113.9: 200
+	// 203.0.113.9's health check: 200
+}

@@ -27,6 +27,13 @@ func Contenders() []Contender {
 	preset := func(p ratewise.Preset) func(Scenario) []ratewise.Option {
 		return func(Scenario) []ratewise.Option { return []ratewise.Option{ratewise.WithPreset(p)} }
 	}
+	// A window of L per W told as a rate instead, L/W a second, one at a
+	// time: what to tell a sliding-window counter, beside telling it the
+	// window (docs/learning.md weighs the two).
+	asRate := rw("ratewise told the window as a rate", true, func(s Scenario) []ratewise.Option {
+		return []ratewise.Option{ratewise.WithLimit(ratewise.Limit{Rate: rate.Limit(float64(s.Limit) / s.Window.Seconds()), Burst: 1})}
+	})
+	asRate.Kinds = []Kind{Window}
 	return []Contender{
 		rw("ratewise defaults", false, none),
 		{Name: "ratewise defaults, WithStore", ForRun: func() Contender {
@@ -49,6 +56,7 @@ func Contenders() []Contender {
 		rw("ratewise told the limit", true, func(s Scenario) []ratewise.Option {
 			return []ratewise.Option{ratewise.WithLimit(toldLimit(s))}
 		}),
+		asRate,
 		{Name: "go-retryablehttp defaults", Client: func(base http.RoundTripper, _ Scenario) *http.Client {
 			return retryable(base)
 		}},

@@ -94,3 +94,25 @@ func printTree(spans []sdktrace.ReadOnlySpan) {
 		}
 	}
 }
+
+// With an empty Config, the transport reports to the global providers
+// (otel.SetTracerProvider, otel.SetMeterProvider); none is set here, and
+// the call goes as it would without them.
+func Example_globalProviders() {
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
+	defer api.Close()
+
+	tr := rwotel.New(http.DefaultTransport, rwotel.Config{}, // TracerProvider, MeterProvider: the globals
+		ratewise.WithPreset(ratewise.Moderate())) // any ratewise options
+	client := &http.Client{Transport: tr}
+	defer tr.Close()
+
+	resp, err := client.Get(api.URL + "/cards/7")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	resp.Body.Close()
+	fmt.Println(resp.StatusCode)
+	// Output: 200
+}

@@ -5,7 +5,8 @@
 //	import rwprom "github.com/ratewise/ratewise/prometheus"
 //
 //	tr := ratewise.New(http.DefaultTransport, ratewise.WithPreset(ratewise.Moderate()))
-//	prometheus.MustRegister(rwprom.NewCollector(tr))
+//	collector := rwprom.NewCollector(tr)
+//	prometheus.MustRegister(collector) // served by promhttp.Handler()
 //
 // The metrics:
 //

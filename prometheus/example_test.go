@@ -30,3 +30,24 @@ func ExampleNewCollector() {
 	fmt.Println(testutil.CollectAndCount(collector, "ratewise_calls_total"), "series of calls")
 	// Output: 1 series of calls
 }
+
+// The collector on the default registry, which promhttp.Handler()
+// serves at /metrics.
+func ExampleNewCollector_defaultRegistry() {
+	tr := ratewise.New(http.DefaultTransport, ratewise.WithPreset(ratewise.Moderate()))
+	collector := rwprom.NewCollector(tr)
+	prometheus.MustRegister(collector) // served by promhttp.Handler()
+	defer prometheus.Unregister(collector)
+
+	families, err := prometheus.DefaultGatherer.Gather()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, f := range families {
+		if f.GetName() == "ratewise_calls_total" {
+			fmt.Println(f.GetName(), f.GetMetric()[0].GetCounter().GetValue())
+		}
+	}
+	// Output: ratewise_calls_total 0
+}

@@ -68,3 +68,21 @@ func Example_severalAPIs() {
 	// api.themoviedb.org 200
 	// musicbrainz.org 200
 }
+
+// A transport for TMDB on http.DefaultTransport (a nil base): its one
+// scope is TMDB's published limit, which no request passes, and the pace
+// it learns stays under it.
+func ExampleTMDB() {
+	tr := ratewise.New(nil, ratewise.WithLimit(providers.TMDB()))
+
+	for _, l := range tr.Limits() {
+		if l.Adaptive {
+			fmt.Println(l.Name + ": the pace learned from TMDB's answers, under it")
+			continue
+		}
+		fmt.Printf("%s: %d at once, then %.1f a second\n", l.Name, l.Burst, float64(l.Rate))
+	}
+	// Output:
+	// tmdb: 5 at once, then 3.5 a second
+	// learned: the pace learned from TMDB's answers, under it
+}

@@ -15,7 +15,7 @@ import (
 // Replicas of a service given the same store learn each API's limit as
 // one client; told a limit, they hold it together (20 requests a second),
 // pause together when the API asks, and trip one breaker. docs/fleets.md
-// shows this code.
+// and the package doc show this code.
 func ExampleNew() {
 	// ContextTimeoutEnabled: go-redis ends a call at the store's 200 ms timeout.
 	client := goredis.NewClient(&goredis.Options{Addr: "127.0.0.1:6379", ContextTimeoutEnabled: true})

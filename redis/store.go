@@ -3,17 +3,28 @@
 // together when the API asks, and trips one breaker. It is its own module,
 // so that the core library does not depend on a Redis client:
 //
-//	import rwredis "github.com/ratewise/ratewise/redis"
+//	import (
+//		goredis "github.com/redis/go-redis/v9"
+//		rwredis "github.com/ratewise/ratewise/redis"
+//	)
 //
-//	client := redis.NewClient(&redis.Options{Addr: "redis:6379", ContextTimeoutEnabled: true})
-//	store := rwredis.New(client, rwredis.Options{})
-//	tr := ratewise.New(http.DefaultTransport, ratewise.WithStore(store),
-//		ratewise.WithLimit(ratewise.Limit{Name: "api", Rate: 20, Burst: 5}),
-//		ratewise.WithBreaker(ratewise.BreakerPolicy{}))
+//	client := goredis.NewClient(&goredis.Options{Addr: "127.0.0.1:6379", ContextTimeoutEnabled: true})
+//	defer client.Close()
+//	store := rwredis.New(client,
+//		rwredis.Options{Prefix: "myservice:"}) // OnFailure: rwredis.FailClosed to never go over
+//	tr := ratewise.New(http.DefaultTransport, ratewise.WithStore(store)) // the fleet learns as one
 //
-// WithStore shares everything the store keeps; the Store fields of Limit,
-// PausePolicy and BreakerPolicy share one part alone, or each through
-// a store of its own.
+// WithStore shares everything the store keeps: the learned pace, and the
+// told limits, pauses and breakers of a transport that has them:
+//
+//	told := ratewise.New(http.DefaultTransport,
+//		ratewise.WithStore(store),
+//		ratewise.WithLimit(ratewise.Limit{Name: "api", Rate: 20, Burst: 5}), // 20/s for the fleet
+//		ratewise.WithBreaker(ratewise.BreakerPolicy{}),                      // one breaker, one probe, survives restarts
+//	)
+//
+// The Store fields of Limit, PausePolicy and BreakerPolicy share one part
+// alone, or each through a store of its own.
 //
 // A Store is a store.Buckets (a GCRA token bucket, atomic in Redis
 // on its clock, that reserves a waiter's turn so that it asks once), a

@@ -458,3 +458,24 @@ func ExampleWithStore_learnedAsOne() {
 	fmt.Printf("%s, refused by %d: the other paces at %.0f requests a second\n", learned.Name, resp.StatusCode, learned.LearnedRate)
 	// Output: learned, refused by 429: the other paces at 25 requests a second
 }
+
+// By default a GET's 503 is retried, as every retrying client does;
+// FinalServerErrors hands it back at once, for a caller that retries
+// server errors itself.
+func ExampleFinalServerErrors() {
+	mock := httpmock.NewMockTransport()
+	mock.RegisterResponder(http.MethodGet, "https://api.example.com/items",
+		httpmock.NewStringResponder(503, "overloaded").Then(httpmock.NewStringResponder(200, "ok")))
+
+	policy := ratewise.RetryPolicy{Classify: ratewise.FinalServerErrors}
+	client := &http.Client{Transport: ratewise.New(mock, ratewise.WithRetry(policy))}
+	resp, err := client.Get("https://api.example.com/items")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	resp.Body.Close()
+	fmt.Println(resp.StatusCode, "after", mock.GetTotalCallCount(), "request")
+	// Output:
+	// 503 after 1 request
+}

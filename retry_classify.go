@@ -93,7 +93,7 @@ func defaultClassify(resp *http.Response, req *http.Request) Class {
 // as ratewise classified them before v0.1.0: for a Classify hook of a
 // caller that retries 5xx answers itself.
 //
-//	ratewise.RetryPolicy{Classify: ratewise.FinalServerErrors}
+//	policy := ratewise.RetryPolicy{Classify: ratewise.FinalServerErrors}
 func FinalServerErrors(resp *http.Response) Class {
 	if class := DefaultClassify(resp); class != Retryable {
 		return class

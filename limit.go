@@ -247,7 +247,8 @@ func (l *Limit) keepsBucket() bool {
 }
 
 // WithLimit adds a limit scope; give it once per scope. An invalid Limit
-// makes every RoundTrip fail with its validation error. [Transport.AddLimit]
+// makes every RoundTrip fail with its validation error, which
+// [NewTransport] returns. [Transport.AddLimit]
 // adds one to a running transport.
 func WithLimit(l Limit) Option {
 	return func(t *Transport) {

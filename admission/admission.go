@@ -62,9 +62,10 @@ type Limit struct {
 	// stats and logs: printable ASCII, one per scope; "limit N" when
 	// empty, N counting WithLimit from 1.
 	Name string
-	// Rate and Burst make a token bucket (rate.Inf or no Rate: it limits
+	// Rate and Burst make a token bucket (rate.Inf, or neither: it limits
 	// nothing); Burst and Window a fixed window of Burst turns, starting
-	// at a key's first request.
+	// at a key's first request. A Burst with neither a Rate nor a Window
+	// is refused.
 	Rate   rate.Limit
 	Burst  int
 	Window time.Duration

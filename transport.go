@@ -30,6 +30,9 @@ type Transport struct {
 	// trace hears every call (WithTrace, WithLogger); nil when nothing
 	// does. counters are what Stats reports.
 	trace *Trace
+	// hintLog logs the wait hints that could not be read (WithLogger);
+	// nil without a logger.
+	hintLog *hintLog
 	// counters live apart from the fields every call reads, so that the
 	// adds of one core do not evict those fields from the others' caches.
 	counters *counters

@@ -103,15 +103,6 @@ func WithLimit(l Limit) Option {
 	return func(c *config) { c.limits = append(c.limits, l.client()) }
 }
 
-// WithClientLimit adds a scope from a client's ratewise.Limit, as
-// WithLimit did before it took a Limit of its own. New refuses the fields
-// only a client honours (MinSpacing, MaxConcurrent, Adaptive, ...).
-//
-// Deprecated: use WithLimit with a Limit.
-func WithClientLimit(l ratewise.Limit) Option {
-	return func(c *config) { c.limits = append(c.limits, l) }
-}
-
 // WithClientIP says where the client's IP address is read, for the
 // scopes keyed by it. Without it, only RemoteAddr is believed.
 func WithClientIP(ip ClientIP) Option { return func(c *config) { c.clientIP = ip } }

@@ -7,13 +7,14 @@
 // control, where ratewise's Transport paces what a client sends out.
 //
 //	h, err := admission.New(api,
-//		admission.WithLimit(ratewise.Limit{Name: "ip", Rate: rate.Every(6 * time.Second), Burst: 5}),            // 10/min per client IP
-//		admission.WithLimit(ratewise.Limit{Name: "global", Rate: rate.Every(600 * time.Millisecond), Burst: 20, // 100/min in all
-//			Key: ratewise.Global, MaxWait: 10 * time.Second, MaxQueue: 50}),                                     // queued, not refused
+//		admission.WithLimit(admission.Limit{Name: "ip", Rate: rate.Every(6 * time.Second), Burst: 5}),            // 10/min per client IP
+//		admission.WithLimit(admission.Limit{Name: "global", Rate: rate.Every(600 * time.Millisecond), Burst: 20, // 100/min in all
+//			Key: ratewise.Global, MaxWait: 10 * time.Second, MaxQueue: 50}),                                      // queued, not refused
 //		admission.WithExemptPaths("/health"))
 //
-// Scopes are [ratewise.Limit] values, as a client's are: a token bucket
-// (Rate and Burst) or a fixed window of Burst per Window, keyed by the
+// Scopes are [Limit] values, the part of a client's [ratewise.Limit] a
+// server-side scope honours: a token bucket (Rate and Burst) or a fixed
+// window of Burst per Window, keyed by the
 // client's IP address (a nil Key), by a header ([ratewise.ByHeader]), by
 // route ([Route]), by any [ratewise.KeyFunc] (the user an authentication
 // middleware put in the request's context), or [ratewise.Global]. A

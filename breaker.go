@@ -223,7 +223,7 @@ func (p BreakerPolicy) Validate() error {
 }
 
 // WithBreaker adds per-key circuit breakers. An invalid policy makes every
-// RoundTrip fail with its validation error.
+// RoundTrip fail with its validation error, which [NewTransport] returns.
 func WithBreaker(p BreakerPolicy) Option {
 	return func(t *Transport) {
 		if err := p.Validate(); err != nil {

@@ -28,6 +28,9 @@ func (c *call) feedBack(resp *http.Response, err error, class Class) {
 			// No hint holds a key longer than the gate's longest pause.
 			hint = min(h, c.t.maxPause())
 		}
+		if c.t.hintLog != nil {
+			c.t.hintLog.check(resp, now, c.host(), c.endpoint)
+		}
 	}
 	// A request a told limit paces teaches only by its refusals: a
 	// server that never refuses under the told limit keeps it, to the

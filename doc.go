@@ -196,11 +196,17 @@
 //	event=rate_success  attempts total_wait_ms status key endpoint   (Info after a retry or a wait, else Debug)
 //	event=rate_giveup   reason attempts total_wait_ms status error key endpoint (Warn)
 //	event=breaker_state from to key breaker_level [reset_in_ms opened_at cause_status cause_class cause_detail] (Warn on open, else Info)
+//	event=rate_hint_unreadable header value status key endpoint (Warn, once per key)
 //
 // key is the request's host (for breaker_state, the breaker's key: ByHeader
 // hashes the header's value) and endpoint the label of [WithEndpoint]. A
 // breaker_state event of a breaker that opened says when (opened_at, RFC
-// 3339) and why ([BreakerCause]); one to open says for how long.
+// 3339) and why ([BreakerCause]); one to open says for how long. A
+// rate_hint_unreadable event names a wait hint of a refusal that could
+// not be read ([WaitHint]'s headers, such as "Retry-After: soon"), with
+// the value read (its first 64 bytes): the hints after it, or the
+// backoff, stood in. It is logged once per key, not per response, until
+// the key has been idle for [DefaultIdleTimeout].
 //
 // # go-retryablehttp
 //

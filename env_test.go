@@ -301,7 +301,7 @@ func TestEnvLenientUnsetKeepsTheDefaults(t *testing.T) {
 		l.MaxConcurrent != 1 || !sameKeyFunc(l.Key, Global) {
 		t.Errorf("LimitFromEnvLenient = %+v, want the defaults %+v", l, limit)
 	}
-	if l := LimitFromEnvLenient("UNSET", Limit{Burst: 3}, report); l.Name != "unset" {
+	if l := LimitFromEnvLenient("UNSET", Limit{Rate: 1, Burst: 3}, report); l.Name != "unset" {
 		t.Errorf("defaults with no Name: named %q, want the prefix, unset", l.Name)
 	}
 }
@@ -364,9 +364,10 @@ func TestEnvLenientInvalidDefaults(t *testing.T) {
 	var fallbacks []EnvFallback
 	report := func(f EnvFallback) { fallbacks = append(fallbacks, f) }
 	t.Setenv("API_BURST", "7")
+	t.Setenv("API_MAX_CONCURRENT", "2")
 	l := LimitFromEnvLenient("API", Limit{Rate: 5, MinSpacing: time.Second}, report)
-	if l.Rate != 0 || l.MinSpacing != 0 || l.Burst != 7 || l.Name != "api" || l.Validate() != nil {
-		t.Errorf("over a Limit with both a rate and a spacing: %+v, want the zero Limit with BURST 7", l)
+	if l.Rate != 0 || l.MinSpacing != 0 || l.Burst != 7 || l.MaxConcurrent != 2 || l.Name != "api" || l.Validate() != nil {
+		t.Errorf("over a Limit with both a rate and a spacing: %+v, want the zero Limit with BURST 7 and MAX_CONCURRENT 2", l)
 	}
 	if len(fallbacks) != 1 || fallbacks[0].Var != "" || fallbacks[0].Used != "the library defaults" ||
 		!strings.Contains(fallbacks[0].Reason, "has both Rate") {

@@ -305,7 +305,7 @@ func ExampleLimit_window() {
 }
 
 // KeyStatus is what a get_throttle_stats tool reports.
-func ExampleTransport_LimitStatus() {
+func ExampleTransport_KeyStatus() {
 	mock := httpmock.NewMockTransport()
 	mock.RegisterResponder(http.MethodGet, "https://api.example.com/items", httpmock.NewStringResponder(200, "[]"))
 	tr := ratewise.New(mock, ratewise.WithLimit(ratewise.Limit{Name: "plan", Rate: rate.Every(2 * time.Second), Burst: 30}))

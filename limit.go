@@ -61,7 +61,9 @@ type Limit struct {
 	// Rate is the token bucket's refill rate (rate.Every(2*time.Second) is
 	// 30 a minute); zero means no bucket, rate.Inf an unlimited one.
 	Rate rate.Limit
-	// Burst is the bucket's size; zero means DefaultBurst.
+	// Burst is the bucket's size; zero means DefaultBurst. A Burst needs
+	// a Rate or a Window: with neither, and nothing else that limits (a
+	// MinSpacing, a MaxConcurrent or Adaptive), Validate refuses it.
 	Burst int
 	// MinSpacing is the least time between the starts of two requests of
 	// one key, as an alternative to Rate; the first request goes at once.
@@ -236,7 +238,18 @@ func (l Limit) Validate() error {
 	if l.IdleTimeout < 0 {
 		bad("IdleTimeout (%v) must not be negative", l.IdleTimeout)
 	}
+	if l.burstAlone() {
+		bad("Burst (%d) needs a Rate or a Window, the bucket or window it sizes: with neither, nor a MinSpacing, MaxConcurrent or Adaptive, the Limit would let every request through", l.Burst)
+	}
 	return errors.Join(errs...)
+}
+
+// burstAlone reports whether l has a Burst and nothing that limits: no
+// Rate or Window, which a Burst sizes, and no MinSpacing, MaxConcurrent
+// or Adaptive, which limit without one. Such a Limit was surely meant to
+// limit something, and would let every request through.
+func (l *Limit) burstAlone() bool {
+	return l.Burst > 0 && l.Rate == 0 && l.Window == 0 && l.MinSpacing == 0 && l.MaxConcurrent == 0 && !l.Adaptive
 }
 
 // keepsBucket reports whether l keeps its turns in a token bucket, the
@@ -247,7 +260,8 @@ func (l *Limit) keepsBucket() bool {
 }
 
 // WithLimit adds a limit scope; give it once per scope. An invalid Limit
-// makes every RoundTrip fail with its validation error. [Transport.AddLimit]
+// makes every RoundTrip fail with its validation error, which
+// [NewTransport] returns. [Transport.AddLimit]
 // adds one to a running transport.
 func WithLimit(l Limit) Option {
 	return func(t *Transport) {
@@ -300,12 +314,14 @@ func (e *ClientLimitError) Error() string {
 // Is reports whether target is ErrLimited.
 func (e *ClientLimitError) Is(target error) bool { return target == ErrLimited }
 
-// withDefaults fills the fields whose zero value means a default.
+// withDefaults fills the fields whose zero value means a default: a
+// Burst only where a Rate makes it a bucket's size, so that what Limits
+// reports validates again.
 func (l Limit) withDefaults() Limit {
 	if l.Key == nil {
 		l.Key = Host
 	}
-	if l.Burst == 0 {
+	if l.Burst == 0 && l.Rate != 0 {
 		l.Burst = DefaultBurst
 	}
 	return l

@@ -3,22 +3,87 @@ package ratewise
 import (
 	"context"
 	"log/slog"
+	"net/http"
 	"strconv"
+	"strings"
+	"sync/atomic"
 	"time"
+
+	"github.com/ratewise/ratewise/internal/headers"
+	"github.com/ratewise/ratewise/internal/keyed"
 )
 
 // WithLogger makes the transport log what it does to l, as structured
 // events with stable keys (rate_retry, rate_wait, rate_success,
-// rate_giveup, breaker_state; see "Logging" in the package doc). No URL,
-// header or body is logged, and errors go through [Redact]. An event whose
-// level l does not enable is not built. Without WithLogger the library
-// logs nothing.
+// rate_giveup, breaker_state, rate_hint_unreadable; see "Logging" in the
+// package doc). No URL or body is logged, and no header but a wait hint
+// that could not be read, once per key; errors go through [Redact]. An
+// event whose level l does not enable is not built. Without WithLogger
+// the library logs nothing.
 func WithLogger(l *slog.Logger) Option {
 	return func(t *Transport) {
 		if l != nil {
 			t.trace = composeTraces(t.trace, logTrace(l))
+			if t.hintLog == nil {
+				t.hintLog = &hintLog{logged: keyed.New[atomic.Bool](DefaultIdleTimeout, nil, nil)}
+			}
+			t.hintLog.loggers = append(t.hintLog.loggers, l)
 		}
 	}
+}
+
+// hintLog logs the wait hints a server sent that could not be read: once
+// per key, not once per response, so that a server answering every
+// request with a bad header does not flood the log. The mark that a key
+// was logged is per-key state, evicted once the key has been idle for
+// DefaultIdleTimeout, as the limit's and the gate's are: memory stays
+// bounded however many keys come and go, and a key idle that long may be
+// logged again.
+type hintLog struct {
+	loggers []*slog.Logger
+	logged  *keyed.Map[atomic.Bool]
+}
+
+// maxLoggedHint is how much of an unreadable hint's value is logged: a
+// server controls it, and a log line should stay a line.
+const maxLoggedHint = 64
+
+// check logs the first wait hint of resp, a response to a request of key
+// whose hints the call reads, that could not be read, unless key had one
+// logged already.
+func (h *hintLog) check(resp *http.Response, now time.Time, key, endpoint string) {
+	ctx := context.Background()
+	if !h.enabled(ctx) {
+		return
+	}
+	name, value, ok := headers.UnreadableHint(resp, now)
+	if !ok {
+		return
+	}
+	e := h.logged.Acquire(key, true)
+	first := e.State.CompareAndSwap(false, true)
+	h.logged.Release(e)
+	if !first {
+		return
+	}
+	if len(value) > maxLoggedHint {
+		value = strings.ToValidUTF8(value[:maxLoggedHint], "") + "..."
+	}
+	for _, l := range h.loggers {
+		l.LogAttrs(ctx, slog.LevelWarn, "wait hint unreadable: ignored",
+			slog.String("event", "rate_hint_unreadable"), slog.String("header", name), slog.String("value", value),
+			slog.Int("status", resp.StatusCode), slog.String("key", key), slog.String("endpoint", endpoint))
+	}
+}
+
+// enabled reports whether a logger would log a hint's warning.
+func (h *hintLog) enabled(ctx context.Context) bool {
+	for _, l := range h.loggers {
+		if l.Enabled(ctx, slog.LevelWarn) {
+			return true
+		}
+	}
+	return false
 }
 
 // logTrace is the trace that logs to l.

@@ -51,7 +51,9 @@ type PausePolicy struct {
 	Store store.Pauses
 }
 
-// WithPause configures the pause gate, which is on by default.
+// WithPause configures the pause gate, which is on by default. A negative
+// duration makes every RoundTrip fail with an error naming it, which
+// [NewTransport] returns.
 func WithPause(p PausePolicy) Option {
 	return func(t *Transport) {
 		var errs []error

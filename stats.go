@@ -207,10 +207,6 @@ type Stats struct {
 	// LastError is the last error a call returned, with secrets removed;
 	// "" when none has.
 	LastError string `json:"last_error,omitempty"`
-	// Requests is Calls under its former name, kept for readers of it.
-	//
-	// Deprecated: use Calls.
-	Requests int64 `json:"requests"`
 	// RetriesByReason counts retries by the status that caused them
 	// ("429", "503") or "network error".
 	RetriesByReason map[string]int64 `json:"retries_by_reason,omitempty"`
@@ -265,7 +261,6 @@ func (t *Transport) Stats() Stats {
 		s.Aborts[r] = c.aborts[i].Load()
 		s.Calls += s.Aborts[r]
 	}
-	s.Requests = s.Calls
 	if e := c.lastError.Load(); e != nil {
 		s.LastError = e.String()
 	}

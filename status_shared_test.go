@@ -12,7 +12,7 @@ import (
 
 // adr-009-token-bucket-redis.md, get_status(identifier): every replica
 // reports the tokens of the shared bucket, one that sent nothing too.
-func TestLimitStatusReportsTheSharedBucket(t *testing.T) {
+func TestKeyStatusReportsTheSharedBucket(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		mem := NewMemoryStore()
 		for _, limit := range []Limit{
@@ -41,7 +41,7 @@ func TestLimitStatusReportsTheSharedBucket(t *testing.T) {
 
 // adr-009-token-bucket-redis.md, Redis down: while the store fails, the
 // scope's own bucket stands in, and KeyStatus reports it.
-func TestLimitStatusWithTheStoreDownReportsTheOwnBucket(t *testing.T) {
+func TestKeyStatusWithTheStoreDownReportsTheOwnBucket(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tr := New(newScript(answer(200)).mock(), WithLimit(Limit{Name: "api", Rate: 1, Burst: 5, Store: failingStore{}}))
 		for range 3 {

@@ -14,7 +14,7 @@ import (
 	"golang.org/x/time/rate"
 )
 
-func TestLimitStatusJSON(t *testing.T) {
+func TestKeyStatusJSON(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newScript(answer(429, "Retry-After", "30"))
 		tr := New(s.mock(), WithRetry(RetryPolicy{MaxAttempts: 1}),
@@ -38,7 +38,7 @@ func TestLimitStatusJSON(t *testing.T) {
 	})
 }
 
-func TestLimitStatusOfUnknownKeyCreatesNothing(t *testing.T) {
+func TestKeyStatusOfUnknownKeyCreatesNothing(t *testing.T) {
 	tr := New(nil, WithLimit(Limit{Rate: 1}), WithBreaker(BreakerPolicy{}))
 	st := tr.KeyStatus("never.example.com")
 	if st.PausedFor != 0 || st.Scopes[0].Tokens != 1 || st.Breaker.State != BreakerClosed {
@@ -78,7 +78,7 @@ func TestWithRetryPolicyPerRequest(t *testing.T) {
 	})
 }
 
-func TestCooldownPolicyErrors(t *testing.T) {
+func TestPausePolicyErrors(t *testing.T) {
 	for _, p := range []PausePolicy{{Spread: -1}, {IdleTimeout: -1}} {
 		if _, err := New(nil, WithPause(p)).RoundTrip(mustRequest(t, http.MethodGet, nil)); err == nil {
 			t.Errorf("WithPause(%+v): RoundTrip returned no error", p)

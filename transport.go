@@ -15,7 +15,7 @@ import (
 // base RoundTripper, by the pipeline (see the package doc): the key's
 // breaker, its pause gate and each limit scope, the send, then the retry
 // policy, while attempts, the wait budget and the host's retry budget last.
-// Create one with [New]. It is safe for concurrent use; its zero value is
+// Create one with [New] or [NewTransport]. It is safe for concurrent use; its zero value is
 // not usable.
 type Transport struct {
 	base  http.RoundTripper
@@ -30,6 +30,9 @@ type Transport struct {
 	// trace hears every call (WithTrace, WithLogger); nil when nothing
 	// does. counters are what Stats reports.
 	trace *Trace
+	// hintLog logs the wait hints that could not be read (WithLogger);
+	// nil without a logger.
+	hintLog *hintLog
 	// counters live apart from the fields every call reads, so that the
 	// adds of one core do not evict those fields from the others' caches.
 	counters *counters
@@ -69,7 +72,7 @@ var _ http.RoundTripper = (*Transport)(nil)
 // retrying the base's error.
 var errNoURL = errors.New("ratewise: request has no URL")
 
-// Option configures a [Transport] in [New].
+// Option configures a [Transport] in [New] or [NewTransport].
 type Option func(*Transport)
 
 // New returns a Transport that sends requests through base, or through
@@ -77,9 +80,11 @@ type Option func(*Transport)
 // [DefaultRetryPolicy], pauses a host while its wait hint lasts, and learns
 // each host's limit from its first rate-limit signal on ([LearnedScope]);
 // a Limit you give is a ceiling the learning stays under (see "Limits" in
-// the package doc). There is no breaker unless [WithBreaker] adds one. An
-// invalid option makes every RoundTrip return an error naming the bad
-// fields.
+// the package doc). There is no breaker unless [WithBreaker] adds one.
+//
+// New never fails: an invalid option makes every RoundTrip return an
+// error naming the bad fields. [NewTransport] returns that error where
+// the transport is built.
 func New(base http.RoundTripper, opts ...Option) *Transport {
 	if base == nil {
 		base = http.DefaultTransport
@@ -105,6 +110,20 @@ func New(base http.RoundTripper, opts ...Option) *Transport {
 		}
 	}
 	return t
+}
+
+// NewTransport is [New] that reports a misconfiguration where the
+// transport is built, as [http.NewRequest] does: when an option is
+// invalid, it returns a nil Transport and the error every RoundTrip of
+// New's transport would return, which names each bad option and field,
+// all of them joined in one error. Otherwise it returns the transport New
+// returns and a nil error.
+func NewTransport(base http.RoundTripper, opts ...Option) (*Transport, error) {
+	t := New(base, opts...)
+	if t.err != nil {
+		return nil, t.err
+	}
+	return t, nil
 }
 
 // breakerListeners returns what tells onChange and trace of a breaker's
@@ -158,7 +177,9 @@ func (t *Transport) learnsEveryRequest() bool {
 }
 
 // WithRetry sets the retry policy; zero fields take their defaults. A
-// policy with MaxAttempts 1 turns retries off.
+// policy with MaxAttempts 1 turns retries off. An invalid policy makes
+// every RoundTrip fail with its validation error, which [NewTransport]
+// returns.
 func WithRetry(p RetryPolicy) Option {
 	return func(t *Transport) {
 		prepared, err := p.prepared()

@@ -62,9 +62,10 @@ type Limit struct {
 	// stats and logs: printable ASCII, one per scope; "limit N" when
 	// empty, N counting WithLimit from 1.
 	Name string
-	// Rate and Burst make a token bucket (rate.Inf or no Rate: it limits
+	// Rate and Burst make a token bucket (rate.Inf, or neither: it limits
 	// nothing); Burst and Window a fixed window of Burst turns, starting
-	// at a key's first request.
+	// at a key's first request. A Burst with neither a Rate nor a Window
+	// is refused.
 	Rate   rate.Limit
 	Burst  int
 	Window time.Duration
@@ -100,15 +101,6 @@ func (l Limit) client() ratewise.Limit {
 // (see "Scopes" in the package doc).
 func WithLimit(l Limit) Option {
 	return func(c *config) { c.limits = append(c.limits, l.client()) }
-}
-
-// WithClientLimit adds a scope from a client's ratewise.Limit, as
-// WithLimit did before it took a Limit of its own. New refuses the fields
-// only a client honours (MinSpacing, MaxConcurrent, Adaptive, ...).
-//
-// Deprecated: use WithLimit with a Limit.
-func WithClientLimit(l ratewise.Limit) Option {
-	return func(c *config) { c.limits = append(c.limits, l) }
 }
 
 // WithClientIP says where the client's IP address is read, for the

@@ -22,9 +22,8 @@ func TestNewRefusesBadOptions(t *testing.T) {
 		opts []Option
 		want []string
 	}{
-		{"spacing", []Option{WithClientLimit(ratewise.Limit{MinSpacing: time.Second})}, []string{`Limit "limit 1"`, "MinSpacing (1s)"}},
-		{"adaptive", []Option{WithClientLimit(ratewise.Limit{Name: "a", Adaptive: true})}, []string{"Adaptive (true)"}},
 		{"invalid", []Option{WithLimit(Limit{Burst: -1})}, []string{"Burst (-1) must not be negative"}},
+		{"burst alone", []Option{WithLimit(Limit{Name: "ip", Burst: 5})}, []string{`Limit "ip": Burst (5) needs a Rate or a Window`}},
 		{"window store", []Option{WithLimit(Limit{Burst: 2, Window: time.Second, Store: ratewise.NewMemoryStore()})}, []string{"takes no"}},
 		{"names", []Option{WithLimit(adrPerIP()), WithLimit(adrPerIP())}, []string{`two scopes are named "ip"`}},
 		{"name", []Option{WithLimit(Limit{Name: "ü", Rate: 1})}, []string{"printable ASCII"}},

@@ -510,8 +510,3 @@ func (c *Client) ReadCard(ctx context.Context, card string) (*CardDetails, error
 	}
 	return d, nil
 }
-
-// LimitStatus is the former name of KeyStatus.
-//
-// Deprecated: use [Client.KeyStatus].
-func (c *Client) LimitStatus() ratewise.KeyStatus { return c.KeyStatus() }

@@ -102,9 +102,6 @@ func TestClientKeyStatus(t *testing.T) {
 	if st.Breaker == nil || st.Breaker.Key != minute.Key {
 		t.Errorf("the breaker: %+v, want the API key's", st.Breaker)
 	}
-	if old := c.LimitStatus(); old.Key != st.Key || len(old.Scopes) != len(st.Scopes) {
-		t.Errorf("LimitStatus, the former name, = %+v; want KeyStatus's %+v", old, st)
-	}
 }
 
 // The envelope says why a read waited: for the account's pace, or after

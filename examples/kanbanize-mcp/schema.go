@@ -135,7 +135,6 @@ const (
       "total_wait_seconds", "average_wait_seconds"],
     "properties": {
       "calls": {"type": "integer", "minimum": 0, "description": "calls (reads of the API, retries and all) that have ended"},
-      "requests": {"type": "integer", "minimum": 0, "description": "calls, under its former name (deprecated)"},
       "attempts": {"type": "integer", "minimum": 0, "description": "requests sent to the API, retries included"},
       "retries": {"type": "integer", "minimum": 0},
       "rate_limit_hits": {"type": "integer", "minimum": 0},

@@ -46,7 +46,8 @@
 // then came from some other limit, and waiting for that quota's reset
 // would be waiting for the wrong thing. Absurd, negative, malformed and
 // overflowing values are no hint. It reports false when no header gives a
-// valid wait.
+// valid wait. UnreadableHint names the first hint WaitHint passed over
+// because it could not be read, and the value it read, for a log.
 //
 // # Retry-After
 //

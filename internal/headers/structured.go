@@ -78,6 +78,7 @@ type rateLimitPolicy struct {
 	name         string // the list item's name; "" in the dictionary form
 	reset        time.Duration
 	hasReset     bool
+	badReset     bool // a reset was given and could not be read
 	remaining    string
 	hasRemaining bool
 }
@@ -92,6 +93,7 @@ func (p *rateLimitPolicy) set(param string, now time.Time) {
 	switch strings.ToLower(strings.TrimSpace(key)) {
 	case "t", "reset":
 		p.reset, p.hasReset = parseReset(val, now)
+		p.badReset = !p.hasReset
 	case "r", "remaining":
 		p.remaining, p.hasRemaining = val, true
 	}

@@ -44,11 +44,14 @@ func fakeDefaultTransport() (restore func()) {
 func Example_quickStart() {
 	defer fakeDefaultTransport()()
 
-	tr := ratewise.New(http.DefaultTransport,
+	tr, err := ratewise.NewTransport(http.DefaultTransport,
 		ratewise.WithLimit(ratewise.Limit{Rate: rate.Every(2 * time.Second), Burst: 30}), // told: 30 a minute, 30 at once
 		ratewise.WithRetry(ratewise.RetryPolicy{MaxAttempts: 6, TotalWaitCap: time.Minute}),
 		ratewise.WithBreaker(ratewise.BreakerPolicy{}), // opens after 5 failures in a row; the 429s of one burst are one
 	)
+	if err != nil { // a bad option, named: ratewise.New would fail every call with it
+		log.Fatal(err)
+	}
 	client := &http.Client{Transport: tr}
 
 	ctx, stats := ratewise.WithCallStats(context.Background())
@@ -130,7 +133,7 @@ func ExampleTransport_Stats() {
 	b, _ := json.Marshal(st)
 	fmt.Println(string(b))
 	// Output:
-	// {"calls":3,"attempts":5,"retries":2,"rate_limit_hits":3,"succeeded":2,"aborts":{"attempts":0,"blocked":0,"body":0,"breaker_open":0,"canceled":0,"invalid":0,"limit":0,"network":0,"retry_budget":0,"wait_budget":1},"waits":2,"requests":3,"retries_by_reason":{"429":1,"503":1},"rate_limit_hits_by_key":{"api.example.com":3},"waits_by_kind":{"backoff":{"count":2,"buckets":[0,2,2,2,2,2,2,2,2],"total_seconds":0.3}},"total_wait_seconds":0.3,"average_wait_seconds":0.2}
+	// {"calls":3,"attempts":5,"retries":2,"rate_limit_hits":3,"succeeded":2,"aborts":{"attempts":0,"blocked":0,"body":0,"breaker_open":0,"canceled":0,"invalid":0,"limit":0,"network":0,"retry_budget":0,"wait_budget":1},"waits":2,"retries_by_reason":{"429":1,"503":1},"rate_limit_hits_by_key":{"api.example.com":3},"waits_by_kind":{"backoff":{"count":2,"buckets":[0,2,2,2,2,2,2,2,2],"total_seconds":0.3}},"total_wait_seconds":0.3,"average_wait_seconds":0.2}
 }
 
 // An operator's bad value keeps the default in force, and says so.

@@ -5,21 +5,27 @@ GO          ?= go
 MODULES     := $(shell find . -name go.mod -not -path './.git/*' -printf '%h\n' | sort)
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME    ?= 30s
+SOAKTIME    ?= 2m
+TEST_JOBS   ?= 3
+# the modules whose tests take longest start first
+SLOW_MODULES := . ./redis ./faults
 BENCHTIME   ?= 1s
 
-.PHONY: test lint deps api tidy fuzz bench bench-fast redis-server nginx
+.PHONY: test soak lint deps api tidy fuzz bench bench-fast redis-server nginx
 
-## test: go test -race over every module (fuzz targets run on their seed corpora),
-## then the root package's simulations in fake time without -race (see figuref);
-## the redis module's tests run a real redis-server, and the bench module's
-## nginx, both installed here when missing
+## test: go test -race over every module, TEST_JOBS at a time (fuzz
+## targets run on their seed corpora, soaks briefly), then the root
+## package's tests that hold figures in fake time without -race (see
+## figuref); the redis module's tests run a real redis-server, and the
+## bench module's nginx, both installed here when missing
 test: redis-server nginx
-	@set -e; for m in $(MODULES); do \
-		echo "== go test -race $$m"; \
-		(cd $$m && $(GO) test -race -count=1 ./...); \
-	done
-	@echo "== go test -skip TestSoak . (the figures of the simulations in fake time, without the race detector's shuffled wake-ups)"
-	@$(GO) test -count=1 -skip 'TestSoak$$' .
+	@GO=$(GO) JOBS=$(TEST_JOBS) .ci/test-modules $(SLOW_MODULES) $(filter-out $(SLOW_MODULES),$(MODULES))
+
+## soak: the soaks for SOAKTIME each (default 2m): the root package's
+## TestSoak, then the faults module's TestSoakUnderToxics
+soak: redis-server
+	$(GO) test -race -count=1 -run '^TestSoak$$' . -soak=$(SOAKTIME)
+	cd faults && $(GO) test -race -count=1 -run '^TestSoakUnderToxics$$' . -soak=$(SOAKTIME)
 
 ## redis-server: install Debian's redis-server when it is not on PATH
 redis-server:

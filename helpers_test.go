@@ -3,8 +3,11 @@ package ratewise
 import (
 	"bytes"
 	"context"
+	"flag"
+	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -14,6 +17,15 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	flag.Parse()
+	if *figuresOnly {
+		pattern, err := figureTests()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "finding the tests that hold figures:", err)
+			os.Exit(2)
+		}
+		flag.Set("test.run", pattern)
+	}
 	goleak.VerifyTestMain(m)
 }
 

@@ -113,7 +113,9 @@ func TestThreeReplicasOnOneRedisHoldTheGlobalLimit(t *testing.T) {
 	if fleetRate < globalRate*0.98 || fleetRate > globalRate*1.02 {
 		t.Errorf("the fleet admitted %.2f a second past the burst, want %d ± 2%%", fleetRate, globalRate)
 	}
-	if total.other != 0 || total.refused < 10*total.admitted {
+	// Pressed hard: more knocks than the limit admits, a few times over,
+	// however slowly a loaded machine runs the clients.
+	if total.other != 0 || total.refused < 3*total.admitted {
 		t.Errorf("%d answers neither 200 nor 429, %d refused for %d admitted: want none, and the clients to have pressed hard",
 			total.other, total.refused, total.admitted)
 	}

@@ -155,14 +155,19 @@ func TestAppliesLimitLeavesOtherHostsLearned(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				s := newScript(answer(429), answer(200))
+				// Two let through, then a refusal: a rate's (a refusal
+				// before any was let through is tried first, see
+				// internal/learn/shed.go).
+				s := newScript(answer(200), answer(200), answer(429), answer(200))
 				tr := tt.make(s.mock())
-				req, _ := http.NewRequest(http.MethodGet, "https://b.test/items", nil)
-				resp, err := tr.RoundTrip(req.WithContext(noWait()))
-				if err != nil {
-					t.Fatal(err)
+				for range 3 {
+					req, _ := http.NewRequest(http.MethodGet, "https://b.test/items", nil)
+					resp, err := tr.RoundTrip(req.WithContext(noWait()))
+					if err != nil {
+						t.Fatal(err)
+					}
+					readAll(t, resp)
 				}
-				readAll(t, resp)
 				var learned *ScopeStatus
 				for _, st := range tr.KeyStatus("b.test").Scopes {
 					if st.Name == LearnedScope {

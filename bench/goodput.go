@@ -63,6 +63,13 @@ type Scenario struct {
 	// means one. A fleet is not told the limit: contenders that are told
 	// it sit it out.
 	Replicas int
+	// Attempts, when set, is how many attempts every client makes of a
+	// call, the first and its retries; zero leaves each its default.
+	Attempts int
+	// MinBackoff and MaxBackoff, when set, are every client's first
+	// backoff and its cap where the server names no wait; zero leaves
+	// each its default.
+	MinBackoff, MaxBackoff time.Duration
 }
 
 // Scenarios are the configurations every run covers: a bucket of 50/s
@@ -70,7 +77,10 @@ type Scenario struct {
 // windows of 50 per second and of 30 per 10 seconds; fleets of four and
 // of eight clients sharing the 50/s bucket or the window of 50 per
 // second; a cap of 5 requests at once, each served in 50 ms; and a load
-// shedder refusing 2 requests in 3, called with POSTs.
+// shedder refusing 2 requests in 3, called with POSTs, and with GETs (a
+// transient 503 of which is retried too): 60 calls of 20 workers, 8
+// attempts each, with the clients' default backoff and with one of 10 to
+// 100 ms, and 200 calls of 20 workers with the clients' defaults.
 func Scenarios() []Scenario {
 	return []Scenario{
 		{Name: "bucket", Rate: 50, Burst: 10, Workers: 20, Calls: 500},
@@ -84,6 +94,10 @@ func Scenarios() []Scenario {
 		{Name: "window fleet 8", Limit: 50, Window: time.Second, Workers: 40, Calls: 500, Replicas: 8},
 		{Name: "cap", Limit: 5, Service: 50 * time.Millisecond, Workers: 20, Calls: 300},
 		{Name: "shed", Shed: 2.0 / 3, Body: `{"name":"widget","count":1}`, Workers: 50, Calls: 50},
+		{Name: "shed GETs", Shed: 2.0 / 3, Workers: 20, Calls: 60, Attempts: 8},
+		{Name: "shed GETs, short backoff", Shed: 2.0 / 3, Workers: 20, Calls: 60, Attempts: 8,
+			MinBackoff: 10 * time.Millisecond, MaxBackoff: 100 * time.Millisecond},
+		{Name: "shed GETs, 200 calls", Shed: 2.0 / 3, Workers: 20, Calls: 200},
 	}
 }
 
@@ -143,6 +157,12 @@ func (s Scenario) String() string {
 	calls := fmt.Sprintf("%d calls", s.Calls)
 	if s.Body != "" {
 		calls = fmt.Sprintf("%d POSTs", s.Calls)
+	}
+	if s.Attempts > 0 {
+		calls += fmt.Sprintf(", %d attempts", s.Attempts)
+	}
+	if s.MaxBackoff > 0 {
+		calls += fmt.Sprintf(", backoff %v to %v", s.MinBackoff, s.MaxBackoff)
 	}
 	if s.Replicas > 1 {
 		return fmt.Sprintf("%s: %s, %d clients of %d workers, %s", s.Name, s.limit(), s.Replicas, s.Workers/s.Replicas, calls)

@@ -137,6 +137,7 @@ func TestScenarioKinds(t *testing.T) {
 		"bucket": Bucket, "bucket 50 workers": Bucket, "bucket 200 workers": Bucket, "fleet": Bucket, "fleet 8": Bucket,
 		"window 1s": Window, "window 10s": Window, "window fleet": Window, "window fleet 8": Window,
 		"cap": Concurrency, "shed": Shedding,
+		"shed GETs": Shedding, "shed GETs, short backoff": Shedding, "shed GETs, 200 calls": Shedding,
 	}
 	for _, s := range Scenarios() {
 		if got, ok := want[s.Name]; !ok || s.Kind() != got {
@@ -235,6 +236,12 @@ func TestMatchupsFiltered(t *testing.T) {
 			want: []string{
 				"shed, ratewisetest load shedder, 429: ratewise WithoutLearning(), go-retryablehttp defaults",
 				"shed, ratewisetest load shedder, 503: ratewise WithoutLearning(), go-retryablehttp defaults",
+				"shed GETs, ratewisetest load shedder, 429: ratewise WithoutLearning(), go-retryablehttp defaults",
+				"shed GETs, ratewisetest load shedder, 503: ratewise WithoutLearning(), go-retryablehttp defaults",
+				"shed GETs, short backoff, ratewisetest load shedder, 429: ratewise WithoutLearning(), go-retryablehttp defaults",
+				"shed GETs, short backoff, ratewisetest load shedder, 503: ratewise WithoutLearning(), go-retryablehttp defaults",
+				"shed GETs, 200 calls, ratewisetest load shedder, 429: ratewise WithoutLearning(), go-retryablehttp defaults",
+				"shed GETs, 200 calls, ratewisetest load shedder, 503: ratewise WithoutLearning(), go-retryablehttp defaults",
 			},
 		},
 		{
@@ -243,7 +250,7 @@ func TestMatchupsFiltered(t *testing.T) {
 		},
 		{
 			name: "the shedders, the Baseline alone",
-			give: Filter{Scenario: re("^shed"), Server: re("429"), Contender: re("WithoutLearning")},
+			give: Filter{Scenario: re("^shed:"), Server: re("429"), Contender: re("WithoutLearning")},
 			want: []string{"shed, ratewisetest load shedder, 429: ratewise WithoutLearning()"},
 		},
 	}

@@ -71,8 +71,8 @@ func overheadCases() []struct {
 		{"ratewise/adaptive", ratewise.New(newStaticBase(), ratewise.WithLimit(ratewise.Limit{Adaptive: true}))},
 		{"ratewise/limit+retry+breaker", fullStack(newStaticBase())},
 		{"go-retryablehttp", &retryablehttp.RoundTripper{Client: retryable}},
-		{"failsafe-go/retry", failsafehttp.NewRoundTripper(newStaticBase(), failsafeRetry())},
-		{"failsafe-go/retry+breaker", failsafehttp.NewRoundTripper(newStaticBase(), failsafeRetry(),
+		{"failsafe-go/retry", failsafehttp.NewRoundTripper(newStaticBase(), failsafeRetry(Scenario{}))},
+		{"failsafe-go/retry+breaker", failsafehttp.NewRoundTripper(newStaticBase(), failsafeRetry(Scenario{}),
 			circuitbreaker.NewWithDefaults[*http.Response]())},
 	}
 }

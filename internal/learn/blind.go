@@ -206,6 +206,7 @@ func (p *Pacer) goBlind(now time.Time) {
 	p.unpaced, p.probing, p.next = true, false, time.Time{}
 	p.blinds.Reset()
 	p.cutAt = p.sent
+	p.freshOK = 0
 }
 
 // blind reports whether the key goes unpaced at now, its refusals blind

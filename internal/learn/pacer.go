@@ -156,6 +156,15 @@ type Pacer struct {
 
 	// unpaced is set until the first refusal: nothing learned yet.
 	unpaced bool
+	// freshOK counts the successes since the key last started learning:
+	// since its first request, or since it went blind. onTrial is set
+	// while a refusal's trial runs, which trialN answers took so far,
+	// trialPass of them let through, the last trialDry refused in a row
+	// (see shed.go).
+	freshOK                     int
+	onTrial                     bool
+	trialN, trialPass, trialDry int
+	trialFrom                   time.Time
 
 	// The pace between two refusals (see ramp.go).
 	ramp
@@ -253,6 +262,7 @@ func (p *Pacer) Untracked(an Answer, sentBefore int64, now time.Time) {
 func (p *Pacer) Adopt(passed, out, passedWith int) {
 	p.mu.Lock()
 	p.untrackedOK += passed
+	p.freshOK += passed
 	p.untrackedOut += out
 	for range min(passed, capMinOK) {
 		p.flights.note(passedWith, true) // the most in flight it passed with
@@ -269,6 +279,7 @@ func (p *Pacer) Unpaced(passed bool, others int) {
 	p.wakeHead() // it may wait for room in the cap
 	if passed {
 		p.untrackedOK++
+		p.freshOK++
 		if others >= 0 {
 			p.flights.note(others, true)
 		}
@@ -281,6 +292,7 @@ func (p *Pacer) Unpaced(passed bool, others int) {
 func (p *Pacer) learn(seq uint64, newEvent bool, an Answer, now time.Time) {
 	if an.OK {
 		p.successes++
+		p.freshOK++
 		if !p.lastSuccess.IsZero() {
 			credit := min(now.Sub(p.lastSuccess), adaptiveMaxCredit)
 			if r := p.rate(now); !math.IsInf(r, 1) {
@@ -323,7 +335,13 @@ func (p *Pacer) learn(seq uint64, newEvent bool, an Answer, now time.Time) {
 	if an.Refused {
 		p.refusalCounted = explained
 	}
+	if !explained && an.Remaining < 0 && (an.OK || an.Refused) && !p.blind(now) && p.trial(an.OK, now) {
+		return
+	}
 	if an.Refused && !explained && !(known && k > 0 && p.capRefused(k, now)) {
+		if !p.blind(now) && p.startTrial(an.Hint, now) {
+			return
+		}
 		p.refused(newEvent, an.Hint, now)
 	}
 }

@@ -1,0 +1,63 @@
+package learn
+
+import (
+	"math"
+	"testing"
+	"time"
+)
+
+// TestTrialTellsAShedderWithoutSlowing: the key's first request is
+// refused, with nothing let through before it and no hint. The requests
+// sent at once after it are let through, one in three, as a shedder's
+// are: the key goes blind to its refusals without having been paced. A
+// bucket that others emptied refuses every request sent at once after
+// the first refusal: the search for a pace starts, as it would have at
+// the first refusal.
+func TestTrialTellsAShedderWithoutSlowing(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	refused := Answer{Refused: true, Remaining: -1, Flight: 0}
+	ok := Answer{OK: true, Remaining: -1, Flight: 0}
+
+	shed := New(0, math.Inf(1), t0)
+	shed.Untracked(refused, 0, t0)
+	for i := range 6 {
+		if r := shed.rate(t0); !math.IsInf(r, 1) {
+			t.Fatalf("shedder, answer %d: paced at %.2f/s during the trial, want unpaced", i, r)
+		}
+		an := refused
+		if i%3 == 2 {
+			an = ok
+		}
+		shed.Untracked(an, int64(i+1), t0)
+	}
+	if !shed.blind(t0) || !math.IsInf(shed.rate(t0), 1) {
+		t.Errorf("shedder: blind %v, rate %.2f/s; want blind and unpaced", shed.blind(t0), shed.rate(t0))
+	}
+
+	emptied := New(0, math.Inf(1), t0)
+	emptied.Untracked(refused, 0, t0)
+	for i := range trialDry {
+		emptied.Untracked(refused, int64(i+1), t0)
+	}
+	if emptied.blind(t0) || math.IsInf(emptied.rate(t0), 1) {
+		t.Errorf("emptied bucket: blind %v, rate %.2f/s; want paced", emptied.blind(t0), emptied.rate(t0))
+	}
+
+	// A burst let through first is a rate's: no trial, paced at once.
+	fresh := New(0, math.Inf(1), t0)
+	fresh.Adopt(10, 0, 9)
+	fresh.Untracked(refused, 10, t0)
+	if fresh.onTrial || math.IsInf(fresh.rate(t0), 1) {
+		t.Errorf("fresh bucket: on trial %v, rate %.2f/s; want paced at once", fresh.onTrial, fresh.rate(t0))
+	}
+
+	// Successes that come after the trial's span may be a refill's.
+	late := New(0, math.Inf(1), t0)
+	late.Untracked(refused, 0, t0)
+	later := t0.Add(2 * trialSpan)
+	late.Untracked(ok, 1, later)
+	late.Untracked(ok, 2, later)
+	if late.blind(later) {
+		t.Error("successes after the trial's span made the key blind")
+	}
+}

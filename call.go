@@ -86,6 +86,16 @@ type call struct {
 	// MaxWait, which bound the wait for a pace learned under them too.
 	toldFailFast bool
 	toldMaxWait  time.Duration
+	// windowScope is the told Window scope that gave the attempt a turn
+	// of its count, at once with the window's others, and windowKey the
+	// attempt's key there: a refusal of it makes the window yield
+	// (yieldWindow). Nil when no window gave one (the last, with several).
+	windowScope *scope
+	windowKey   string
+	// yielded is set when the attempt's refusal made its window yield:
+	// the spread the window keeps from then on answers the refusal's
+	// hint, which pauses neither the key nor the attempt's retry.
+	yielded bool
 	// startOthers is how many requests of its key were in flight when the
 	// attempt went in the key's slow start.
 	startOthers int

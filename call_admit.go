@@ -68,7 +68,7 @@ func (c *call) withdraw() {
 func (c *call) admitScopes() error {
 	scopes := c.t.scopes()
 	c.readTold(scopes)
-	c.learns = false
+	c.learns, c.windowScope = false, nil
 	var first *scope // the LearnedScope, under told limits
 	if c.told {
 		first = c.t.learned

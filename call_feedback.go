@@ -38,11 +38,13 @@ func (c *call) feedBack(resp *http.Response, err error, class Class) {
 	if c.learns && err == nil && (class.refusal() || !c.told && c.sampleQuota(resp)) {
 		c.learnUntracked(resp, class, hint)
 	}
+	c.yielded = err == nil && class.refusal() && c.windowScope != nil && c.yieldWindow()
 	// A hint pauses the key's other requests too: all of them when
 	// nothing paces the request, else only a hint of more than a second,
 	// and not once the key's learned pace has seen its server's hints
-	// overstate when its quota comes back.
-	pausesKey := hint > 0 && c.t.gate != nil && (hint > time.Second || !c.paced())
+	// overstate when its quota comes back, nor when the key's told window
+	// yields: its spread answers the hint.
+	pausesKey := !c.yielded && hint > 0 && c.t.gate != nil && (hint > time.Second || !c.paced())
 	var heldUntil time.Time // a learned window's hold, when later than the hint's
 	closed := probed && err == nil && class == Final
 	if c.adaptive.n > 0 && now.IsZero() {
@@ -79,4 +81,20 @@ func maxTime(a, b time.Time) time.Time {
 		return a
 	}
 	return b
+}
+
+// yieldWindow makes the told window that gave the refused attempt its
+// turn yield (limit.Key.Yield): its key's turns are spread from now on.
+// The window stands for the server's quota as a user read it; that the
+// server refused it says it counts more strictly, which a spread of the
+// same quota answers sooner than the refusal's hint: a sliding-window
+// counter asks for the whole window, while it lets the quota's share
+// through every Window/Burst. A turn of the spread, refused, is the
+// server's to pause as any other.
+func (c *call) yieldWindow() bool {
+	s, key := c.windowScope, c.windowKey
+	e := s.states.Acquire(key, true)
+	e.State.told.Yield(time.Now(), s.engine())
+	s.states.Release(e)
+	return true
 }

@@ -69,13 +69,20 @@ func (s *scope) pace(c *call, key string, st *scopeState, deadline time.Time, l 
 	}
 	var r limit.Reservation
 	for {
-		if err := st.told.Reserve(&r, c.priority < PriorityNormal, cfg, n, deadline); err != nil || r.Delay <= 0 {
+		err := st.told.Reserve(&r, c.priority < PriorityNormal, cfg, n, deadline)
+		if err == nil && r.Delay > 0 {
+			err = c.waitAdmission(r.Delay, WaitPacing)
+			if again := st.told.Waited(&r, err); err == nil && again {
+				continue
+			}
+		}
+		if err != nil {
 			return s.refusal(key, err)
 		}
-		err := c.waitAdmission(r.Delay, WaitPacing)
-		if again := st.told.Waited(&r, err); err != nil || !again {
-			return err
+		if r.WindowTurn() {
+			c.windowScope, c.windowKey = s, key
 		}
+		return nil
 	}
 }
 

@@ -61,6 +61,10 @@ type Key struct {
 	bucket    *rate.Limiter // nil without a finite Rate, a Window, or when Learned; guarded by mu
 	nextStart time.Time     // with MinSpacing: the earliest next start; guarded by mu
 	window    windowLog     // with a Window: the starts in it; guarded by mu
+	// yielded is set, with a Window, once the server refused a turn the
+	// window gave (Yield): its turns are then spaced, Window/Burst apart
+	// from nextStart, rather than given at once. Guarded by mu.
+	yielded bool
 	// slots counts the concurrency slots taken, and queued the requests
 	// waiting for one, the length of queue: see TakeSlot.
 	slots   atomic.Int64
@@ -97,6 +101,7 @@ func (k *Key) CatchUp(gen uint64, cfg *Config, now time.Time) {
 	case cfg.Window > 0:
 		k.bucket = nil
 		k.window.resize(cfg.Burst)
+		k.yielded = false // told anew: trusted again, bursts and all
 	case !FiniteRate(cfg.Rate):
 		k.bucket, k.window = nil, windowLog{}
 	case k.bucket == nil:

@@ -79,17 +79,21 @@ func (k *Key) Waited(r *Reservation, err error) (again bool) {
 // or n gaps of the spacing, the first of which is the caller's.
 // t is the caller's, zero.
 func (k *Key) takeTurn(t *turn, now time.Time, low bool, cfg *Config, n int) time.Duration {
-	if cfg.Window > 0 {
+	if cfg.Window > 0 && !k.yielded {
 		var d time.Duration
 		d, *t = k.window.take(now, cfg.Burst, cfg.Window, n)
 		return d
 	}
 	if k.bucket == nil {
+		gap := spacingGap(cfg)
+		if cfg.Window > 0 {
+			gap = yieldGap(cfg)
+		}
 		start := now
 		if k.nextStart.After(now) {
 			start = k.nextStart
 		}
-		t.before, t.spacedTo = k.nextStart, start.Add(time.Duration(n)*spacingGap(cfg))
+		t.before, t.spacedTo = k.nextStart, start.Add(time.Duration(n)*gap)
 		k.nextStart = t.spacedTo
 		return start.Sub(now)
 	}
@@ -122,6 +126,37 @@ func (k *Key) giveBackTurn(t *turn, now time.Time) {
 		k.nextStart = t.before
 	}
 }
+
+// yieldGap is the gap between the turns of a window that yielded:
+// Burst−1 per Window, evenly. A sliding-window counter of Burst per
+// Window weighs the last window's count in whole requests, and may run a
+// request ahead of a smooth pace: one of Burst per Window is refused
+// now and then, one of Burst−1 never.
+func yieldGap(cfg *Config) time.Duration {
+	return cfg.Window / time.Duration(max(cfg.Burst-1, 1))
+}
+
+// Yield spreads the turns of k's window from now on, Window/Burst apart,
+// the first of them a gap after now: the server refused a turn the
+// window gave at once, so it counts more strictly than a fixed window of
+// Burst per Window (a sliding-window counter weighs the last window in),
+// and the rest of the window's quota sent at once would be refused too.
+func (k *Key) Yield(now time.Time, cfg *Config) {
+	if cfg.Window <= 0 {
+		return
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if !k.yielded {
+		k.yielded = true
+		k.nextStart = now.Add(yieldGap(cfg))
+	}
+}
+
+// WindowTurn reports whether r is a turn a window gave from its count,
+// as it gives them before it yields (Key.Yield), rather than a spread
+// one.
+func (r *Reservation) WindowTurn() bool { return !r.turn.windowAt.IsZero() }
 
 // spacingGap draws the gap after a request start: MinSpacing ±
 // SpacingJitter.

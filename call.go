@@ -94,8 +94,7 @@ type call struct {
 	windowKey   string
 	// yielded is set when the attempt's refusal made its window yield:
 	// the spread the window keeps from then on answers the refusal's
-	// hint for the key's other requests, which it does not pause; the
-	// refused attempt's retry still waits it out.
+	// hint, which pauses neither the key nor the attempt's retry.
 	yielded bool
 	// startOthers is how many requests of its key were in flight when the
 	// attempt went in the key's slow start.

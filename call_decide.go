@@ -18,13 +18,12 @@ import (
 // commitment that takes a retry and its wait from their budgets.
 
 // responseDelay is the wait before retrying after resp: the policy's
-// jittered backoff, raised to the server's hint unless IgnoreRetryAfter.
-// A refusal that made its told window yield is no exception: the key's
-// other requests go on in the window's spread, but the request the
-// server refused waits as long as the server asked.
+// jittered backoff, raised to the server's hint unless IgnoreRetryAfter,
+// or unless the refusal made the attempt's told window yield: the retry
+// then takes its turn in the window's spread.
 func (c *call) responseDelay(resp *http.Response) time.Duration {
 	delay := c.policy.jittered(c.attempts - 1)
-	if !c.policy.IgnoreRetryAfter {
+	if !c.policy.IgnoreRetryAfter && !c.yielded {
 		if hint, ok := headers.WaitHint(resp, time.Now()); ok && hint > delay {
 			delay = hint
 		}

@@ -79,8 +79,8 @@ type Limit struct {
 	// turn the window gave at once counts more strictly (a sliding-window
 	// counter weighs the last window in): the key's window then yields,
 	// and spreads its turns, Burst−1 per Window, from then on; that
-	// refusal's wait hint does not pause the key, whose spread answers
-	// it, but the refused request waits it out. It needs Burst (at most
+	// refusal's wait hint pauses neither the key nor the retry, which
+	// takes its turn in the spread. It needs Burst (at most
 	// 65536: each start of the window is remembered), and takes no Rate,
 	// MinSpacing, Reserve, Store or Adaptive.
 	Window time.Duration

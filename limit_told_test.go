@@ -134,10 +134,10 @@ func TestToldAnewIsTrustedAgain(t *testing.T) {
 // TestToldWindowYieldsToASlidingCounter: told "30 per 10 s" as a window,
 // a sliding-window counter of 30 per 10 s refuses the window's second
 // turn, sent at once, with a Retry-After of the whole window. The window
-// yields: the key is not paused (the refused requests alone wait out
-// the hint, as the server asked), and the rest goes spread, one each
-// Window/(Burst−1); the batch takes within 0.02 of the least time told
-// nothing takes, with no refusal after the yield.
+// yields: no request waits out that hint, the key is not paused, and
+// the rest goes spread, one each Window/(Burst−1); the batch takes
+// within 0.02 of the least time told nothing takes, with no refusal
+// after the yield.
 func TestToldWindowYieldsToASlidingCounter(t *testing.T) {
 	ratios := map[bool]float64{}
 	for _, told := range []bool{false, true} {
@@ -167,6 +167,9 @@ func TestToldWindowYieldsToASlidingCounter(t *testing.T) {
 			for i := yield + 1; i < len(at); i++ {
 				if status[i] == 429 && at[i] > at[yield] {
 					t.Errorf("refused at %v, after the yield at %v", at[i], at[yield])
+				}
+				if gap := at[i] - at[i-1]; gap > time.Second {
+					t.Errorf("%v between the requests at %v and %v: the key waited out a hint", gap, at[i-1], at[i])
 				}
 			}
 		})

@@ -50,7 +50,6 @@ func Example() {
 	//   GET /cards/{id} (client) http.response.status_code=429 error.type=429
 	//   event ratewise.retry ratewise.retry.reason=429
 	//   event ratewise.wait ratewise.wait.kind=backoff
-	//   event ratewise.wait ratewise.wait.kind=pacing ratewise.scope=learned
 	//   GET /cards/{id} (client) http.response.status_code=200 http.request.resend_count=1
 }
 

@@ -92,13 +92,18 @@ func TestMetricsWithoutTracing(t *testing.T) {
 // gauge, by key and scope.
 func TestLearnedRateGauge(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		base := &scripted{answers: []func(*http.Request) (*http.Response, error){status(429), status(200)}}
+		// Two let through, then a 429: a refusal once requests have
+		// passed is about rate (one before any passed is first tried
+		// unpaced, as a load shedder's would be).
+		base := &scripted{answers: []func(*http.Request) (*http.Response, error){status(200), status(200), status(429), status(200)}}
 		r := newRecorded(base, Config{}, quickRetries)
-		resp, err := (&http.Client{Transport: r.tr}).Get("http://api.example.com/items")
-		if err != nil {
-			t.Fatal(err)
+		for range 3 {
+			resp, err := (&http.Client{Transport: r.tr}).Get("http://api.example.com/items")
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
 		}
-		resp.Body.Close()
 		gauge, _ := r.metrics(t)["ratewise.client.limit.learned_rate"].(metricdata.Gauge[float64])
 		if len(gauge.DataPoints) != 1 || gauge.DataPoints[0].Value <= 0 {
 			t.Fatalf("ratewise.client.limit.learned_rate: %+v, want the pace learned from the 429", gauge.DataPoints)

@@ -2,8 +2,12 @@ package redis
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -14,8 +18,27 @@ import (
 )
 
 // roundTrips counts the round trips a client makes to Redis: each command
-// sent alone is one, and so is each pipeline.
-type roundTrips struct{ n atomic.Int64 }
+// sent alone is one, and so is each pipeline. It keeps what each was, for
+// a failure to show.
+type roundTrips struct {
+	n     atomic.Int64
+	mu    sync.Mutex
+	names []string
+}
+
+func (r *roundTrips) note(name string) {
+	r.n.Add(1)
+	r.mu.Lock()
+	r.names = append(r.names, name)
+	r.mu.Unlock()
+}
+
+// since returns what was sent from the n-th round trip on.
+func (r *roundTrips) since(n int64) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.names[min(int(n), len(r.names)):])
+}
 
 func (*roundTrips) DialHook(next goredis.DialHook) goredis.DialHook { return next }
 
@@ -24,7 +47,7 @@ func (r *roundTrips) ProcessHook(next goredis.ProcessHook) goredis.ProcessHook {
 		// A cluster client reloads its slots now and then (CLUSTER SLOTS,
 		// sooner on a loaded machine): go-redis's own, not a call's.
 		if cmd.Name() != "cluster" {
-			r.n.Add(1)
+			r.note(cmd.Name() + " " + fmt.Sprint(cmd.Args()[1:min(2, len(cmd.Args()))]...))
 		}
 		return next(ctx, cmd)
 	}
@@ -32,7 +55,11 @@ func (r *roundTrips) ProcessHook(next goredis.ProcessHook) goredis.ProcessHook {
 
 func (r *roundTrips) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []goredis.Cmder) error {
-		r.n.Add(1)
+		names := make([]string, len(cmds))
+		for i, c := range cmds {
+			names[i] = c.Name()
+		}
+		r.note("pipeline " + strings.Join(names, ","))
 		return next(ctx, cmds)
 	}
 }
@@ -89,7 +116,7 @@ func roundTripsPerCall(t *testing.T, client goredis.UniversalClient, hook *round
 			per := float64(hook.n.Load()-before) / calls
 			t.Logf("%s: %.2f round trips a call", tc.name, per)
 			if per != float64(tc.want) {
-				t.Errorf("%s: %.2f round trips a call, want %d", tc.name, per, tc.want)
+				t.Errorf("%s: %.2f round trips a call, want %d: %q", tc.name, per, tc.want, hook.since(before))
 			}
 		})
 	}

@@ -314,7 +314,7 @@ var ErrCircuitOpen = errors.New("ratewise: circuit breaker open")
 // open; 0 when half-open, as the probes' outcome decides.
 type CircuitOpenError struct {
 	Key      string
-	State    string        // "open" or "half-open"
+	State    BreakerState  // BreakerOpen, or BreakerHalfOpen
 	ResetIn  time.Duration // until the breaker lets a probe through; 0 when half-open
 	Failures int           // the failures that tripped it
 	// Err, when set, is why the breaker is taken for open: its shared
@@ -346,5 +346,5 @@ func (e *CircuitOpenError) MarshalJSON() ([]byte, error) {
 		State    string  `json:"state"`
 		ResetIn  float64 `json:"reset_in_seconds"`
 		Failures int     `json:"failures"`
-	}{"circuit_open", e.Key, e.State, e.ResetIn.Seconds(), e.Failures})
+	}{"circuit_open", e.Key, e.State.String(), e.ResetIn.Seconds(), e.Failures})
 }

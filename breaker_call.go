@@ -102,7 +102,7 @@ func (c *call) admitLocal(b *breakers, key string, e *breaker.Entry) error {
 		case v.Woken != nil:
 			err = c.waitProbes(key, v.Woken, v.Failures)
 		case v.Refused:
-			err = &CircuitOpenError{Key: key, State: BreakerOpen.String(), Failures: v.Failures}
+			err = &CircuitOpenError{Key: key, State: BreakerOpen, Failures: v.Failures}
 		}
 		if err != nil {
 			return err
@@ -128,7 +128,7 @@ func (c *call) admitShared(b *breakers, key string) (sb store.Breaker, asked boo
 		case err != nil && c.ctx.Err() != nil:
 			return sb, false, c.ctx.Err()
 		case err != nil && store.FailsClosed(err):
-			return sb, false, &CircuitOpenError{Key: key, State: BreakerOpen.String(), Err: err}
+			return sb, false, &CircuitOpenError{Key: key, State: BreakerOpen, Err: err}
 		case err != nil:
 			return store.Breaker{}, false, nil
 		case sb.State == store.HalfOpen && !sb.Probe:
@@ -138,7 +138,7 @@ func (c *call) admitShared(b *breakers, key string) (sb store.Breaker, asked boo
 				if err := c.ctx.Err(); err != nil {
 					return sb, true, err
 				}
-				return sb, true, &CircuitOpenError{Key: key, State: BreakerHalfOpen.String(), Failures: sb.Failures}
+				return sb, true, &CircuitOpenError{Key: key, State: BreakerHalfOpen, Failures: sb.Failures}
 			}
 			poll = min(2*poll, breaker.MaxSharedProbePoll)
 			continue
@@ -160,13 +160,13 @@ func (c *call) admitShared(b *breakers, key string) (sb store.Breaker, asked boo
 // error.
 func (c *call) waitBreakerReset(key string, resetIn time.Duration, fails int) error {
 	if c.t.breakers.config().FailFast {
-		return &CircuitOpenError{Key: key, State: BreakerOpen.String(), ResetIn: resetIn, Failures: fails}
+		return &CircuitOpenError{Key: key, State: BreakerOpen, ResetIn: resetIn, Failures: fails}
 	}
 	err := c.waitAdmission(resetIn, WaitBreaker)
 	if err == nil || c.ctx.Err() != nil {
 		return err
 	}
-	return &CircuitOpenError{Key: key, State: BreakerOpen.String(), ResetIn: resetIn, Failures: fails}
+	return &CircuitOpenError{Key: key, State: BreakerOpen, ResetIn: resetIn, Failures: fails}
 }
 
 // waitProbes waits, within the call's budget, until woken: the half-open
@@ -180,7 +180,7 @@ func (c *call) waitProbes(key string, woken <-chan struct{}, fails int) error {
 			return err
 		}
 	}
-	return &CircuitOpenError{Key: key, State: BreakerHalfOpen.String(), Failures: fails}
+	return &CircuitOpenError{Key: key, State: BreakerHalfOpen, Failures: fails}
 }
 
 // tellBreaker tells the attempt's breaker how it went: a failure per

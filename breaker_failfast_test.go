@@ -35,7 +35,7 @@ func TestBreakerFailFastRefusesAnOpenBreakerAtOnce(t *testing.T) {
 				return
 			}
 			var open *CircuitOpenError
-			if !errors.As(err, &open) || open.State != "open" || open.ResetIn != 5*time.Minute || open.Failures != 3 {
+			if !errors.As(err, &open) || open.State != BreakerOpen || open.ResetIn != 5*time.Minute || open.Failures != 3 {
 				t.Fatalf("FailFast: err = %v, want a CircuitOpenError open, resetting in 5m, after 3 failures", err)
 			}
 			if took != 0 || stats.Waited() != 0 || s.calls() != 3 {
@@ -72,7 +72,7 @@ func TestBreakerFailFastDoesNotWaitForTheProbe(t *testing.T) {
 		start := time.Now()
 		_, err := callOnce(t, tr, WithBudget(context.Background(), time.Hour))
 		var open *CircuitOpenError
-		if !errors.As(err, &open) || open.State != "half-open" || time.Since(start) != 0 {
+		if !errors.As(err, &open) || open.State != BreakerHalfOpen || time.Since(start) != 0 {
 			t.Errorf("during the probe: err = %v after %v, want a CircuitOpenError half-open at once", err, time.Since(start))
 		}
 		close(release)
@@ -100,7 +100,7 @@ func TestBreakerFailFastRefusesASharedOpenBreaker(t *testing.T) {
 		start := time.Now()
 		_, err := callOnce(t, b, WithBudget(context.Background(), 2*time.Hour))
 		var open *CircuitOpenError
-		if !errors.As(err, &open) || open.State != "open" || open.ResetIn != time.Hour || time.Since(start) != 0 {
+		if !errors.As(err, &open) || open.State != BreakerOpen || open.ResetIn != time.Hour || time.Since(start) != 0 {
 			t.Errorf("replica b: err = %v after %v, want a CircuitOpenError open for 1h, at once", err, time.Since(start))
 		}
 		if other.calls() != 0 {

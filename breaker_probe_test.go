@@ -26,7 +26,7 @@ type probeCase struct {
 	// its *CircuitOpenError's, when it gets one.
 	sentAt  time.Duration
 	waited  time.Duration
-	state   string
+	state   BreakerState // in the CircuitOpenError; BreakerClosed: the request is sent
 	resetIn time.Duration
 }
 
@@ -36,9 +36,9 @@ func assertProbeCase(t *testing.T, tt probeCase, probeSent time.Time, sent []tim
 	t.Helper()
 	var open *CircuitOpenError
 	switch {
-	case tt.state == "" && err != nil:
+	case tt.state == BreakerClosed && err != nil:
 		t.Errorf("%s: err = %v, want the request sent", tt.name, err)
-	case tt.state != "" && (!errors.As(err, &open) || open.State != tt.state || open.ResetIn != tt.resetIn):
+	case tt.state != BreakerClosed && (!errors.As(err, &open) || open.State != tt.state || open.ResetIn != tt.resetIn):
 		t.Errorf("%s: err = %v, want a CircuitOpenError %s resetting in %v", tt.name, err, tt.state, tt.resetIn)
 	}
 	switch {
@@ -71,9 +71,9 @@ func TestBreakerHalfOpenWaitsForTheProbe(t *testing.T) {
 		{name: "probe fails, the next cooldown fits", probe: answer(503), budget: 10 * time.Minute,
 			sentAt: 5*time.Minute + 2*time.Second, waited: 5*time.Minute + 1500*time.Millisecond},
 		{name: "probe fails, the next cooldown does not fit", probe: answer(503), budget: time.Minute,
-			waited: 1500 * time.Millisecond, state: "open", resetIn: 5 * time.Minute},
+			waited: 1500 * time.Millisecond, state: BreakerOpen, resetIn: 5 * time.Minute},
 		{name: "budget ends before the outcome", probe: answer(200), budget: time.Second,
-			waited: time.Second, state: "half-open"},
+			waited: time.Second, state: BreakerHalfOpen},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -150,10 +150,10 @@ func TestSharedBreakerHalfOpenWaitsForTheProbe(t *testing.T) {
 		{name: "probe fails, the next cooldown fits", probe: answer(503), budget: 10 * time.Minute,
 			sentAt: 5*time.Minute + 2*time.Second, waited: 5*time.Minute + 1500*time.Millisecond},
 		{name: "probe fails, the next cooldown does not fit", probe: answer(503), budget: time.Minute,
-			waited: 1575 * time.Millisecond, state: "open", resetIn: 5*time.Minute - 75*time.Millisecond},
+			waited: 1575 * time.Millisecond, state: BreakerOpen, resetIn: 5*time.Minute - 75*time.Millisecond},
 		// Asks at 525ms, ..., 1.275s, then with the 225ms left at 1.5s.
 		{name: "budget ends before the outcome", probe: answer(200), budget: time.Second,
-			waited: time.Second, state: "half-open"},
+			waited: time.Second, state: BreakerHalfOpen},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -254,7 +254,7 @@ func TestBreakerHalfOpenLetsExactlyTheProbesThrough(t *testing.T) {
 			switch {
 			case err == nil:
 				passed++
-			case errors.As(err, &coe) && coe.State == "half-open":
+			case errors.As(err, &coe) && coe.State == BreakerHalfOpen:
 				halfOpen++
 			default:
 				t.Errorf("unexpected error %v", err)

@@ -64,7 +64,7 @@ func TestBreakerOpensAfterConsecutiveFailures(t *testing.T) {
 		if !errors.As(err, &coe) || !errors.Is(err, ErrCircuitOpen) {
 			t.Fatalf("sixth call: err = %v, want a *CircuitOpenError", err)
 		}
-		if coe.Key != host || coe.State != "open" || coe.ResetIn != DefaultBreakerCooldown || coe.Failures != 5 {
+		if coe.Key != host || coe.State != BreakerOpen || coe.ResetIn != DefaultBreakerCooldown || coe.Failures != 5 {
 			t.Errorf("CircuitOpenError = %+v, want key %s, open, 60s, 5 failures", *coe, host)
 		}
 		if s.calls() != 5 {

@@ -2,6 +2,7 @@ package ratewise
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -86,5 +87,28 @@ func TestWithBudget(t *testing.T) {
 		if got, ok := BudgetLeft(WithBudget(context.Background(), tt.give)); !ok || got != tt.want {
 			t.Errorf("BudgetLeft(WithBudget(%v)) = %v, %v; want %v, true", tt.give, got, ok, tt.want)
 		}
+	}
+}
+
+// A refusal's reason and a breaker's state are typed, and read as the
+// strings they always were: in messages, in JSON, and in %s.
+func TestTypedReasonsMarshalAsTheirStrings(t *testing.T) {
+	for reason, want := range map[LimitReason]string{
+		LimitFailFast: "fail-fast", LimitMaxWait: "max-wait", LimitMaxQueue: "max-queue", LimitStoreUnavailable: "store-unavailable",
+	} {
+		js, err := json.Marshal(&ClientLimitError{Scope: "api", Key: "k", Reason: reason})
+		if err != nil || !strings.Contains(string(js), `"Reason":"`+want+`"`) {
+			t.Errorf("json of a %s refusal = %s, %v; want Reason %q", want, js, err, want)
+		}
+		if msg := (&ClientLimitError{Scope: "api", Reason: reason}).Error(); !strings.Contains(msg, "("+want+")") {
+			t.Errorf("message %q, want (%s)", msg, want)
+		}
+	}
+	js, err := json.Marshal(&CircuitOpenError{Key: "k", State: BreakerHalfOpen})
+	if err != nil || !strings.Contains(string(js), `"state":"half-open"`) {
+		t.Errorf("json of a half-open breaker's error = %s, %v", js, err)
+	}
+	if msg := (&CircuitOpenError{Key: "k", State: BreakerOpen, Failures: 5}).Error(); !strings.Contains(msg, "is open after 5 failures") {
+		t.Errorf("message %q, want it to say open", msg)
 	}
 }

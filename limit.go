@@ -285,21 +285,38 @@ func WithLimit(l Limit) Option {
 // was not sent; or turns asked of [Transport.Acquire] that it refused:
 // none was taken.
 type ClientLimitError struct {
-	Scope string // the Limit's Name
-	Key   string // the request's key in that scope
-	// Reason is "fail-fast", "max-wait", "max-queue" or, when a shared
-	// store fails closed, "store-unavailable".
-	Reason string
+	Scope  string      // the Limit's Name
+	Key    string      // the request's key in that scope
+	Reason LimitReason // why it refused: one of the Limit* reasons
 	// RetryIn is when a slot should free up, as far as the scope knows; 0
 	// when it cannot tell (a concurrency slot).
 	RetryIn time.Duration
-	// Err, for Reason "store-unavailable", is the failure of the shared
+	// Err, for LimitStoreUnavailable, is the failure of the shared
 	// store, which fails closed (it matches ErrStoreUnavailable).
 	Err error
 }
 
 // Unwrap returns Err.
 func (e *ClientLimitError) Unwrap() error { return e.Err }
+
+// LimitReason is why a scope refused a request, as [ClientLimitError]
+// says it; its text (the constant's value) is what logs, traces and JSON
+// show.
+type LimitReason string
+
+const (
+	// LimitFailFast: the scope has no MaxWait and the request's turn is
+	// not now.
+	LimitFailFast LimitReason = "fail-fast"
+	// LimitMaxWait: the turn is further away than the Limit's MaxWait,
+	// the call's wait budget or its context's deadline.
+	LimitMaxWait LimitReason = "max-wait"
+	// LimitMaxQueue: MaxQueue requests of the key already wait.
+	LimitMaxQueue LimitReason = "max-queue"
+	// LimitStoreUnavailable: the scope's shared store failed, and fails
+	// closed.
+	LimitStoreUnavailable LimitReason = "store-unavailable"
+)
 
 // ErrLimited matches every *ClientLimitError with errors.Is.
 var ErrLimited = errors.New("ratewise: client-side limit reached")

@@ -83,7 +83,7 @@ func (t *Transport) Acquire(ctx context.Context, scope, key string, n int, maxWa
 		// wait (the clock moved) is a wait too long, as the check says.
 		var late pastDeadlineError
 		if errors.As(err, &late) {
-			return &ClientLimitError{Scope: s.name, Key: key, Reason: "max-wait", RetryIn: late.wait}
+			return &ClientLimitError{Scope: s.name, Key: key, Reason: LimitMaxWait, RetryIn: late.wait}
 		}
 	}
 	return err

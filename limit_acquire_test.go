@@ -29,7 +29,7 @@ func timedAcquire(tr *Transport, ctx context.Context, scope string, n int, maxWa
 
 // wantLimitError fails t unless err is a *ClientLimitError of scope with reason
 // and retryIn.
-func wantLimitError(t *testing.T, err error, scope, reason string, retryIn time.Duration) {
+func wantLimitError(t *testing.T, err error, scope string, reason LimitReason, retryIn time.Duration) {
 	t.Helper()
 	var le *ClientLimitError
 	if !errors.As(err, &le) || le.Scope != scope || le.Reason != reason || le.RetryIn != retryIn {
@@ -54,7 +54,7 @@ func TestAcquireSharesTheBucketWithRequests(t *testing.T) {
 			t.Errorf("a request after Acquire took the burst of 2 at 1/s waited %v, want exactly 1s", took)
 		}
 		// And the other way round: the request took the token that came.
-		wantLimitError(t, tr.Acquire(context.Background(), "api", host, 1, 0), "api", "fail-fast", time.Second)
+		wantLimitError(t, tr.Acquire(context.Background(), "api", host, 1, 0), "api", LimitFailFast, time.Second)
 	})
 }
 
@@ -71,7 +71,7 @@ func TestAcquireWithoutWaiting(t *testing.T) {
 		if took != 0 {
 			t.Errorf("a refused Acquire took %v, want none", took)
 		}
-		wantLimitError(t, err, "api", "fail-fast", time.Second)
+		wantLimitError(t, err, "api", LimitFailFast, time.Second)
 		if tokens := tr.KeyStatus(host).Scopes[0].Tokens; tokens != 1 {
 			t.Errorf("after a refused Acquire of 2 with 1 there: %v tokens, want the 1 untouched", tokens)
 		}
@@ -128,7 +128,7 @@ func TestAcquireWaitsWithinMaxWait(t *testing.T) {
 				if took != 0 {
 					t.Errorf("a refused Acquire took %v, want none", took)
 				}
-				wantLimitError(t, err, "api", "max-wait", 2*time.Second)
+				wantLimitError(t, err, "api", LimitMaxWait, 2*time.Second)
 				// Nothing was taken: the first token is a second away.
 				if took, err := timedAcquire(tr, context.Background(), "api", 1, time.Minute); err != nil || took != time.Second {
 					t.Errorf("the next Acquire of 1: %v after %v, want nil after exactly 1s", err, took)
@@ -226,7 +226,7 @@ func TestAcquireTakesNStartsOfAWindow(t *testing.T) {
 		time.Sleep(time.Second)
 		// Two left: 3 more come when the first 3 leave, 10s (and the
 		// margin) after they started.
-		wantLimitError(t, tr.Acquire(context.Background(), "window", host, 3, 0), "window", "fail-fast", 9*time.Second+limit.WindowMargin)
+		wantLimitError(t, tr.Acquire(context.Background(), "window", host, 3, 0), "window", LimitFailFast, 9*time.Second+limit.WindowMargin)
 		if err := tr.Acquire(context.Background(), "window", host, 2, 0); err != nil {
 			t.Fatal(err)
 		}
@@ -248,7 +248,7 @@ func TestAcquireTakesNStartsOfAWindow(t *testing.T) {
 		if err := tr.Acquire(context.Background(), "window", host, 1, 0); err != nil {
 			t.Errorf("Acquire of the fifth start: %v", err)
 		}
-		wantLimitError(t, tr.Acquire(context.Background(), "window", host, 1, 0), "window", "fail-fast", time.Second)
+		wantLimitError(t, tr.Acquire(context.Background(), "window", host, 1, 0), "window", LimitFailFast, time.Second)
 	})
 }
 
@@ -318,8 +318,8 @@ func TestAcquireWaitersCountInMaxQueue(t *testing.T) {
 		synctest.Wait()
 		// The waiter holds the token of 1s: the next comes at 2s.
 		_, err := callOnce(t, tr, context.Background())
-		wantLimitError(t, err, "api", "max-queue", 2*time.Second)
-		wantLimitError(t, tr.Acquire(context.Background(), "api", host, 1, time.Minute), "api", "max-queue", 2*time.Second)
+		wantLimitError(t, err, "api", LimitMaxQueue, 2*time.Second)
+		wantLimitError(t, tr.Acquire(context.Background(), "api", host, 1, time.Minute), "api", LimitMaxQueue, 2*time.Second)
 		wg.Wait()
 	})
 }
@@ -346,7 +346,7 @@ func TestAcquireTakesFromTheStore(t *testing.T) {
 		if took := time.Since(start); took != time.Second {
 			t.Errorf("b's request after a's Acquire of the burst waited %v, want exactly 1s", took)
 		}
-		wantLimitError(t, a.Acquire(context.Background(), "api", host, 1, 0), "api", "fail-fast", time.Second)
+		wantLimitError(t, a.Acquire(context.Background(), "api", host, 1, 0), "api", LimitFailFast, time.Second)
 		if took, err := timedAcquire(a, context.Background(), "api", 1, time.Minute); err != nil || took != time.Second {
 			t.Errorf("a's Acquire within a minute: %v after %v, want nil after exactly 1s", err, took)
 		}
@@ -362,7 +362,7 @@ func TestAcquireWhenTheStoreFails(t *testing.T) {
 		if err := open.Acquire(context.Background(), "api", host, 2, 0); err != nil {
 			t.Fatalf("Acquire with the mem down, failing open: %v", err)
 		}
-		wantLimitError(t, open.Acquire(context.Background(), "api", host, 1, 0), "api", "fail-fast", time.Second)
+		wantLimitError(t, open.Acquire(context.Background(), "api", host, 1, 0), "api", LimitFailFast, time.Second)
 
 		closed := New(newScript(answer(200)).mock(), WithLimit(Limit{Name: "api", Rate: 1, Burst: 2, Store: failingStore{closed: true}}))
 		err := closed.Acquire(context.Background(), "api", host, 1, time.Minute)
@@ -409,7 +409,7 @@ func TestAcquireLowPriorityLeavesTheReserve(t *testing.T) {
 		if err := tr.Acquire(low, "api", host, 1, 0); err != nil {
 			t.Fatalf("low priority, 3 tokens there, Reserve 2: %v", err)
 		}
-		wantLimitError(t, tr.Acquire(low, "api", host, 1, 0), "api", "fail-fast", time.Second)
+		wantLimitError(t, tr.Acquire(low, "api", host, 1, 0), "api", LimitFailFast, time.Second)
 		if err := tr.Acquire(context.Background(), "api", host, 2, 0); err != nil {
 			t.Fatalf("normal priority takes the reserve: %v", err)
 		}

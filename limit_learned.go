@@ -259,7 +259,7 @@ func (s *scope) admitAdaptive(c *call, key string, a *learn.Pacer, st *scopeStat
 			}
 		default:
 			if !deadline.IsZero() && now.Add(delay).After(deadline) {
-				return 0, &ClientLimitError{Scope: s.name, Key: key, Reason: "max-wait", RetryIn: delay}
+				return 0, &ClientLimitError{Scope: s.name, Key: key, Reason: LimitMaxWait, RetryIn: delay}
 			}
 			// An answer may come first and say the request may go sooner.
 			if err := c.waitAdmissionOr(delay, WaitPacing, ready); err != nil {
@@ -273,7 +273,7 @@ func (s *scope) admitAdaptive(c *call, key string, a *learn.Pacer, st *scopeStat
 // *ClientLimitError when MaxWait ran out, else err.
 func (s *scope) waitError(err error, key string, deadline time.Time, c *call) error {
 	if !deadline.IsZero() && !time.Now().Before(deadline) && c.ctx.Err() == nil {
-		return &ClientLimitError{Scope: s.name, Key: key, Reason: "max-wait"}
+		return &ClientLimitError{Scope: s.name, Key: key, Reason: LimitMaxWait}
 	}
 	return err
 }

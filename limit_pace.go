@@ -123,7 +123,7 @@ func (s *scope) paceStore(c *call, key string, st *scopeState, deadline time.Tim
 		case err != nil && c.ctx.Err() != nil:
 			return true, c.ctx.Err()
 		case err != nil && store.FailsClosed(err):
-			return true, &ClientLimitError{Scope: s.name, Key: key, Reason: "store-unavailable", Err: err}
+			return true, &ClientLimitError{Scope: s.name, Key: key, Reason: LimitStoreUnavailable, Err: err}
 		case err != nil:
 			return false, nil
 		case wait <= 0:

@@ -171,7 +171,7 @@ func (s *scope) forgettable(st *scopeState, now time.Time) bool {
 // in s; any other error as it is.
 func (s *scope) refusal(key string, err error) error {
 	if r, ok := err.(*limit.Refusal); ok {
-		return &ClientLimitError{Scope: s.name, Key: key, Reason: r.Reason, RetryIn: r.RetryIn}
+		return &ClientLimitError{Scope: s.name, Key: key, Reason: LimitReason(r.Reason), RetryIn: r.RetryIn}
 	}
 	return err
 }

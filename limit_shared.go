@@ -151,7 +151,7 @@ func (s *scope) admitShared(c *call, key string, st *scopeState, deadline time.T
 		case err != nil && c.ctx.Err() != nil:
 			return learnedTurn{}, sharedFailed, c.ctx.Err()
 		case err != nil && store.FailsClosed(err):
-			return learnedTurn{}, sharedFailed, &ClientLimitError{Scope: s.name, Key: key, Reason: "store-unavailable", Err: err}
+			return learnedTurn{}, sharedFailed, &ClientLimitError{Scope: s.name, Key: key, Reason: LimitStoreUnavailable, Err: err}
 		case err != nil:
 			return learnedTurn{}, sharedFailed, nil
 		}
@@ -166,7 +166,7 @@ func (s *scope) admitShared(c *call, key string, st *scopeState, deadline time.T
 			}
 			return learnedTurn{seq: a.Seq, fleet: &fleetTurn{key: k, name: key, rate: a.Rate, tell: a.Tell}}, sharedTurn, nil
 		case !deadline.IsZero() && now.Add(a.Wait).After(deadline):
-			return learnedTurn{}, sharedFailed, &ClientLimitError{Scope: s.name, Key: key, Reason: "max-wait", RetryIn: a.Wait}
+			return learnedTurn{}, sharedFailed, &ClientLimitError{Scope: s.name, Key: key, Reason: LimitMaxWait, RetryIn: a.Wait}
 		}
 		if err := c.waitAdmission(a.Wait, WaitPacing); err != nil {
 			return learnedTurn{}, sharedFailed, err

@@ -106,7 +106,7 @@ func (g *gate) admit(c *call, key string) error {
 		asked, ok := c.pre.pauseAnswer(key)
 		d, left, err := g.Wait(c.ctx, key, asked, ok)
 		if closed, isClosed := err.(*pause.StoreClosedError); isClosed {
-			return &ClientLimitError{Scope: "pause", Key: key, Reason: "store-unavailable", Err: closed.Err}
+			return &ClientLimitError{Scope: "pause", Key: key, Reason: LimitStoreUnavailable, Err: closed.Err}
 		}
 		if err != nil || d == 0 {
 			return err

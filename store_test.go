@@ -76,7 +76,7 @@ func TestSharedBreakerTripsEveryTransport(t *testing.T) {
 		_, _ = callOnce(t, a, context.Background()) // the second failure in a row trips
 		_, err := callOnce(t, b, context.Background())
 		var open *CircuitOpenError
-		if !errors.As(err, &open) || open.State != "open" {
+		if !errors.As(err, &open) || open.State != BreakerOpen {
 			t.Fatalf("b after a's trip: err = %v, want the shared breaker open", err)
 		}
 		if other.calls() != 1 {
@@ -105,7 +105,7 @@ func TestSharedBreakerOneProbeAtATime(t *testing.T) {
 		b := New(slow.mock(), WithBreaker(policy))
 		_, err := callOnce(t, b, noWait())
 		var open *CircuitOpenError
-		if !errors.As(err, &open) || open.State != "half-open" || slow.calls() != 0 {
+		if !errors.As(err, &open) || open.State != BreakerHalfOpen || slow.calls() != 0 {
 			t.Fatalf("during the probe: err = %v, %d sent; want half-open and nothing sent", err, slow.calls())
 		}
 		// The probe succeeds: the breaker closes for everyone.
@@ -167,7 +167,7 @@ func TestSharedLimitRefusalsTakeNothing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		for _, tt := range []struct {
 			limit  Limit
-			reason string
+			reason LimitReason
 		}{
 			{Limit{FailFast: true}, "fail-fast"},
 			{Limit{MaxWait: 50 * time.Millisecond}, "max-wait"},

@@ -311,7 +311,7 @@ func errorKind(err error) string {
 	case errors.As(err, &open):
 		return "refused by the open breaker"
 	case errors.As(err, &limit):
-		return "refused by the limit (" + limit.Reason + ")"
+		return "refused by the limit (" + string(limit.Reason) + ")"
 	case errors.Is(err, context.DeadlineExceeded):
 		return "past its deadline"
 	case errors.Is(err, ratewise.ErrBudgetExhausted):

@@ -120,10 +120,10 @@ func (c *call) ended(i ratewise.CallEndInfo) {
 	switch {
 	case errors.As(i.Err, &open):
 		c.span.AddEvent("ratewise.refused", trace.WithAttributes(attrRefusedBy.String("breaker"),
-			attrRefusedWhy.String(open.State), attrRetryIn.Float64(open.ResetIn.Seconds())))
+			attrRefusedWhy.String(open.State.String()), attrRetryIn.Float64(open.ResetIn.Seconds())))
 	case errors.As(i.Err, &limit):
 		c.span.AddEvent("ratewise.refused", trace.WithAttributes(attrRefusedBy.String("limit"),
-			attrRefusedWhy.String(limit.Reason), attrRefusedScope.String(limit.Scope), attrRetryIn.Float64(limit.RetryIn.Seconds())))
+			attrRefusedWhy.String(string(limit.Reason)), attrRefusedScope.String(limit.Scope), attrRetryIn.Float64(limit.RetryIn.Seconds())))
 	}
 	switch {
 	case i.Err != nil:

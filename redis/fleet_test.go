@@ -104,7 +104,7 @@ func fleetWorker() int {
 					kind := "other"
 					var open *ratewise.CircuitOpenError
 					if errors.As(err, &open) {
-						kind = "circuit-" + open.State
+						kind = "circuit-" + open.State.String()
 					}
 					report.Errors[kind]++
 				} else {

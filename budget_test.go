@@ -11,7 +11,7 @@ import (
 func TestBudgetPaysOverlappingWaitsOnce(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
-	b := newBudget(100 * time.Second)
+	b := newSharedBudget(100 * time.Second)
 	steps := []struct {
 		name     string
 		now      int
@@ -36,14 +36,14 @@ func TestBudgetPaysOverlappingWaitsOnce(t *testing.T) {
 
 func TestBudgetGiveBackAndSpend(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	b := newBudget(time.Minute)
+	b := newSharedBudget(time.Minute)
 	paid, _ := b.take(t0, 30*time.Second)
 	b.giveBack(t0.Add(10*time.Second), t0.Add(30*time.Second), paid) // cut short after 10s
 	if got := b.remaining(); got != 50*time.Second {
 		t.Errorf("after a 30s wait cut at 10s: %v left, want 50s", got)
 	}
 	// A wait that another covers beyond gives nothing back.
-	b = newBudget(time.Minute)
+	b = newSharedBudget(time.Minute)
 	p1, _ := b.take(t0, 10*time.Second)
 	_, _ = b.take(t0, 20*time.Second)
 	b.giveBack(t0.Add(5*time.Second), t0.Add(10*time.Second), p1)
@@ -51,7 +51,7 @@ func TestBudgetGiveBackAndSpend(t *testing.T) {
 		t.Errorf("giving back a wait covered by a longer one: %v left, want 40s", got)
 	}
 	// A slot wait is paid afterwards, for what nothing else covered.
-	b = newBudget(time.Minute)
+	b = newSharedBudget(time.Minute)
 	_, _ = b.take(t0, 10*time.Second)
 	b.spend(t0.Add(5*time.Second), t0.Add(25*time.Second))
 	if got := b.remaining(); got != 35*time.Second {

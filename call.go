@@ -2,7 +2,6 @@ package ratewise
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -30,9 +29,11 @@ type call struct {
 	req       *http.Request // the caller's request, never modified
 	// pre is what a store that answers an attempt's questions together
 	// answered (see prefetch); nil without one.
-	pre      *prefetched
-	out      *http.Request // what the next attempt sends
-	ctx      context.Context
+	pre *prefetched
+	out *http.Request // what the next attempt sends
+	// waitBudget bounds every wait of the call, and holds its context
+	// (c.ctx).
+	waitBudget
 	stats    *CallStats
 	priority Priority
 	trace    *Trace
@@ -56,13 +57,6 @@ type call struct {
 	retryTaken     bool          // a retry taken from the retry budget and not yet sent
 	waited         time.Duration // waits so far, summed
 	gaveUp         GiveUpReason  // why the call gave up, once it has
-	// The wait budget: shared through the context, or else the policy's
-	// TotalWaitCap, of which waitLeft remains. paidUntil and paidCharge
-	// are the last wait reserved from a shared budget, for giving it back.
-	shared     *budget
-	waitLeft   time.Duration
-	paidUntil  time.Time
-	paidCharge time.Duration
 
 	// What the current attempt holds: its breaker ticket, and concurrency
 	// slots until its response body is closed.

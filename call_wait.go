@@ -9,9 +9,9 @@ import (
 
 // Every wait of a call (a retry's backoff, a cooldown, a pace, a breaker's
 // reset, a concurrency slot) goes through the functions below: bounded by
-// the call's wait budget and its context's deadline, ended at once by its
-// context, and counted in its stats. The budget is the call's own
-// TotalWaitCap, or one that calls share (WithBudget, below).
+// the call's waitBudget (its own TotalWaitCap, or a sharedBudget that
+// calls share through WithBudget, and its context's deadline), ended at
+// once by its context, and counted in its stats.
 
 // pastDeadlineError is a wait refused because it would last until the
 // context's deadline. It matches context.DeadlineExceeded, the deadline's
@@ -25,35 +25,93 @@ func (e pastDeadlineError) Error() string {
 
 func (e pastDeadlineError) Is(target error) bool { return target == context.DeadlineExceeded }
 
-// reserve takes a wait of d from the call's budget. It refuses, taking
+// waitBudget bounds a call's waits: its own TotalWaitCap, or a budget
+// calls share (WithBudget), and its context's deadline. Every wait the
+// call starts is reserved from it, or bounded by what it has left, and
+// what a wait cut short did not use goes back to it. The call embeds it.
+type waitBudget struct {
+	ctx    context.Context
+	shared *sharedBudget // nil: own is the call's
+	own    time.Duration // what is left of the call's own budget
+	// paidUntil and paidCharge are the last wait reserved from shared,
+	// for giving back what it did not use.
+	paidUntil  time.Time
+	paidCharge time.Duration
+}
+
+// reserve takes a wait of d from the budget. It refuses, taking
 // nothing, a wait that does not fit in the budget left (ErrBudgetExhausted)
 // or that would last until the context's deadline, leaving no time to send
 // (context.DeadlineExceeded); one that fits neither, with the error of the
 // tighter bound.
-func (c *call) reserve(d time.Duration) error {
+func (w *waitBudget) reserve(d time.Duration) error {
 	d = max(d, 0)
-	if deadline, ok := c.ctx.Deadline(); ok {
+	if deadline, ok := w.ctx.Deadline(); ok {
 		// A wait that fits neither is refused by the tighter of the two:
 		// with seconds left before its deadline, a call that gives up on a
 		// smaller budget gave up on its budget.
-		if left := time.Until(deadline); left <= d && c.budgetLeft() >= left {
+		if left := time.Until(deadline); left <= d && w.budgetLeft() >= left {
 			return pastDeadlineError{d}
 		}
 	}
-	if c.shared != nil {
+	if w.shared != nil {
 		now := time.Now()
-		charged, ok := c.shared.take(now, d)
+		charged, ok := w.shared.take(now, d)
 		if !ok {
 			return fmt.Errorf("a wait of %v does not fit: %w", d, ErrBudgetExhausted)
 		}
-		c.paidUntil, c.paidCharge = now.Add(d), charged
+		w.paidUntil, w.paidCharge = now.Add(d), charged
 		return nil
 	}
-	if d > c.waitLeft {
+	if d > w.own {
 		return fmt.Errorf("a wait of %v does not fit: %w", d, ErrBudgetExhausted)
 	}
-	c.waitLeft -= d
+	w.own -= d
 	return nil
+}
+
+// longest is the longest a wait of unknown length may last: what the
+// budget has left, the context's deadline, and until when set.
+func (w *waitBudget) longest(until time.Time) time.Duration {
+	limit := w.budgetLeft()
+	if deadline, ok := w.ctx.Deadline(); ok {
+		limit = min(limit, time.Until(deadline))
+	}
+	if !until.IsZero() {
+		limit = min(limit, time.Until(until))
+	}
+	return max(limit, 0)
+}
+
+// budgetLeft is what the call may still wait.
+func (w *waitBudget) budgetLeft() time.Duration {
+	if w.shared != nil {
+		return w.shared.remaining()
+	}
+	return w.own
+}
+
+// spend pays for a wait of unknown length, from start to now, as much as
+// is left.
+func (w *waitBudget) spend(start, now time.Time) {
+	if w.shared != nil {
+		w.shared.spend(start, now)
+	} else {
+		w.own = max(w.own-now.Sub(start), 0)
+	}
+}
+
+// giveBack returns the unused part of the last wait reserved, which ended
+// early with d of it left.
+func (w *waitBudget) giveBack(d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	if w.shared != nil {
+		w.shared.giveBack(time.Now(), w.paidUntil, w.paidCharge)
+	} else {
+		w.own += d
+	}
 }
 
 // wait sleeps for d, already reserved, or until the context ends. A wait
@@ -115,17 +173,11 @@ func (c *call) waitAdmissionOr(d time.Duration, kind WaitKind, ready <-chan stru
 // and until (when set) allow. The time waited is taken from the budget
 // afterwards. expected, when known, is what the trace reports.
 func (c *call) waitUntil(ready <-chan struct{}, until time.Time, kind WaitKind, expected time.Duration) error {
-	limit := c.budgetLeft()
-	if deadline, ok := c.ctx.Deadline(); ok {
-		limit = min(limit, time.Until(deadline))
-	}
-	if !until.IsZero() {
-		limit = min(limit, time.Until(until))
-	}
+	limit := c.longest(until)
 	c.pre.stale()
 	c.traceWait(kind, expected)
 	start := time.Now()
-	timer := time.NewTimer(max(limit, 0))
+	timer := time.NewTimer(limit)
 	defer timer.Stop()
 	var err error
 	select {
@@ -145,58 +197,27 @@ func (c *call) waitUntil(ready <-chan struct{}, until time.Time, kind WaitKind, 
 	return err
 }
 
-// budgetLeft is what the call may still wait.
-func (c *call) budgetLeft() time.Duration {
-	if c.shared != nil {
-		return c.shared.remaining()
-	}
-	return c.waitLeft
-}
-
-// spend pays for a wait of unknown length, from start to now, as much as
-// is left.
-func (c *call) spend(start, now time.Time) {
-	if c.shared != nil {
-		c.shared.spend(start, now)
-	} else {
-		c.waitLeft = max(c.waitLeft-now.Sub(start), 0)
-	}
-}
-
-// giveBack returns the unused part of the last wait reserved, which ended
-// early with d of it left.
-func (c *call) giveBack(d time.Duration) {
-	if d <= 0 {
-		return
-	}
-	if c.shared != nil {
-		c.shared.giveBack(time.Now(), c.paidUntil, c.paidCharge)
-	} else {
-		c.waitLeft += d
-	}
-}
-
-// budget is a wait budget shared by calls. It is spent by the time during
+// sharedBudget is a wait budget shared by calls. It is spent by the time during
 // which at least one of them waits: waits that overlap are paid for once,
 // so that two calls waiting out the same 30 seconds spend 30 seconds of
 // it, as a person watching them would count. A wait of known length is
 // paid for before it starts, so that concurrent calls never overspend the
 // budget together; a wait for a concurrency slot, of unknown length, is
 // bounded by what is left when it starts and paid for when it ends.
-type budget struct {
+type sharedBudget struct {
 	mu      sync.Mutex
 	left    time.Duration // guarded by mu
 	covered time.Time     // the end of the furthest wait paid for; guarded by mu
 }
 
-func newBudget(d time.Duration) *budget {
-	return &budget{left: max(d, 0)}
+func newSharedBudget(d time.Duration) *sharedBudget {
+	return &sharedBudget{left: max(d, 0)}
 }
 
 // take pays for a wait of d starting at now: the part of it that no wait
 // already paid for covers. It returns what it charged, or false, charging
 // nothing, when that does not fit.
-func (b *budget) take(now time.Time, d time.Duration) (time.Duration, bool) {
+func (b *sharedBudget) take(now time.Time, d time.Duration) (time.Duration, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	end := now.Add(max(d, 0))
@@ -211,7 +232,7 @@ func (b *budget) take(now time.Time, d time.Duration) (time.Duration, bool) {
 
 // giveBack returns, for a wait paid for until end that ended early at now,
 // the time after now that it alone covered, at most what it was charged.
-func (b *budget) giveBack(now, end time.Time, charged time.Duration) {
+func (b *sharedBudget) giveBack(now, end time.Time, charged time.Duration) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if !b.covered.Equal(end) || !end.After(now) {
@@ -224,7 +245,7 @@ func (b *budget) giveBack(now, end time.Time, charged time.Duration) {
 
 // spend pays, at now, for a wait of unknown length that started at start:
 // the part no wait already paid for covers, as much of it as is left.
-func (b *budget) spend(start, now time.Time) {
+func (b *sharedBudget) spend(start, now time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.left = max(b.left-max(now.Sub(laterOf(start, b.covered)), 0), 0)
@@ -232,7 +253,7 @@ func (b *budget) spend(start, now time.Time) {
 }
 
 // remaining is what is left to wait.
-func (b *budget) remaining() time.Duration {
+func (b *sharedBudget) remaining() time.Duration {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.left

@@ -14,7 +14,7 @@ import (
 // value so that RoundTrip finds them all with a single lookup.
 type callOptions struct {
 	stats    *CallStats
-	budget   *budget
+	budget   *sharedBudget
 	priority Priority
 	retry    *RetryPolicy // with defaults filled in; nil means the transport's
 	retryErr error        // why the policy given to WithRetryPolicy is invalid
@@ -115,7 +115,7 @@ func callStatsFrom(ctx context.Context) *CallStats {
 // replaces an outer one, and a negative d is 0. See "Wait budgets" in the
 // package doc.
 func WithBudget(ctx context.Context, d time.Duration) context.Context {
-	b := newBudget(d)
+	b := newSharedBudget(d)
 	return withOptions(ctx, func(o *callOptions) { o.budget = b })
 }
 
@@ -129,7 +129,7 @@ func BudgetLeft(ctx context.Context) (time.Duration, bool) {
 	return b.remaining(), true
 }
 
-func budgetFrom(ctx context.Context) *budget {
+func budgetFrom(ctx context.Context) *sharedBudget {
 	if o := optionsFrom(ctx); o != nil {
 		return o.budget
 	}

@@ -60,7 +60,7 @@ func (t *Transport) Acquire(ctx context.Context, scope, key string, n int, maxWa
 	// A call with no request: maxWait is its whole budget, so that every
 	// wait it may start is one that fits, and mayWait refuses the others
 	// as a request's MaxWait does.
-	c := call{t: t, ctx: ctx, acquireKey: key, waitLeft: max(maxWait, 0)}
+	c := call{t: t, acquireKey: key, waitBudget: waitBudget{ctx: ctx, own: max(maxWait, 0)}}
 	if o != nil {
 		c.priority, c.stats, c.trace, c.endpoint = o.priority, o.stats, o.trace, o.endpoint
 	}
@@ -69,7 +69,7 @@ func (t *Transport) Acquire(ctx context.Context, scope, key string, n int, maxWa
 		limit.FailFast = true
 	}
 	now := time.Now()
-	wait := c.waitLeft
+	wait := c.own
 	if l.MaxWait > 0 {
 		wait = min(wait, l.MaxWait)
 	}

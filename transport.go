@@ -207,7 +207,7 @@ func (t *Transport) CloseIdleConnections() {
 // previous response when its body was small enough (4 KiB) to keep. A
 // cancelled context ends the call with its error. req is not modified.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
-	c := call{t: t, policy: t.retry.Load(), req: req, out: req, ctx: req.Context()}
+	c := call{t: t, policy: t.retry.Load(), req: req, out: req, waitBudget: waitBudget{ctx: req.Context()}}
 	o := optionsFrom(c.ctx)
 	if o != nil {
 		if o.retry != nil {
@@ -233,7 +233,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, invalid
 	}
 	if c.shared == nil {
-		c.waitLeft = c.policy.TotalWaitCap
+		c.own = c.policy.TotalWaitCap
 	}
 	resp, err := c.run()
 	c.end(resp, err)

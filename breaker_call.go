@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/ratewise/ratewise/internal/breaker"
-	"github.com/ratewise/ratewise/internal/headers"
 	"github.com/ratewise/ratewise/store"
 )
 
@@ -187,7 +186,8 @@ func (c *call) waitProbes(key string, woken <-chan struct{}, fails int) error {
 // IsFailure, nothing at all when the call's own context ended it. A
 // rate-limit refusal counts once per event (see [BreakerPolicy]): its
 // event lasts the server's wait hint, when honoured.
-func (c *call) tellBreaker(resp *http.Response, err error, class Class) {
+func (c *call) tellBreaker(rep reply) {
+	resp, err, class := rep.resp, rep.err, rep.class
 	t := &c.ticket
 	b := c.t.breakers
 	if b == nil || !t.Admitted() {
@@ -208,10 +208,8 @@ func (c *call) tellBreaker(resp *http.Response, err error, class Class) {
 	}
 	if limited && result == breaker.Failure {
 		var lasts time.Duration // the event's length: the wait hint, when honoured
-		if !c.policy.IgnoreRetryAfter {
-			if h, ok := headers.WaitHint(resp, time.Now()); ok {
-				lasts = min(h, c.t.maxPause())
-			}
+		if !c.policy.IgnoreRetryAfter && rep.hinted {
+			lasts = min(rep.hint, c.t.maxPause())
 		}
 		result = t.RateLimitEvent(lasts)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ratewise/ratewise/internal/breaker"
+	"github.com/ratewise/ratewise/internal/headers"
 )
 
 // This file is one call of RoundTrip: its state and its attempt loop,
@@ -136,7 +137,9 @@ func (c *call) run() (*http.Response, error) {
 		}
 		resp, err := c.send()
 		class := c.classify(resp, err)
-		c.feedBack(resp, err, class)
+		rep := c.read(resp, err, class)
+		c.traceResponse(rep)
+		c.feedBack(rep)
 
 		var delay time.Duration
 		if err != nil {
@@ -150,7 +153,7 @@ func (c *call) run() (*http.Response, error) {
 				markClass(resp, class)
 				return c.deliver(resp), nil
 			}
-			delay = c.responseDelay(resp)
+			delay = c.responseDelay(rep)
 		}
 
 		next, refused := c.planRetry(delay)
@@ -182,7 +185,7 @@ func (c *call) run() (*http.Response, error) {
 }
 
 // classify reads the attempt's outcome: the retry policy's class of its
-// response, Final after a network error. It counts and traces it.
+// response, Final after a network error. It counts it.
 func (c *call) classify(resp *http.Response, err error) Class {
 	class := Final
 	if err == nil {
@@ -192,8 +195,37 @@ func (c *call) classify(resp *http.Response, err error) Class {
 			c.t.counters.recordRateLimited(c.req.URL.Host)
 		}
 	}
-	c.traceResponse(resp, err, class)
 	return class
+}
+
+// reply is an attempt's outcome, read once for every layer that uses
+// it (the breaker, the pause gate and the learned pace, the retry's
+// delay, the trace): the response or the error, its class, and the wait
+// hint it carries, at one reading of the clock.
+type reply struct {
+	resp  *http.Response
+	err   error
+	class Class
+	// hint is the server's wait hint, as it said it (no policy applied);
+	// hinted is set when it gave one that could be read.
+	hint   time.Duration
+	hinted bool
+	// at is when the reply was read; zero when nothing needed the time:
+	// on a virtual machine a reading of the clock can cost as much as the
+	// rest of a request that needs no help.
+	at time.Time
+}
+
+// read reads the attempt's reply. The hint is read, and the clock, only
+// when a layer may use them: a response that is not Final, a 429 (the
+// breaker's rate-limit event), or one a trace hook listens for.
+func (c *call) read(resp *http.Response, err error, class Class) reply {
+	rep := reply{resp: resp, err: err, class: class}
+	if err == nil && (class != Final || resp.StatusCode == http.StatusTooManyRequests || c.tracesResponses()) {
+		rep.at = time.Now()
+		rep.hint, rep.hinted = headers.WaitHint(resp, rep.at)
+	}
+	return rep
 }
 
 // final reports whether a response of class ends the call: one the policy

@@ -9,24 +9,20 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-retryablehttp"
-
-	"github.com/ratewise/ratewise/internal/headers"
 )
 
 // This file decides whether a failed attempt is tried again, and after
 // how long: the delay, the network errors worth a retry, and the
 // commitment that takes a retry and its wait from their budgets.
 
-// responseDelay is the wait before retrying after resp: the policy's
+// responseDelay is the wait before retrying after rep: the policy's
 // jittered backoff, raised to the server's hint unless IgnoreRetryAfter,
 // or unless the refusal made the attempt's told window yield: the retry
 // then takes its turn in the window's spread.
-func (c *call) responseDelay(resp *http.Response) time.Duration {
+func (c *call) responseDelay(rep reply) time.Duration {
 	delay := c.policy.jittered(c.attempts - 1)
-	if !c.policy.IgnoreRetryAfter && !c.yielded {
-		if hint, ok := headers.WaitHint(resp, time.Now()); ok && hint > delay {
-			delay = hint
-		}
+	if !c.policy.IgnoreRetryAfter && !c.yielded && rep.hinted {
+		delay = max(delay, rep.hint)
 	}
 	return delay
 }

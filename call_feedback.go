@@ -1,10 +1,7 @@
 package ratewise
 
 import (
-	"net/http"
 	"time"
-
-	"github.com/ratewise/ratewise/internal/headers"
 )
 
 // This file feeds an attempt's outcome back to the layers: the breaker,
@@ -13,20 +10,17 @@ import (
 // feedBack tells the layers how the attempt went: the breaker its outcome,
 // the pause gate the server's wait hint. A failed attempt frees its
 // concurrency slots at once; a response keeps them until its body closes.
-func (c *call) feedBack(resp *http.Response, err error, class Class) {
+func (c *call) feedBack(rep reply) {
+	resp, err, class := rep.resp, rep.err, rep.class
 	probed := c.ticket.Probe()
-	c.tellBreaker(resp, err, class)
-	// hint is the server's wait hint on a refusal it is honoured for. The
-	// clock is read only when something needs the time: on a virtual
-	// machine a reading can cost as much as the rest of a request that
-	// needs no help.
+	c.tellBreaker(rep)
+	// hint is the server's wait hint on a refusal it is honoured for.
 	var hint time.Duration
-	var now time.Time
+	now := rep.at // zero when nothing needed the time
 	if err == nil && class != Final && !c.policy.IgnoreRetryAfter {
-		now = time.Now()
-		if h, ok := headers.WaitHint(resp, now); ok && h > 0 {
+		if rep.hinted && rep.hint > 0 {
 			// No hint holds a key longer than the gate's longest pause.
-			hint = min(h, c.t.maxPause())
+			hint = min(rep.hint, c.t.maxPause())
 		}
 		if c.t.hintLog != nil {
 			c.t.hintLog.check(resp, now, c.host(), c.endpoint)

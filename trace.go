@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"time"
-
-	"github.com/ratewise/ratewise/internal/headers"
 )
 
 // Trace is a set of hooks into what the transport does, after
@@ -280,16 +278,21 @@ func (c *call) traceAttempt() {
 	}
 }
 
+// tracesResponses reports whether a hook listens for classified
+// responses.
+func (c *call) tracesResponses() bool {
+	return c.t.trace != nil && c.t.trace.ResponseClassified != nil || c.trace != nil && c.trace.ResponseClassified != nil
+}
+
 // traceResponse reports how an attempt ended.
-func (c *call) traceResponse(resp *http.Response, err error, class Class) {
-	// Only when a hook listens: reading the hint parses headers.
-	if (c.t.trace == nil || c.t.trace.ResponseClassified == nil) && (c.trace == nil || c.trace.ResponseClassified == nil) {
+func (c *call) traceResponse(rep reply) {
+	if !c.tracesResponses() {
 		return
 	}
-	info := ResponseInfo{Attempt: c.attempts, Class: class, Err: err, Key: c.host(), Endpoint: c.endpoint}
-	if resp != nil {
-		info.StatusCode = resp.StatusCode
-		info.Hint, _ = headers.WaitHint(resp, time.Now())
+	info := ResponseInfo{Attempt: c.attempts, Class: rep.class, Err: rep.err, Key: c.host(), Endpoint: c.endpoint}
+	if rep.resp != nil {
+		info.StatusCode = rep.resp.StatusCode
+		info.Hint = rep.hint
 	}
 	fire(c, func(t *Trace) func(ResponseInfo) { return t.ResponseClassified }, info)
 }

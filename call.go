@@ -16,8 +16,8 @@ import (
 // whose steps are named here (send, classify, and the decision that a
 // response is final, or a call gives up) or in the files beside it:
 // call_body.go prepares the body, call_admit.go admits an attempt,
-// call_feedback.go tells the layers how it went, call_decide.go decides
-// on a retry, and call_wait.go times every wait.
+// call_decide.go tells the layers how it went and decides on a retry, and
+// call_wait.go times every wait.
 
 // call is the state of one RoundTrip. It lives on RoundTrip's stack, so a
 // request that is not retried allocates nothing for it.
@@ -138,7 +138,9 @@ func (c *call) run() (*http.Response, error) {
 		resp, err := c.send()
 		class := c.classify(resp, err)
 		rep := c.read(resp, err, class)
-		c.traceResponse(rep)
+		if c.tracesResponses() {
+			c.traceResponse(rep)
+		}
 		c.feedBack(rep)
 
 		var delay time.Duration
@@ -279,7 +281,9 @@ func (c *call) end(resp *http.Response, err error) {
 		c.t.counters.recordError(err, c.req)
 	}
 	c.t.counters.recordEnd(c.gaveUp)
-	c.traceEnd(resp, err)
+	if c.traced() {
+		c.traceEnd(resp, err)
+	}
 }
 
 // send makes one attempt through the base RoundTripper.
@@ -287,7 +291,9 @@ func (c *call) send() (*http.Response, error) {
 	c.retryTaken = false // spent
 	c.attempts++
 	c.sent = c.t.counters.attempts.Add(1)
-	c.traceAttempt()
+	if c.traced() {
+		c.traceAttempt()
+	}
 	c.stats.recordAttempt()
 	c.ticket.Sent()
 	resp, err := c.t.base.RoundTrip(c.out)
@@ -351,4 +357,13 @@ func (c *call) lastOr(err error) (*http.Response, error) {
 		_ = resp.Body.Close()
 	}
 	return nil, err
+}
+
+// traced reports whether any trace hears this call.
+func (c *call) traced() bool { return c.t.trace != nil || c.trace != nil }
+
+// tracesResponses reports whether a hook listens for classified
+// responses.
+func (c *call) tracesResponses() bool {
+	return c.t.trace != nil && c.t.trace.ResponseClassified != nil || c.trace != nil && c.trace.ResponseClassified != nil
 }

@@ -12,8 +12,10 @@ func (c *call) admit() error {
 		if c.t.admitStore != nil {
 			c.prefetch()
 		}
-		if err := c.admitBreaker(); err != nil {
-			return err
+		if c.t.breakers != nil {
+			if err := c.admitBreaker(); err != nil {
+				return err
+			}
 		}
 		if err := c.admitLimits(); err != nil {
 			return err
@@ -161,4 +163,50 @@ func (c *call) gateKey() string {
 		c.gateKeyV, c.gateKeyed = c.t.gate.Key(c.req), true
 	}
 	return c.gateKeyV
+}
+
+// holds is a short list of what an attempt holds until its answer:
+// concurrency slots, adaptive tickets. Two fit inline, so that holding
+// them allocates nothing and the call that keeps them stays on the stack.
+type holds[T any] struct {
+	inline [2]T
+	n      int
+	more   []T
+}
+
+func (h *holds[T]) add(v T) {
+	if h.n < len(h.inline) {
+		h.inline[h.n] = v
+	} else {
+		h.more = append(h.more, v)
+	}
+	h.n++
+}
+
+// drain calls f for every one held, then forgets them.
+func (h *holds[T]) drain(f func(T)) {
+	for i := range min(h.n, len(h.inline)) {
+		f(h.inline[i])
+	}
+	for _, v := range h.more {
+		f(v)
+	}
+	*h = holds[T]{}
+}
+
+// find returns the first of those held that f holds for, and whether
+// there is one.
+func (h *holds[T]) find(f func(T) bool) (T, bool) {
+	for i := range min(h.n, len(h.inline)) {
+		if f(h.inline[i]) {
+			return h.inline[i], true
+		}
+	}
+	for _, v := range h.more {
+		if f(v) {
+			return v, true
+		}
+	}
+	var zero T
+	return zero, false
 }

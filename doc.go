@@ -18,16 +18,21 @@
 //
 // # The pipeline
 //
-// One call of RoundTrip, in the files that own each step: transport.go
-// takes the call; call.go runs its attempts; for each attempt,
-// call_admit.go takes it through the breaker (breaker*.go), the pause gate
-// (pause.go) and every limit scope (limit*.go; with a store, its questions
-// asked together first, store_admit.go, and the learned pace taken from the
-// store, limit_shared.go), waiting where they say (call_wait.go); it is
-// sent; call_feedback.go tells what the response taught to the gate, the
-// breaker and the pace; call_decide.go retries by the policy (policy.go,
-// retryafter.go) or returns. The engines behind the stages sit in
-// internal/ packages that know nothing of calls.
+// One call of RoundTrip visits these files, in this order. Every call:
+// transport.go takes it, with what its context carries (context.go);
+// call.go runs its attempts, its body made replayable (call_body.go) and
+// its share paid into its host's retry budget (retry_budget.go). Each
+// attempt: call_admit.go admits it through every limit scope
+// (limit_scope.go, its turn by limit_pace.go, the learned pace by
+// limit_learned.go, the key by the Limit's KeyFunc, limit.go); call.go
+// sends it and reads the reply (retry_classify.go); call_decide.go feeds
+// the reply back and decides: the response is final, or a retry. stats.go
+// counts each step. Only when they are there: a breaker (breaker_call.go),
+// the pause gate holding the key (pause.go), a store asked first
+// (store_admit.go) and the fleet's learned pace (limit_shared.go), a wait
+// (call_wait.go), a retry's budget (retry_budget.go), a trace or a logger
+// (trace.go, log.go). The engines behind the stages sit in internal/
+// packages that know nothing of calls.
 //
 // # Glossary
 //

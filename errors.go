@@ -104,21 +104,6 @@ func markedClass(resp *http.Response) Class {
 	return Final
 }
 
-// markClass puts ClassHeader on a final response that class reads as a
-// refusal where DefaultClassify does not. The header map is copied
-// first: a base may hand out one map in several responses.
-func markClass(resp *http.Response, class Class) {
-	if !class.refusal() || DefaultClassify(resp) == RateLimited {
-		return
-	}
-	h := resp.Header.Clone()
-	if h == nil {
-		h = http.Header{}
-	}
-	h.Set(ClassHeader, class.String())
-	resp.Header = h
-}
-
 func newRateLimitError(resp *http.Response, class Class) *RateLimitError {
 	e := &RateLimitError{
 		StatusCode: resp.StatusCode,

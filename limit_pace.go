@@ -7,7 +7,7 @@ import (
 	"github.com/ratewise/ratewise/store"
 )
 
-// This file is a scope's admission: a concurrency slot (limit_slots.go),
+// This file is a scope's admission: a concurrency slot (limit_scope.go),
 // then the request's turn by the told limit's engine (internal/limit:
 // bucket, spacing or window), the store's bucket, or the learned pace
 // (limit_learned.go). The engine says how long to wait; the call waits.

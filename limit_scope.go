@@ -1,17 +1,21 @@
 package ratewise
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
 	"math"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/time/rate"
-
 	"github.com/ratewise/ratewise/internal/keyed"
 	"github.com/ratewise/ratewise/internal/learn"
 	"github.com/ratewise/ratewise/internal/limit"
+	"golang.org/x/time/rate"
 )
 
 // This file is a Limit at work: its scope, one state per key, set up
@@ -175,3 +179,170 @@ func (s *scope) refusal(key string, err error) error {
 	}
 	return err
 }
+
+// What follows is a call's side of a limit scope's concurrency slots
+// (Limit.MaxConcurrent): the engine (internal/limit) hands them out by
+// priority; an attempt waits for one, and its response body holds it.
+
+// acquireSlot takes one of the key's MaxConcurrent slots, queueing by
+// priority when all are taken.
+func (s *scope) acquireSlot(c *call, key string, st *scopeState, deadline time.Time) error {
+	cfg := s.engine()
+	w, err := st.told.TakeSlot(cfg, int(c.priority), deadline)
+	if err != nil || w == nil {
+		return s.refusal(key, err)
+	}
+	err = c.waitUntil(w.Ready(), deadline, WaitConcurrency, 0)
+	st.told.LeaveQueue(w, err, s.limit().MaxConcurrent)
+	if err != nil {
+		return s.waitError(err, key, deadline, c)
+	}
+	return nil
+}
+
+// releaseSlot frees a concurrency slot; the first waiter, if any, gets
+// it.
+func (s *scope) releaseSlot(st *scopeState) { st.told.ReleaseSlot(s.limit().MaxConcurrent) }
+
+// heldSlot is a concurrency slot a request holds in a scope.
+type heldSlot struct {
+	scope *scope
+	entry *keyed.Entry[scopeState]
+}
+
+// heldSlots are the slots an attempt holds, one per scope with a
+// MaxConcurrent.
+type heldSlots struct{ holds[heldSlot] }
+
+// release frees every slot held and forgets them.
+func (h *heldSlots) release() { h.drain(heldSlot.free) }
+
+func (s heldSlot) free() {
+	s.scope.releaseSlot(&s.entry.State)
+	s.scope.states.Release(s.entry)
+}
+
+// slotBody is a response body whose request holds concurrency slots; they
+// are freed when the body is closed or read to its end.
+type slotBody struct {
+	io.ReadCloser
+	released atomic.Bool
+	slots    heldSlots
+}
+
+func (b *slotBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err == io.EOF {
+		b.release()
+	}
+	return n, err
+}
+
+func (b *slotBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.release()
+	return err
+}
+
+// release frees the slots the first time only; a Close racing a Read's
+// end frees them once.
+func (b *slotBody) release() {
+	if b.released.CompareAndSwap(false, true) {
+		b.slots.release()
+	}
+}
+
+// Acquire takes n turns of the limit scope named scope for key, for work
+// that does not go through the transport (a gRPC call, a library that hides
+// its HTTP client), so that it spends the same budget as the requests. With
+// maxWait 0 it does not wait: it returns a *ClientLimitError (Reason "fail-fast",
+// and RetryIn) when the turns are not there now; otherwise it waits up to
+// maxWait, the Limit's MaxWait and ctx's deadline, or returns "max-wait"
+// at once, having taken nothing. See "Turns for work that is not HTTP" in
+// the package doc for keys, stores, priorities and what it does not take.
+func (t *Transport) Acquire(ctx context.Context, scope, key string, n int, maxWait time.Duration) error {
+	if t.err != nil {
+		return t.err
+	}
+	s := t.scopeNamed(scope)
+	switch {
+	case s == nil:
+		scopes := t.scopes()
+		names := make([]string, len(scopes))
+		for i, s := range scopes {
+			names[i] = fmt.Sprintf("%q", s.name)
+		}
+		return fmt.Errorf("ratewise: Acquire: no limit scope is named %q; the transport's scopes are %s",
+			scope, strings.Join(names, ", "))
+	case s.adaptive:
+		return fmt.Errorf("ratewise: Acquire: limit scope %q is Adaptive: it learns its pace from the responses of the requests it paces and has no turns to take; name a scope with a Rate, a MinSpacing or a Window", scope)
+	case n < 1:
+		return fmt.Errorf("ratewise: Acquire: n (%d) must be at least 1", n)
+	}
+	l := s.limit()
+	if !l.paces() {
+		return nil // nothing to take
+	}
+	if (finiteRate(l.Rate) || l.Window > 0) && n > l.Burst {
+		return fmt.Errorf("ratewise: Acquire: n (%d) is over limit scope %q's Burst (%d): that many turns never come at once; take at most Burst at a time", n, scope, l.Burst)
+	}
+	o := optionsFrom(ctx)
+	if o != nil && o.priority < PriorityNormal && l.Reserve > 0 && n > l.Burst-l.Reserve {
+		return fmt.Errorf("ratewise: Acquire: n (%d) is over what a PriorityLow caller may take of limit scope %q at once (Burst %d less Reserve %d); take fewer at a time", n, scope, l.Burst, l.Reserve)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if s.global {
+		key = ""
+	}
+	e := s.states.Acquire(key, true)
+	defer s.states.Release(e)
+	st := &e.State
+	s.caughtUp(st)
+
+	// A call with no request: maxWait is its whole budget, so that every
+	// wait it may start is one that fits, and mayWait refuses the others
+	// as a request's MaxWait does.
+	c := call{t: t, acquireKey: key, waitBudget: waitBudget{ctx: ctx, own: max(maxWait, 0)}}
+	if o != nil {
+		c.priority, c.stats, c.trace, c.endpoint = o.priority, o.stats, o.trace, o.endpoint
+	}
+	limit := *l
+	if maxWait <= 0 {
+		limit.FailFast = true
+	}
+	now := time.Now()
+	wait := c.own
+	if l.MaxWait > 0 {
+		wait = min(wait, l.MaxWait)
+	}
+	if end, ok := ctx.Deadline(); ok {
+		wait = min(wait, end.Sub(now)-time.Nanosecond) // a wait must end before the deadline
+	}
+	cfg := engineLimit(&limit)
+	err := s.pace(&c, key, st, now.Add(max(wait, 0)), &limit, &cfg, n)
+	if err != nil && ctx.Err() == nil {
+		// A wait that outgrew the deadline between the check and the
+		// wait (the clock moved) is a wait too long, as the check says.
+		var late pastDeadlineError
+		if errors.As(err, &late) {
+			return &ClientLimitError{Scope: s.name, Key: key, Reason: LimitMaxWait, RetryIn: late.wait}
+		}
+	}
+	return err
+}
+
+// scopeNamed returns the scope named name, or nil.
+func (t *Transport) scopeNamed(name string) *scope {
+	for _, s := range t.scopes() {
+		if s.name == name {
+			return s
+		}
+	}
+	return nil
+}
+
+// scopes returns the limit scopes, in the order given. The slice is never
+// changed: AddLimit replaces it.
+func (t *Transport) scopes() []*scope { return *t.scopeList.Load() }

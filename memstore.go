@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/ratewise/ratewise/internal/breaker"
+	"github.com/ratewise/ratewise/internal/learn"
+	"github.com/ratewise/ratewise/internal/limit"
 	"github.com/ratewise/ratewise/store"
 	"golang.org/x/time/rate"
 )
@@ -352,4 +354,104 @@ func (m *MemoryStore) Admit(ctx context.Context, ask *store.AdmitAsk) (store.Adm
 		a.Learnt, a.Learned = true, learned
 	}
 	return a, nil
+}
+
+// This file is the MemoryStore's store.Windows: the reference of a told
+// window a fleet shares, which ratewise/redis keeps in a sorted set.
+
+var _ store.Windows = (*MemoryStore)(nil)
+
+// memWindow is a key's window log, and the window it was last taken
+// under, to tell when it is idle.
+type memWindow struct {
+	limit.WindowLog
+	window time.Duration
+}
+
+// TakeWindow implements store.Windows.
+func (m *MemoryStore) TakeWindow(_ context.Context, key string, limit int, window, maxWait time.Duration) (time.Duration, error) {
+	now := time.Now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	w := m.windows[key]
+	if w == nil {
+		w = &memWindow{}
+		m.windows[key] = w
+		m.prune(now)
+	}
+	w.window = window
+	wait, took := w.Take(now, max(limit, 1), window, maxWait)
+	if !took {
+		return max(wait, time.Nanosecond), nil
+	}
+	return wait, nil
+}
+
+// What follows is the MemoryStore's store.Learned: the reference of what a
+// fleet's shared learned pace does, which ratewise/redis does in a script.
+
+var _ store.Learned = (*MemoryStore)(nil)
+
+// memLearned is a key's learned state, and when it was last asked: a key
+// idle for DefaultIdleTimeout is forgotten, as a transport forgets it.
+type memLearned struct {
+	learn.Shared
+	used time.Time
+}
+
+// Learn implements store.Learned. A key that has learned nothing keeps
+// no state: asking for its turn writes nothing.
+func (m *MemoryStore) Learn(_ context.Context, key string, ask *store.LearnAsk) (store.LearnAnswer, error) {
+	now := time.Now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	l := m.learned[key]
+	if l == nil {
+		if !teaches(ask) {
+			return store.LearnAnswer{}, nil
+		}
+		l = &memLearned{}
+		m.learned[key] = l
+		m.prune(now)
+	}
+	l.used = now
+	return l.Learn(now, ask), nil
+}
+
+// teaches reports whether ask's outcomes may teach a key that learned
+// nothing: a refusal may, and a count of the server's quota.
+func teaches(ask *store.LearnAsk) bool {
+	for _, o := range ask.Outcomes {
+		if o.Kind == store.Refused || o.Counted {
+			return true
+		}
+	}
+	return false
+}
+
+var _ store.BucketCounter = (*MemoryStore)(nil)
+
+// TakeCounted implements store.BucketCounter.
+func (m *MemoryStore) TakeCounted(_ context.Context, key string, n int, r rate.Limit, burst int, maxWait time.Duration) (time.Duration, float64, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := time.Now()
+	wait, lim, burst := m.take(now, key, n, r, burst, maxWait)
+	return wait, min(lim.TokensAt(now), float64(burst)), nil
+}
+
+// Give implements store.Buckets.
+func (m *MemoryStore) Give(_ context.Context, key string, n int, _ rate.Limit, _ int) error {
+	if n <= 0 {
+		return nil
+	}
+	now := time.Now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if lim := m.buckets[key]; lim != nil {
+		// A negative n adds tokens: the limiter takes n from what it holds
+		// now, and caps what it holds at its burst whenever it reads it.
+		lim.AllowN(now, -n)
+	}
+	return nil
 }

@@ -178,10 +178,6 @@ func (t *Transport) nextLimitName() string {
 	return fmt.Sprintf("limit %d", n)
 }
 
-// scopes returns the limit scopes, in the order given. The slice is never
-// changed: AddLimit replaces it.
-func (t *Transport) scopes() []*scope { return *t.scopeList.Load() }
-
 // addScope adds s to the scopes, last but for the LearnedScope New
 // added, copying them so that a request going through the old ones keeps
 // them whole. In New, or with reloadMu held.

@@ -252,9 +252,6 @@ func composeHook[T any](first, second func(T)) func(T) {
 	return func(v T) { first(v); second(v) }
 }
 
-// traced reports whether any trace hears this call.
-func (c *call) traced() bool { return c.t.trace != nil || c.trace != nil }
-
 // fire calls a hook, chosen by hook, of the transport's trace and then of
 // the call's, with v.
 func fire[T any](c *call, hook func(*Trace) func(T), v T) {
@@ -276,12 +273,6 @@ func (c *call) traceAttempt() {
 		fire(c, func(t *Trace) func(AttemptInfo) { return t.AttemptStarted }, AttemptInfo{Attempt: c.attempts,
 			MaxAttempts: c.policy.MaxAttempts, Method: c.req.Method, Key: c.host(), Endpoint: c.endpoint})
 	}
-}
-
-// tracesResponses reports whether a hook listens for classified
-// responses.
-func (c *call) tracesResponses() bool {
-	return c.t.trace != nil && c.t.trace.ResponseClassified != nil || c.trace != nil && c.trace.ResponseClassified != nil
 }
 
 // traceResponse reports how an attempt ended.

@@ -19,7 +19,9 @@ import "time"
 // successes with the cap full, it is raised by one, a probe whose
 // refusal sets it back and waits twice as long before the next. A
 // refusal with nothing else in flight proves the server no cap: the key
-// is paced again.
+// is paced again. A request sent as another's answer came may find the
+// server still holding that one: the first refusal that would lower the
+// cap, or end it, in a while is taken for such a stray.
 
 const (
 	// capFlights bounds the in-flight counts the Pacer keeps track of:
@@ -34,9 +36,18 @@ const (
 	// probe refused doubles it, up to capGrowMax.
 	capGrowAfter = 32
 	capGrowMax   = 256
+	// capStrayEvery is how many requests, at least, the Pacer sends
+	// between two refusals it takes for strays once the cap is learned:
+	// a refusal that would lower the cap, or end it, comes once in a while
+	// to a request sent as another's answer came, before the server let
+	// that one go; the next such refusal soon after it is the server's.
+	capStrayEvery = 32
 	// capForget halves the counts once they pass it, so that they
 	// follow a server whose cap changes.
 	capForget = 256
+	// capStrays is how many refusals below the cap its test lets pass as
+	// strays (see capAt).
+	capStrays = 1
 )
 
 // flights counts, by how many of the key's requests were in flight when
@@ -62,31 +73,41 @@ func (f *flights) note(k int, ok bool) {
 	}
 }
 
-// capAt returns the cap the counts show: the fewest others in flight a
-// refused request was sent with, c, two or more, when requests sent with
-// fewer were let through, and those sent with c or more were refused
-// twice at least, and at least twice as often as let through; 0 when they
-// show none.
+// capAt returns the cap the counts show, c, two or more: a number of
+// others in flight some refused request was sent with, when requests sent
+// with fewer were let through twice at least, and those sent with c or
+// more were refused twice at least, and at least twice as often as let
+// through; 0 when they show none. Of those, it is the one the fewest
+// answers contradict, the higher of two that tie: a cap learned one too
+// high costs a refusal, one too low a share of the key's throughput until
+// a probe finds it. A refusal below c is a stray, which one is let be:
+// a request sent in the instant another's answer came, before the server
+// let that one go, or sent with others in one instant that reached the
+// server first, is counted with fewer others than the server held. One
+// refused with none in flight is no stray: a rate's.
 func (f *flights) capAt() int {
-	c := 0
-	for c < capFlights && f.refused[c] == 0 {
-		c++
-	}
-	if c < 2 || c == capFlights {
-		return 0 // one at a time is too like a bucket that others empty
-	}
-	var below, ok, refused int32
-	for k := range capFlights {
-		if k < c {
-			below += f.ok[k]
-		} else {
-			ok, refused = ok+f.ok[k], refused+f.refused[k]
-		}
-	}
-	if below < capMinOK || refused < 2 || refused < 2*ok {
+	if f.refused[0] > 0 {
 		return 0
 	}
-	return c
+	var okAll, refusedAll int32
+	for k := range capFlights {
+		okAll, refusedAll = okAll+f.ok[k], refusedAll+f.refused[k]
+	}
+	best, bestOff := 0, int32(0)
+	var below, strays int32 // let through and refused with fewer than c others
+	for c := range capFlights {
+		ok, refused := okAll-below, refusedAll-strays
+		if c >= 2 && f.refused[c] > 0 && below >= capMinOK && refused >= 2 && refused >= 2*ok {
+			if off := strays + ok; best == 0 || off <= bestOff {
+				best, bestOff = c, off
+			}
+		}
+		below, strays = below+f.ok[c], strays+f.refused[c]
+		if strays > capStrays {
+			break
+		}
+	}
+	return best
 }
 
 // capRefused learns from a refusal of a request sent with k others in
@@ -100,7 +121,7 @@ func (p *Pacer) capRefused(k int, now time.Time) bool {
 		if c == 0 {
 			return false
 		}
-		p.flightCap, p.capGrow, p.capFull = c, capGrowAfter, 0
+		p.flightCap, p.capGrow, p.capFull, p.capStrayAt = c, capGrowAfter, 0, 0
 		if p.trace != nil {
 			p.trace("%v capped: %d in flight", now.Sub(p.firstSend).Round(time.Millisecond), c)
 		}
@@ -110,6 +131,8 @@ func (p *Pacer) capRefused(k int, now time.Time) bool {
 		return true
 	}
 	switch {
+	case !p.capProbing && k < p.flightCap && p.capStray(k):
+		return true
 	case k == 0:
 		// Refused alone: whatever limits the key, it is not a cap.
 		p.flightCap = 0
@@ -125,6 +148,20 @@ func (p *Pacer) capRefused(k int, now time.Time) bool {
 		p.capGrow = min(2*p.capGrow, capGrowMax)
 	}
 	p.capProbing, p.capFull = false, 0
+	return true
+}
+
+// capStray reports whether a refusal that would lower the cap or end it,
+// with p.mu held, is taken for a stray and changes nothing: the first
+// since the cap was learned, or since capStrayEvery requests.
+func (p *Pacer) capStray(k int) bool {
+	if p.capStrayAt != 0 && p.sent < p.capStrayAt+capStrayEvery {
+		return false
+	}
+	p.capStrayAt = max(p.sent, 1)
+	if p.trace != nil {
+		p.trace("cap %d: a refusal with %d others in flight taken for a stray", p.flightCap, k)
+	}
 	return true
 }
 

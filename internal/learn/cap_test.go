@@ -55,3 +55,70 @@ func TestLongHintsAreNoCap(t *testing.T) {
 		}
 	}
 }
+
+// capped returns a Pacer that learned a cap of 5 from a slow start: let
+// through twice with 3 others in flight, refused with 5 and 6.
+func capped(t *testing.T, t0 time.Time) *Pacer {
+	t.Helper()
+	a := New(0, math.Inf(1), t0)
+	for _, k := range []int{3, 3} {
+		a.Untracked(Answer{OK: true, Remaining: -1, Flight: k}, 0, t0)
+	}
+	for _, k := range []int{5, 6} {
+		a.Untracked(Answer{Refused: true, Remaining: -1, Flight: k}, 0, t0)
+	}
+	if a.flightCap != 5 {
+		t.Fatalf("capped at %d in flight, want 5", a.flightCap)
+	}
+	return a
+}
+
+// TestStrayRefusalKeepsTheCap pins the race of a request sent in the
+// instant another's answer came, before the server let that one go: it is
+// refused with fewer others in flight, by the key's count, than the cap.
+// In a slow start, one such refusal among those of the cap does not hide
+// the cap; once the cap is learned, one neither lowers it nor, sent with
+// none in flight, ends it. The next soon after does: the server holds
+// fewer now.
+func TestStrayRefusalKeepsTheCap(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	refused := Answer{Refused: true, Remaining: -1}
+
+	a := New(0, math.Inf(1), t0)
+	for _, an := range []Answer{
+		{OK: true, Remaining: -1, Flight: 3}, {OK: true, Remaining: -1, Flight: 3},
+		{Refused: true, Remaining: -1, Flight: 3}, // the stray
+		{Refused: true, Remaining: -1, Flight: 6}, {Refused: true, Remaining: -1, Flight: 5},
+	} {
+		a.Untracked(an, 0, t0)
+	}
+	if a.flightCap != 5 {
+		t.Errorf("a stray refusal with 3 others in flight among the slow start's: capped at %d, want 5", a.flightCap)
+	}
+
+	for _, stray := range []int{4, 0} {
+		a := capped(t, t0)
+		var seqs []uint64
+		for range 5 {
+			seq, _, _, sent := a.Take(t0)
+			if !sent {
+				t.Fatalf("the cap of 5 held the request of %d in flight", len(seqs))
+			}
+			seqs = append(seqs, seq)
+		}
+		for _, seq := range seqs[:5-stray] {
+			a.Outcome(seq, Answer{OK: true, Remaining: -1}, t0)
+		}
+		// Sent with stray others in flight, as the others' answers came.
+		seq, _, _, _ := a.Take(t0)
+		a.Outcome(seq, refused, t0)
+		if a.flightCap != 5 || a.unpaced != true {
+			t.Errorf("a stray refusal with %d others in flight: capped at %d (unpaced %v), want 5, unpaced", stray, a.flightCap, a.unpaced)
+		}
+		seq, _, _, _ = a.Take(t0)
+		a.Outcome(seq, refused, t0)
+		if stray == 4 && a.flightCap != 4 || stray == 0 && a.flightCap != 0 {
+			t.Errorf("a second refusal with %d others in flight: capped at %d, want %d", stray, a.flightCap, min(stray, 4))
+		}
+	}
+}

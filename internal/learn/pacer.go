@@ -144,12 +144,14 @@ type Pacer struct {
 	// requests in flight the server showed, 0 for none; capProbing is set
 	// while one more is tried, capFull counts the successes with the cap
 	// full since, and capGrow is how many of them, per request of the
-	// cap, come before the next try (see cap.go).
+	// cap, come before the next try; capStrayAt is sent at the last
+	// refusal taken for a stray (see cap.go).
 	flights    flights
 	flightCap  int
 	capProbing bool
 	capFull    int
 	capGrow    int
+	capStrayAt uint64
 	// refusalCounted is set when the count explained the last refusal:
 	// it said nothing was left.
 	refusalCounted bool
@@ -338,7 +340,7 @@ func (p *Pacer) learn(seq uint64, newEvent bool, an Answer, now time.Time) {
 	if !explained && an.Remaining < 0 && (an.OK || an.Refused) && !p.blind(now) && p.trial(an.OK, now) {
 		return
 	}
-	if an.Refused && !explained && !(known && k > 0 && p.capRefused(k, now)) {
+	if an.Refused && !explained && !(known && (k > 0 || p.flightCap > 0) && p.capRefused(k, now)) {
 		if !p.blind(now) && p.startTrial(an.Hint, now) {
 			return
 		}

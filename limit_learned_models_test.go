@@ -236,11 +236,10 @@ func TestLearningCostsNoCallToALoadShedder(t *testing.T) {
 // workers take within 1.10 of the least time (300 × 50 ms / 5), with at
 // most 0.05 refusals a call; told nothing, as told MaxConcurrent: 5.
 // Medians of five batches: in fake time every request of a round starts
-// and ends at one instant, and a request sent in the instant another's
-// answer came counts one in flight fewer than the server, which has not
-// let the other go yet. About one batch in twenty takes such a refusal
-// for the cap's, learns 4 (1.25 of the least time until its probe finds
-// the fifth), or, refused with none in flight by its count, a pace.
+// and ends at one instant, and a request of the slow start may reach the
+// server after others sent later in that instant, counted with fewer in
+// flight than the server held. Rarely (about one batch in 3000), one
+// refused with none in flight by its count is taken for a rate's.
 func TestLearnedConcurrencyCap(t *testing.T) {
 	const batches = 5
 	var ratios, refusals []float64

@@ -122,3 +122,26 @@ func TestStrayRefusalKeepsTheCap(t *testing.T) {
 		}
 	}
 }
+
+// TestSlowStartStrayIsNoLowerCap pins a slow start's round that lets
+// eight requests go in one instant, against a cap of 5: the one sent with
+// 4 others in flight by the key's count reached the server after a later
+// one, still in flight when it was refused. Taken as refused with 4, it
+// and a refusal with 6 show a cap of 4, which holds the key below the
+// server's 5 (1.27 of the least time) until a probe; taken as refused
+// with the others in flight at its answer, the cap is 5 or more, and a
+// cap one too high costs a refusal.
+func TestSlowStartStrayIsNoLowerCap(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	a := New(0, math.Inf(1), t0)
+	// Armed by the stray: 3 let through, the most with 3 others in
+	// flight; 8 of the round out, the stray among them.
+	a.Adopt(3, 8, 3)
+	a.Untracked(Answer{Refused: true, Remaining: -1, Flight: 4}, 0, t0)
+	a.Unpaced(false, 4)
+	a.Untracked(Answer{Refused: true, Remaining: -1, Flight: 6}, 0, t0)
+	a.Unpaced(false, 6)
+	if a.flightCap < 5 {
+		t.Errorf("capped at %d in flight, want 5 or more: the stray with 4 others counted is a cap one too low", a.flightCap)
+	}
+}

@@ -251,6 +251,14 @@ func (p *Pacer) Untracked(an Answer, sentBefore int64, now time.Time) {
 	if an.Refused && sentBefore > 0 && (p.sentBeforeRefusal == 0 || sentBefore < p.sentBeforeRefusal) {
 		p.sentBeforeRefusal = sentBefore
 	}
+	if an.Refused && an.Flight >= 0 {
+		// Sent in the key's slow start with an.Flight others in flight,
+		// it may have reached the server after requests sent later that
+		// are still in flight, as the many a slow start's round lets go
+		// in one instant do: the server may have held them all. Counted
+		// with fewer, a refusal at a cap of c looks like one of c−1.
+		an.Flight = max(an.Flight, p.inFlight+p.untrackedOut-1)
+	}
 	p.learn(0, p.lastEmpty.IsZero(), an, now)
 }
 

@@ -197,3 +197,32 @@ func (c *call) yieldWindow() bool {
 	s.states.Release(e)
 	return true
 }
+
+// depositRetryShare pays the share of a first attempt into its host's
+// retry balance, when the host has one (retry_budget.go).
+func (c *call) depositRetryShare() {
+	if c.policy.RetryBudget >= 0 {
+		c.t.creditRetry(c.req.URL.Host, c.policy.RetryBudget)
+	}
+}
+
+// takeRetry takes one retry from the host's retry balance, and reports
+// whether there was one.
+func (c *call) takeRetry() bool {
+	if !c.t.takeRetry(c.req.URL.Host, c.policy) {
+		return false
+	}
+	c.retryTaken = c.policy.RetryBudget >= 0
+	return true
+}
+
+// returnUnsentRetry gives back a retry the call took but never sent: its
+// wait or its admission was refused, or the context ended. Not the
+// policy's say: a SetRetryPolicy since may have turned the budget off,
+// and the retry was still taken from the balance.
+func (c *call) returnUnsentRetry() {
+	if c.retryTaken {
+		c.retryTaken = false
+		c.t.creditRetry(c.req.URL.Host, 1)
+	}
+}

@@ -56,18 +56,10 @@ func forgettableBalance(b *retryBalance, now time.Time) bool {
 	return b.tokens >= b.cap()
 }
 
-// depositRetryShare pays the share of a first attempt into its host's
-// balance, when the host has one.
-func (c *call) depositRetryShare() {
-	if c.policy.RetryBudget >= 0 {
-		c.creditRetry(c.policy.RetryBudget)
-	}
-}
-
-// creditRetry adds amount to the host's balance, up to its cap, when the
-// host has one: a balance is made only by a retry.
-func (c *call) creditRetry(amount float64) {
-	e := c.t.retryBudgets.Acquire(c.req.URL.Host, false)
+// creditRetry adds amount to host's balance, up to its cap, when the host
+// has one: a balance is made only by a retry.
+func (t *Transport) creditRetry(host string, amount float64) {
+	e := t.retryBudgets.Acquire(host, false)
 	if e == nil {
 		return
 	}
@@ -75,18 +67,17 @@ func (c *call) creditRetry(amount float64) {
 	b.mu.Lock()
 	b.tokens = math.Min(b.tokens+amount, b.cap())
 	b.mu.Unlock()
-	c.t.retryBudgets.Release(e)
+	t.retryBudgets.Release(e)
 }
 
-// takeRetry takes one retry from the host's balance, and reports whether
-// there was one.
-func (c *call) takeRetry() bool {
-	p := c.policy
+// takeRetry takes one retry from host's balance under policy p, and
+// reports whether there was one.
+func (t *Transport) takeRetry(host string, p *RetryPolicy) bool {
 	if p.RetryBudget < 0 {
 		return true
 	}
-	e := c.t.retryBudgets.Acquire(c.req.URL.Host, true)
-	defer c.t.retryBudgets.Release(e)
+	e := t.retryBudgets.Acquire(host, true)
+	defer t.retryBudgets.Release(e)
 	b := &e.State
 	now := time.Now()
 	b.mu.Lock()
@@ -101,22 +92,5 @@ func (c *call) takeRetry() bool {
 		return false
 	}
 	b.tokens--
-	c.retryTaken = true
 	return true
-}
-
-// returnRetry gives back a retry taken for nothing.
-func (c *call) returnRetry() {
-	c.retryTaken = false
-	// Not the policy's say: a SetRetryPolicy since may have turned the
-	// budget off, and the retry was still taken from the balance.
-	c.creditRetry(1)
-}
-
-// returnUnsentRetry gives back a retry the call took but never sent: its
-// wait or its admission was refused, or the context ended.
-func (c *call) returnUnsentRetry() {
-	if c.retryTaken {
-		c.returnRetry()
-	}
 }

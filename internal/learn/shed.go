@@ -42,6 +42,10 @@ const (
 	trialSpan = 20 * time.Millisecond
 )
 
+// TrialSpan is how long after its refusal a trial takes answers as let
+// through (see trialSpan).
+const TrialSpan = trialSpan
+
 // Trial is a refusal's trial: whether the answers that come right after
 // it are let through as often as a shedder lets them. A Pacer runs its
 // own; a replica sharing a fleet's pace runs one for the requests it

@@ -450,3 +450,20 @@ func (t *Transport) trialRuns(now time.Time) bool {
 	until := t.trialsUntil.Load()
 	return until != 0 && now.UnixNano() <= until
 }
+
+// trialBlind reports whether key holds blind at now, its trial in this
+// transport having said a shedder.
+func (s *scope) trialBlind(key string, now time.Time) bool {
+	e := s.states.Acquire(key, false)
+	if e == nil {
+		return false
+	}
+	defer s.states.Release(e)
+	k := e.State.shared.Load()
+	if k == nil {
+		return false
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return now.Before(k.blindUntil)
+}

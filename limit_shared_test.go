@@ -244,8 +244,9 @@ func TestSlowStartEndsWhenTheFleetIsPaced(t *testing.T) {
 // whose first request is refused with no hint, nothing let through
 // before, sends its next requests at once, and they are let through one
 // in three, as a shedder's are: the fleet is never paced (another
-// replica's requests go unpaced, and none learned a rate), and the
-// refusals that follow, while the key holds blind, pace nobody either.
+// replica's requests go unpaced, and none learned a rate; the status of
+// the one that ran the trial says Blind), and the refusals that follow,
+// while the key holds blind, pace nobody either.
 // Told the store at once, the first refusal paced the fleet at the
 // search's first pace, 40 ms a request. A bucket that others emptied
 // refuses every request sent at once after the refusal: the trial then
@@ -277,8 +278,8 @@ func TestSharedTrialTellsAShedderWithoutSlowing(t *testing.T) {
 			}
 		}
 		for name, tr := range map[string]*Transport{"a": a, "b": b} {
-			if st := tr.KeyStatus(host).Scopes[0]; st.LearnedRate > 0 {
-				t.Errorf("%s's status on a shedder: %+v, want no learned rate", name, st)
+			if st := tr.KeyStatus(host).Scopes[0]; st.LearnedRate > 0 || st.Blind != (name == "a") {
+				t.Errorf("%s's status on a shedder: %+v, want no learned rate, blind where the trial ran", name, st)
 			}
 		}
 	})

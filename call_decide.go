@@ -137,6 +137,14 @@ func (c *call) feedBack(rep reply) {
 	if c.learns && err == nil && (class.refusal() || !c.told && c.sampleQuota(resp)) {
 		c.learnUntracked(resp, class, hint)
 	}
+	if c.learns && err == nil && !class.refusal() && c.t.learnStore != nil && c.t.trialsUntil.Load() != 0 {
+		if now.IsZero() {
+			now = time.Now()
+		}
+		if c.t.trialRuns(now) {
+			c.trialAnswered(resp, class, now) // a refusal's trial takes it (limit_shared.go)
+		}
+	}
 	c.yielded = err == nil && class.refusal() && c.windowScope != nil && c.yieldWindow()
 	// A hint pauses the key's other requests too: all of them when
 	// nothing paces the request, else only a hint of more than a second,

@@ -441,19 +441,28 @@ func ExampleWithStore() {
 }
 
 // Replicas given one store learn as one client: a refusal one of them
-// sees paces every other, which was never refused.
+// sees paces every other, which was never refused. (The refusal comes
+// after two requests were let through, as a rate's does: one that comes
+// first is tried unpaced, and a load shedder's paces nobody.)
 func ExampleWithStore_learnedAsOne() {
+	bucket := httpmock.NewMockTransport()
+	ok := httpmock.NewStringResponder(200, `["a","b"]`)
+	bucket.RegisterResponder(http.MethodGet, "https://api.example.com/items",
+		ok.Then(ok).Then(httpmock.NewStringResponder(429, "slow down")))
 	store := ratewise.NewMemoryStore()
-	refusing := ratewise.New(fakeAPI(), ratewise.WithStore(store), ratewise.WithRetry(ratewise.RetryPolicy{MaxAttempts: 1}))
+	refusing := ratewise.New(bucket, ratewise.WithStore(store), ratewise.WithRetry(ratewise.RetryPolicy{MaxAttempts: 1}))
 	other := ratewise.New(fakeAPI(), ratewise.WithStore(store))
 
-	req, _ := http.NewRequest(http.MethodGet, "https://api.example.com/items", nil)
-	resp, err := refusing.RoundTrip(req) // refused: 429
-	if err != nil {
-		fmt.Println("error:", err)
-		return
+	var resp *http.Response
+	for range 3 { // 200, 200, then refused: 429
+		req, _ := http.NewRequest(http.MethodGet, "https://api.example.com/items", nil)
+		var err error
+		if resp, err = refusing.RoundTrip(req); err != nil {
+			fmt.Println("error:", err)
+			return
+		}
+		resp.Body.Close()
 	}
-	resp.Body.Close()
 	learned := other.KeyStatus("api.example.com").Scopes[0]
 	fmt.Printf("%s, refused by %d: the other paces at %.0f requests a second\n", learned.Name, resp.StatusCode, learned.LearnedRate)
 	// Output: learned, refused by 429: the other paces at 25 requests a second

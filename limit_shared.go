@@ -41,6 +41,15 @@ type sharedKey struct {
 	// telling it costs no round trip of its own; guarded by mu.
 	count   store.Outcome
 	countAt time.Time
+	// trial is the trial of a refusal of a request the fleet did not
+	// pace, which this transport holds back from the store until the
+	// trial says a rate (see trialRefusal); trialPassed is what the
+	// refusal tells then. blindUntil ends the hold of a key whose trial
+	// said a shedder, blindHold is how long it was. Guarded by mu.
+	trial       learn.Trial
+	trialPassed int
+	blindUntil  time.Time
+	blindHold   time.Duration
 }
 
 // countOf is the outcome that tells the count an answer carried; Counted
@@ -285,17 +294,27 @@ func (s *scope) tellStoreUnpaced(c *call, key string, st *scopeState, an learn.A
 		}
 		return true
 	}
+	st.mu.Lock()
+	// What this transport's slow start let through before: the fleet's
+	// sum is the quota of a window that ran out.
+	passed := max(st.startOpen-1, 0)
+	st.mu.Unlock()
+	if !c.told && an.Remaining < 0 && s.trialRefusal(c, key, k, an.Hint, passed) {
+		return true // held back: tried first
+	}
 	refused := countOf(0, an)
 	refused.Kind, refused.Hint = store.Refused, an.Hint
 	if !k.toldFirst.Swap(true) {
-		// What this transport's slow start let through before: the
-		// fleet's sum is the quota of a window that ran out.
-		st.mu.Lock()
-		refused.Passed = max(st.startOpen-1, 0)
-		st.mu.Unlock()
+		refused.Passed = passed
 	}
-	ask := store.LearnAsk{Outcomes: []store.Outcome{refused}, Ceiling: sharedCeiling(s.limit(), c)}
-	a, err := k.store.Learn(context.WithoutCancel(c.ctx), k.storeKey, &ask)
+	return s.tellRefused(c.ctx, k, refused, sharedCeiling(s.limit(), c))
+}
+
+// tellRefused tells the store the refusal of a request no pace let go,
+// and reports whether it took it.
+func (s *scope) tellRefused(ctx context.Context, k *sharedKey, refused store.Outcome, ceiling float64) bool {
+	ask := store.LearnAsk{Outcomes: []store.Outcome{refused}, Ceiling: ceiling}
+	a, err := k.store.Learn(context.WithoutCancel(ctx), k.storeKey, &ask)
 	if err != nil {
 		return false
 	}
@@ -303,9 +322,148 @@ func (s *scope) tellStoreUnpaced(c *call, key string, st *scopeState, an learn.A
 	return true
 }
 
+// trialRefusal takes in the refusal, with hint and no count, of a request
+// of key the fleet did not pace, and reports whether it is held back from
+// the store. As a Pacer does (see internal/learn/shed.go), this
+// transport tells a shedder from a rate before the fleet slows down: a
+// refusal before passed reached two, or once a trial said a shedder,
+// starts a trial, the key unpaced meanwhile (its slow start over); the
+// refusals of a key whose trial said a shedder teach nothing while its
+// hold lasts. Told the store, the refusal would pace every replica, and
+// only the blind test, after many slow turns, would give the pace back.
+// The store keeps no trial: the verdict is this transport's, from what
+// it sees, as the blind test's are.
+func (s *scope) trialRefusal(c *call, key string, k *sharedKey, hint time.Duration, passed int) bool {
+	if k.paced.Load() {
+		return false // the fleet paces the key: its turns teach it
+	}
+	now := time.Now()
+	k.mu.Lock()
+	switch {
+	case k.trial.On():
+		end := k.trial.Answer(false, now)
+		k.mu.Unlock()
+		s.trialEnded(key, k, end, now)
+		// A rate's: this refusal is told, the one the trial held back
+		// its sibling.
+		return end != learn.TrialRate
+	case now.Before(k.blindUntil):
+		k.mu.Unlock()
+		return true
+	case !learn.TrialStarts(hint, passed, k.blindHold > 0):
+		k.mu.Unlock()
+		return false
+	}
+	k.trial.Start(now)
+	k.trialPassed = passed
+	k.mu.Unlock()
+	// Its answers are those of the requests that follow at once: the
+	// key's slow start, one request at a time after a refusal, would
+	// send too few within the trial's span.
+	s.markAnswered(key)
+	c.t.trialUntil(now.Add(learn.TrialSpan))
+	return true
+}
+
+// trialEnded ends k's trial as end says: a shedder's refusals leave the
+// key unpaced and hold their successors back from the store.
+func (s *scope) trialEnded(key string, k *sharedKey, end learn.TrialEnd, now time.Time) {
+	if end != learn.TrialShed {
+		return
+	}
+	k.mu.Lock()
+	k.blindHold = learn.BlindHold(k.blindHold)
+	k.blindUntil = now.Add(k.blindHold)
+	k.mu.Unlock()
+	if s.learnTrace != nil {
+		s.learnTrace("%s: trial: let through after the refusal: shedding; unpaced for %v", key, k.blindHold)
+	}
+}
+
+// tellTrialRefusal tells the store the refusal a trial held back, which
+// the trial found a rate's, and reports whether the store took it.
+func (s *scope) tellTrialRefusal(ctx context.Context, k *sharedKey, ceiling float64) bool {
+	refused := store.Outcome{Kind: store.Refused}
+	if !k.toldFirst.Swap(true) {
+		k.mu.Lock()
+		refused.Passed = k.trialPassed
+		k.mu.Unlock()
+	}
+	return s.tellRefused(ctx, k, refused, ceiling)
+}
+
+// trialAnswered gives the answer to a request, neither refused nor an
+// error, to the trials of the keys it was sent unpaced under.
+func (c *call) trialAnswered(resp *http.Response, class Class, now time.Time) {
+	an := readAnswer(resp, nil, class, now)
+	if !an.OK || an.Remaining >= 0 {
+		return // a count, which the store takes with the next ask
+	}
+	for _, s := range c.t.scopes() {
+		if !s.adaptive || s.applies != nil && !s.applies(c.req) {
+			continue
+		}
+		if t, held := c.adaptive.find(func(t adaptiveTicket) bool { return t.scope == s }); held && (t.a != nil || t.fleet != nil) {
+			continue // paced: no trial's
+		}
+		key := s.key(c.req)
+		e := s.states.Acquire(key, false)
+		if e == nil {
+			continue
+		}
+		if k := e.State.shared.Load(); k != nil {
+			k.mu.Lock()
+			end := k.trial.Answer(true, now)
+			k.mu.Unlock()
+			s.trialEnded(key, k, end, now)
+			if end == learn.TrialRate && !s.tellTrialRefusal(c.ctx, k, sharedCeiling(s.limit(), c)) {
+				// The store is away: this transport's own pace learns it.
+				s.arm(key, &e.State, now).Untracked(learn.Answer{Refused: true, Remaining: -1, Flight: -1}, 0, now)
+			}
+		}
+		s.states.Release(e)
+	}
+}
+
 // pacedInStore reports whether the store's last answer for the key whose
 // state st is said the fleet paces it.
 func (s *scope) pacedInStore(st *scopeState) bool {
 	k := st.shared.Load()
 	return k != nil && k.paced.Load()
+}
+
+// trialUntil makes the transport read its successes for trials until at
+// least until.
+func (t *Transport) trialUntil(until time.Time) {
+	n := until.UnixNano()
+	for {
+		was := t.trialsUntil.Load()
+		if was >= n || t.trialsUntil.CompareAndSwap(was, n) {
+			return
+		}
+	}
+}
+
+// trialRuns reports whether a trial may take the answer to a request
+// answered at now.
+func (t *Transport) trialRuns(now time.Time) bool {
+	until := t.trialsUntil.Load()
+	return until != 0 && now.UnixNano() <= until
+}
+
+// trialBlind reports whether key holds blind at now, its trial in this
+// transport having said a shedder.
+func (s *scope) trialBlind(key string, now time.Time) bool {
+	e := s.states.Acquire(key, false)
+	if e == nil {
+		return false
+	}
+	defer s.states.Release(e)
+	k := e.State.shared.Load()
+	if k == nil {
+		return false
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return now.Before(k.blindUntil)
 }

@@ -149,19 +149,26 @@ func TestFleetLearnsAsOne(t *testing.T) {
 }
 
 // A refusal one replica sees paces every replica: the first refusal of
-// a's request arms the key's pace in the store, and b, which was never
-// refused, takes its turns from it, an interval of the search's first
-// pace apart, rather than the burst it sent before.
+// a's request, after two were let through (a rate's; one before is tried
+// first, see TestSharedTrialTellsAShedderWithoutSlowing), arms the key's
+// pace in the store, and b, which was never refused, takes its turns
+// from it, an interval of the search's first pace apart, rather than the
+// burst it sent before.
 func TestRefusalOneReplicaSeesPacesEveryReplica(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		mem := NewMemoryStore()
-		refuseOnce := newScript(answer(429), answer(200)).mock()
+		refuseOnce := newScript(answer(200), answer(200), answer(429), answer(200)).mock()
 		a := New(refuseOnce, WithStore(mem), WithRetry(RetryPolicy{MaxAttempts: 1}))
 		rec := &recording{base: newScript(answer(200)).mock()}
 		b := New(rec, WithStore(mem))
 		for range 3 {
 			if _, err := callOnce(t, b, t.Context()); err != nil {
 				t.Fatal(err)
+			}
+		}
+		for range 2 {
+			if status, _ := callOnce(t, a, t.Context()); status != 200 {
+				t.Fatalf("a's call before the refusal: %d, want 200", status)
 			}
 		}
 		if status, _ := callOnce(t, a, t.Context()); status != 429 {
@@ -231,4 +238,62 @@ func TestSlowStartEndsWhenTheFleetIsPaced(t *testing.T) {
 	if run.refused > 0.05 {
 		t.Errorf("%.3f refusals a call, want at most 0.05", run.refused)
 	}
+}
+
+// TestSharedTrialTellsAShedderWithoutSlowing: a transport with a store,
+// whose first request is refused with no hint, nothing let through
+// before, sends its next requests at once, and they are let through one
+// in three, as a shedder's are: the fleet is never paced (another
+// replica's requests go unpaced, and none learned a rate; the status of
+// the one that ran the trial says Blind), and the refusals that follow,
+// while the key holds blind, pace nobody either.
+// Told the store at once, the first refusal paced the fleet at the
+// search's first pace, 40 ms a request. A bucket that others emptied
+// refuses every request sent at once after the refusal: the trial then
+// tells the store, and the fleet is paced.
+func TestSharedTrialTellsAShedderWithoutSlowing(t *testing.T) {
+	shed := []step{answer(429), answer(429), answer(429), answer(200)}
+	for range 5 {
+		shed = append(shed, answer(429), answer(429), answer(200))
+	}
+	synctest.Test(t, func(t *testing.T) {
+		mem := NewMemoryStore()
+		rec := &recording{base: newScript(shed...).mock()}
+		a := New(rec, WithStore(mem), WithRetry(RetryPolicy{MaxAttempts: 1}))
+		other := &recording{base: newScript(answer(200)).mock()}
+		b := New(other, WithStore(mem))
+		for range len(shed) {
+			if _, err := callOnce(t, a, t.Context()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for range 3 {
+			if _, err := callOnce(t, b, t.Context()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, r := range []*recording{rec, other} {
+			if d := r.times[len(r.times)-1].Sub(r.times[0]); d != 0 {
+				t.Errorf("%d requests took %v, want them unpaced", len(r.times), d)
+			}
+		}
+		for name, tr := range map[string]*Transport{"a": a, "b": b} {
+			if st := tr.KeyStatus(host).Scopes[0]; st.LearnedRate > 0 || st.Blind != (name == "a") {
+				t.Errorf("%s's status on a shedder: %+v, want no learned rate, blind where the trial ran", name, st)
+			}
+		}
+	})
+	synctest.Test(t, func(t *testing.T) {
+		mem := NewMemoryStore()
+		a := New(newScript(answer(429)).mock(), WithStore(mem), WithRetry(RetryPolicy{MaxAttempts: 1}))
+		b := New(newScript(answer(200)).mock(), WithStore(mem))
+		for range 10 {
+			if _, err := callOnce(t, a, t.Context()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if st := b.KeyStatus(host).Scopes[0]; st.LearnedRate <= 0 {
+			t.Errorf("b's status after a's trial found a rate: %+v, want the fleet's learned rate", st)
+		}
+	})
 }

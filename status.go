@@ -171,6 +171,9 @@ func (s *scope) status(key string, now time.Time, learned store.Learned) ScopeSt
 		// learns by itself only while the store fails.
 		if a, err := learned.Learn(context.Background(), s.storeKey(key), &store.LearnAsk{}); err == nil {
 			sharedStatus(&out, a.State, now)
+			// A trial this transport ran (see trialRefusal) holds the key
+			// blind here alone: the store was told nothing.
+			out.Blind = out.Blind || !a.Paced && s.trialBlind(key, now)
 		}
 	}
 	if l.Store != nil && finiteRate(l.Rate) {

@@ -48,6 +48,10 @@ type Transport struct {
 	// (store.Learned): their keys then learn as one with every transport
 	// sharing it (limit_shared.go), and admitStore asks it with the rest.
 	learnStore store.Learned
+	// trialsUntil is, in Unix nanoseconds, when the last trial of a
+	// refusal held back from learnStore stops taking answers as let
+	// through (see trialRefusal): until then, successes are read for it.
+	trialsUntil atomic.Int64
 	// windowStore is the store when it keeps told windows' starts
 	// (store.Windows): a told Window is then the fleet's.
 	windowStore store.Windows

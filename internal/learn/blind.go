@@ -197,7 +197,7 @@ func halfOf(samples []paceSample) (pace, ok float64) {
 // blind to it. It goes unpaced until now plus the hold, which doubles
 // each time.
 func (p *Pacer) goBlind(now time.Time) {
-	p.blindHold = min(max(2*p.blindHold, blindHoldStart), blindHoldMax)
+	p.blindHold = BlindHold(p.blindHold)
 	p.blindUntil = now.Add(p.blindHold)
 	if p.trace != nil {
 		p.trace("%v blind: refusals do not fall with the pace; unpaced for %v",

@@ -159,14 +159,10 @@ type Pacer struct {
 	// unpaced is set until the first refusal: nothing learned yet.
 	unpaced bool
 	// freshOK counts the successes since the key last started learning:
-	// since its first request, or since it went blind. onTrial is set
-	// while a refusal's trial runs, which trialN answers took so far,
-	// trialPass of them let through, the last trialDry refused in a row
-	// (see shed.go).
-	freshOK                     int
-	onTrial                     bool
-	trialN, trialPass, trialDry int
-	trialFrom                   time.Time
+	// since its first request, or since it went blind. shed is a
+	// refusal's trial (see shed.go).
+	freshOK int
+	shed    Trial
 
 	// The pace between two refusals (see ramp.go).
 	ramp

@@ -42,16 +42,88 @@ const (
 	trialSpan = 20 * time.Millisecond
 )
 
+// TrialSpan is how long after its refusal a trial takes answers as let
+// through (see trialSpan).
+const TrialSpan = trialSpan
+
+// Trial is a refusal's trial: whether the answers that come right after
+// it are let through as often as a shedder lets them. A Pacer runs its
+// own; a replica sharing a fleet's pace runs one for the requests it
+// sends unpaced, and tells the store of the refusal only once the trial
+// says a rate. The zero value runs none.
+type Trial struct {
+	on             bool
+	n, passed, dry int // answers taken, let through, refused in a row
+	from           time.Time
+}
+
+// TrialEnd is what an answer made of a trial.
+type TrialEnd uint8
+
+const (
+	// TrialGoesOn: the trial takes more answers (or none runs).
+	TrialGoesOn TrialEnd = iota
+	// TrialShed: enough were let through: the refusals are a shedder's,
+	// and the key goes blind without having slowed.
+	TrialShed
+	// TrialRate: too few were: the search for a pace starts, as it would
+	// have at the refusal.
+	TrialRate
+)
+
+// TrialStarts reports whether a refusal no count explains, with hint,
+// starts a trial of a key that is not paced: passed is how many of its
+// requests were let through since it last started learning, and blindBefore
+// says its refusals proved blind before.
+func TrialStarts(hint time.Duration, passed int, blindBefore bool) bool {
+	return hint <= 0 && (passed < trialPassed || blindBefore)
+}
+
+// Start starts a trial at now, the instant of the refusal.
+func (t *Trial) Start(now time.Time) { *t = Trial{on: true, from: now} }
+
+// On reports whether a trial runs.
+func (t *Trial) On() bool { return t.on }
+
+// Answer takes in an answer to the key, let through (ok) or refused, at
+// now, and says whether it ended the trial.
+func (t *Trial) Answer(ok bool, now time.Time) TrialEnd {
+	if !t.on {
+		return TrialGoesOn
+	}
+	t.n++
+	if ok && now.Sub(t.from) <= trialSpan {
+		t.passed++
+		t.dry = 0
+	} else {
+		t.dry++
+	}
+	switch {
+	case t.passed >= trialOK:
+		t.on = false
+		return TrialShed
+	case t.dry >= trialDry && t.passed == 0 || t.n >= trialAnswers || now.Sub(t.from) > trialSpan:
+		t.on = false
+		return TrialRate
+	}
+	return TrialGoesOn
+}
+
+// BlindHold is how long a key whose refusals proved blind to its pace
+// goes unpaced, when the last time it did was for last (0 for never):
+// twice as long each time.
+func BlindHold(last time.Duration) time.Duration {
+	return min(max(2*last, blindHoldStart), blindHoldMax)
+}
+
 // startTrial reports whether a refusal no count explains, with hint,
 // starts a trial, with p.mu held, and starts it.
 func (p *Pacer) startTrial(hint time.Duration, now time.Time) bool {
-	if hint > 0 || p.onTrial || !p.unpaced || !math.IsInf(p.told, 1) || p.flightCap > 0 {
+	if p.shed.On() || !p.unpaced || !math.IsInf(p.told, 1) || p.flightCap > 0 ||
+		!TrialStarts(hint, p.freshOK, p.blindHold > 0) {
 		return false
 	}
-	if p.freshOK >= trialPassed && p.blindHold == 0 {
-		return false
-	}
-	p.onTrial, p.trialN, p.trialPass, p.trialDry, p.trialFrom = true, 0, 0, 0, now
+	p.shed.Start(now)
 	if p.trace != nil {
 		p.trace("trial: refused after %d let through; unpaced for %d answers", p.freshOK, trialAnswers)
 	}
@@ -61,27 +133,18 @@ func (p *Pacer) startTrial(hint time.Duration, now time.Time) bool {
 // trial takes in an answer of a key on trial, with p.mu held, and reports
 // whether the answer is the trial's (a refusal then teaches nothing else).
 func (p *Pacer) trial(ok bool, now time.Time) bool {
-	if !p.onTrial {
+	if !p.shed.On() {
 		return false
 	}
-	p.trialN++
-	if ok && now.Sub(p.trialFrom) <= trialSpan {
-		p.trialPass++
-		p.trialDry = 0
-	} else {
-		p.trialDry++
-	}
-	switch {
-	case p.trialPass >= trialOK:
-		p.onTrial = false
+	switch p.shed.Answer(ok, now) {
+	case TrialShed:
 		if p.trace != nil {
-			p.trace("trial: %d of %d let through after the refusal: shedding", p.trialPass, p.trialN)
+			p.trace("trial: %d of %d let through after the refusal: shedding", p.shed.passed, p.shed.n)
 		}
 		p.goBlind(now)
-	case p.trialDry >= trialDry && p.trialPass == 0 || p.trialN >= trialAnswers || now.Sub(p.trialFrom) > trialSpan:
-		p.onTrial = false
+	case TrialRate:
 		if p.trace != nil {
-			p.trace("trial: %d of %d let through after the refusal: a rate", p.trialPass, p.trialN)
+			p.trace("trial: %d of %d let through after the refusal: a rate", p.shed.passed, p.shed.n)
 		}
 		p.refused(true, 0, now)
 	}

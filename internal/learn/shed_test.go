@@ -47,8 +47,8 @@ func TestTrialTellsAShedderWithoutSlowing(t *testing.T) {
 	fresh := New(0, math.Inf(1), t0)
 	fresh.Adopt(10, 0, 9)
 	fresh.Untracked(refused, 10, t0)
-	if fresh.onTrial || math.IsInf(fresh.rate(t0), 1) {
-		t.Errorf("fresh bucket: on trial %v, rate %.2f/s; want paced at once", fresh.onTrial, fresh.rate(t0))
+	if fresh.shed.On() || math.IsInf(fresh.rate(t0), 1) {
+		t.Errorf("fresh bucket: on trial %v, rate %.2f/s; want paced at once", fresh.shed.On(), fresh.rate(t0))
 	}
 
 	// Successes that come after the trial's span may be a refill's.

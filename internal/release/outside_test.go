@@ -100,6 +100,9 @@ func TestUserModuleResolvesFromAProxy(t *testing.T) {
 		"GOSUMDB=off",
 		"GOTOOLCHAIN=local",
 		"GOFLAGS=-modcacherw",
+		// The go command indexes a module of the module cache once, as
+		// immutable; ours change at one version from run to run.
+		"GODEBUG=goindex=0",
 		"GOMODCACHE="+userModCache(t, mods),
 		"GOBIN="+filepath.Join(work, "bin"),
 		"GOPATH="+filepath.Join(work, "gopath"),
@@ -138,8 +141,14 @@ func userModCache(t *testing.T, mods []Module) string {
 		t.Skipf("no user cache directory for the user module's module cache: %v", err)
 	}
 	cache := filepath.Join(dir, "ratewise-release-test", "modcache")
+	// The root module is extracted beside the directory of the nested
+	// ones (…/ratewise@v0.1.0 and …/ratewise/redis@v0.1.0): both go.
 	ours := filepath.FromSlash(mods[0].Path)
-	for _, d := range []string{filepath.Join(cache, ours), filepath.Join(cache, "cache", "download", ours)} {
+	extracted, err := filepath.Glob(filepath.Join(cache, ours) + "@*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range append(extracted, filepath.Join(cache, ours), filepath.Join(cache, "cache", "download", ours)) {
 		if err := os.RemoveAll(d); err != nil {
 			t.Fatal(err)
 		}

@@ -1,5 +1,11 @@
 package ratewise
 
+import (
+	"fmt"
+
+	"github.com/ratewise/ratewise/internal/pause"
+)
+
 // This file admits an attempt: through its key's breaker, the pause
 // gate and every limit scope, in that order, waiting where they say.
 
@@ -37,7 +43,7 @@ func (c *call) admitLimits() error {
 	t := c.t
 	for {
 		if g := t.gate; g != nil && !g.Idle() {
-			if err := g.admit(c, c.gateKey()); err != nil {
+			if err := c.waitPause(g, c.gateKey()); err != nil {
 				c.ticket.Cancel(c.ctx)
 				return err
 			}
@@ -209,4 +215,23 @@ func (h *holds[T]) find(f func(T) bool) (T, bool) {
 	}
 	var zero T
 	return zero, false
+}
+
+// waitPause waits out key's pause in g, if any, looking again after each
+// wait: another refusal may have pushed it further. A store that fails
+// closed refuses the request with a *ClientLimitError.
+func (c *call) waitPause(g *gate, key string) error {
+	for {
+		asked, ok := c.pre.pauseAnswer(key)
+		d, left, err := g.Wait(c.ctx, key, asked, ok)
+		if closed, isClosed := err.(*pause.StoreClosedError); isClosed {
+			return &ClientLimitError{Scope: "pause", Key: key, Reason: LimitStoreUnavailable, Err: closed.Err}
+		}
+		if err != nil || d == 0 {
+			return err
+		}
+		if err := c.waitAdmission(d, WaitPause); err != nil {
+			return fmt.Errorf("ratewise: %s is paused for %v at the server's request: %w", key, left, err)
+		}
+	}
 }

@@ -97,22 +97,3 @@ func newGate(p PausePolicy) *gate {
 	return &gate{Key: p.Key, MaxPause: p.MaxPause,
 		Gate: pause.New(pause.Config{Spread: p.Spread, IdleTimeout: idleTimeout(p.IdleTimeout), Store: p.Store})}
 }
-
-// admit waits out key's pause, if any, looking again after each wait:
-// another refusal may have pushed it further. A store that fails closed
-// refuses the request with a *ClientLimitError.
-func (g *gate) admit(c *call, key string) error {
-	for {
-		asked, ok := c.pre.pauseAnswer(key)
-		d, left, err := g.Wait(c.ctx, key, asked, ok)
-		if closed, isClosed := err.(*pause.StoreClosedError); isClosed {
-			return &ClientLimitError{Scope: "pause", Key: key, Reason: LimitStoreUnavailable, Err: closed.Err}
-		}
-		if err != nil || d == 0 {
-			return err
-		}
-		if err := c.waitAdmission(d, WaitPause); err != nil {
-			return fmt.Errorf("ratewise: %s is paused for %v at the server's request: %w", key, left, err)
-		}
-	}
-}

@@ -113,24 +113,11 @@ func (s *scope) admitOwn(c *call, key string, st *scopeState, deadline time.Time
 	}
 }
 
-// slowStartDone is how many requests a key in slow start may have in
-// flight before its slow start ends without a rate-limit signal: from
-// then on it goes unpaced, at no cost, until a signal arms its pace.
-const slowStartDone = 256
-
-// admitStarting lets a request of a key in slow start go, when the key
-// has room in flight for one more, and returns nil. Otherwise it returns
-// a channel closed at the next answer of the key's slow start, which may
-// make room, or arm its pace; one already closed when the pace was armed
-// since the caller looked.
-//
-// Slow start is how a key that has learned nothing opens up: its first
-// request goes alone, and each success lets one more be in flight, as
-// TCP's window grows, so that the requests in flight double with each
-// round trip until a refusal or a count says where the server's limit
-// is. A first wave of many workers against a small bucket then costs the
-// refusals of one round trip, not one per worker; a server that counts
-// its quota says in its first answer what the rest may take.
+// admitStarting lets a request of a key in slow start (learn.Start) go,
+// when the key has room in flight for one more, and returns nil.
+// Otherwise it returns a channel closed at the next answer of the key's
+// slow start, which may make room, or arm its pace; one already closed
+// when the pace was armed since the caller looked.
 //
 // inStore says the key's learned pace is the fleet's, kept by the store,
 // which answered that nothing is learned yet: a pace this transport
@@ -145,15 +132,11 @@ func (s *scope) admitStarting(c *call, st *scopeState, inStore bool) <-chan stru
 	if inStore && s.pacedInStore(st) || !inStore && st.adapt.Load() != nil {
 		return closedChan
 	}
-	if st.startOut < max(st.startOpen, 1) {
-		c.startOthers = st.startOut
-		st.startOut++
-		return nil
+	others, wait := st.start.Enter()
+	if wait == nil {
+		c.startOthers = others
 	}
-	if st.startWake == nil {
-		st.startWake = make(chan struct{})
-	}
-	return st.startWake
+	return wait
 }
 
 // closedChan is a channel closed from the start.
@@ -163,46 +146,30 @@ var closedChan = func() chan struct{} {
 	return c
 }()
 
-// keyHash is key's hash in the answered slots: odd, so never 0 (an empty
-// slot) nor what a learning key leaves there (learning).
+// keyHash is key's hash in the answered slots (learn.Answered): odd, so
+// never 0 (an empty slot) nor what a learning key leaves there.
 func (s *scope) keyHash(key string) uint64 {
 	return s.states.Hash(key) | 1
 }
 
 // answered reports whether key's slow start ended with nothing learned,
-// as far as the answered slots remember: it then goes unpaced without a look
-// at its state.
-func (s *scope) answered(key string) bool {
-	h := s.keyHash(key)
-	return s.answeredKeys[h%answeredSlots].Load() == h
-}
+// as far as the answered slots remember: it then goes unpaced without a
+// look at its state.
+func (s *scope) answered(key string) bool { return s.answeredKeys.Has(s.keyHash(key)) }
 
-// learning marks key's answered slot: the key has learned something, and its
-// requests look up what.
-func (s *scope) learning(key string) {
-	h := s.keyHash(key)
-	s.answeredKeys[h%answeredSlots].Store(h &^ 1)
-}
+// learning marks key's answered slot: the key has learned something, and
+// its requests look up what.
+func (s *scope) learning(key string) { s.answeredKeys.Learning(s.keyHash(key)) }
 
 // endStarting ends a request of the slow start of the key whose state st
-// is, sent with others of the key in flight (-1 for one not sent): a
-// success opens the key to one more request in flight, and the requests
-// waiting for room are woken. A slow start that reaches
-// slowStartDone with nothing learned marks the key answered.
+// is, sent with others of the key in flight (-1 for one not sent). A slow
+// start that reaches learn.StartDone with nothing learned marks the key
+// answered.
 func (s *scope) endStarting(st *scopeState, key string, succeeded bool, others int) {
 	st.mu.Lock()
-	st.startOut--
-	if succeeded {
-		st.startOpen = max(st.startOpen, 1) + 1
-		st.startOKFlight = max(st.startOKFlight, others)
-	}
+	done := st.start.End(succeeded, others)
 	if a := st.adapt.Load(); a != nil {
 		a.Unpaced(succeeded, others) // the pace was armed while it was on its way
-	}
-	done := st.startOpen >= slowStartDone
-	if st.startWake != nil {
-		close(st.startWake)
-		st.startWake = nil
 	}
 	st.mu.Unlock()
 	if done && st.adapt.Load() == nil {
@@ -210,12 +177,10 @@ func (s *scope) endStarting(st *scopeState, key string, succeeded bool, others i
 	}
 }
 
-// markAnswered marks key's answered slot: the key has learned nothing and needs no
-// slow start, and its requests go unpaced without a look at its state.
-func (s *scope) markAnswered(key string) {
-	h := s.keyHash(key)
-	s.answeredKeys[h%answeredSlots].Store(h)
-}
+// markAnswered marks key's answered slot: the key has learned nothing and
+// needs no slow start, and its requests go unpaced without a look at its
+// state.
+func (s *scope) markAnswered(key string) { s.answeredKeys.Mark(s.keyHash(key)) }
 
 // admitAdaptive waits for the request's turn in an adaptive scope: its
 // place in the key's line, then, at the head, its place in the pace, or
@@ -342,7 +307,7 @@ func (s *scope) arm(key string, st *scopeState, now time.Time) *learn.Pacer {
 		st.mu.Unlock()
 		return st.adapt.Load()
 	}
-	a.Adopt(max(st.startOpen-1, 0), st.startOut, st.startOKFlight)
+	a.Adopt(st.start.Passed(), st.start.Out(), st.start.OKFlight())
 	st.mu.Unlock()
 	s.learning(key)
 	return a

@@ -15,6 +15,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/ratewise/ratewise/internal/learn"
 	"github.com/ratewise/ratewise/ratewisetest"
 )
 
@@ -38,7 +39,7 @@ func TestDefaultPathAllocatesNothing(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			req := mustRequest(t, http.MethodGet, nil)
-			for range max(quotaReadFirst, slowStartDone) + 1 { // the slow start, and the answers read in full at first
+			for range max(quotaReadFirst, learn.StartDone) + 1 { // the slow start, and the answers read in full at first
 				if _, err := tt.tr.RoundTrip(req); err != nil {
 					t.Fatal(err)
 				}

@@ -33,10 +33,9 @@ type scope struct {
 	cfg      atomic.Pointer[scopeConfig]
 	gen      atomic.Uint64 // SetLimits so far; each state catches up on its next admission
 	states   *keyed.Map[scopeState]
-	// answeredKeys marks, for an adaptive scope, the keys that have had an answer
-	// whose slow start ended (see admitStarting): a key's hash in the slot
-	// its hash picks.
-	answeredKeys [answeredSlots]atomic.Uint64
+	// answeredKeys marks, for an adaptive scope, the keys whose slow start
+	// ended with nothing learned (see admitStarting).
+	answeredKeys learn.Answered
 	// learnTrace, set by tests before the first request, sees every
 	// decision the scope's pacers take (learn.Pacer.SetTrace).
 	learnTrace func(format string, args ...any)
@@ -48,11 +47,6 @@ type scopeConfig struct {
 	Limit
 	engine limit.Config
 }
-
-// answeredSlots is how many keys an adaptive scope remembers as answered
-// without keeping a state for them. Two keys that share a slot take turns:
-// the one pushed out starts slowly again, which costs a few round trips.
-const answeredSlots = 256
 
 // limit is the Limit in force, defaults filled in.
 func (s *scope) limit() *Limit { return &s.cfg.Load().Limit }
@@ -85,16 +79,10 @@ type scopeState struct {
 	// shared is this transport's side of the key's learned pace a store
 	// keeps for the fleet (see limit_shared.go); nil until asked.
 	shared atomic.Pointer[sharedKey]
-	// The slow start of an adaptive scope's key that has learned nothing
-	// (see admitStarting): startOpen requests may be in flight, and
-	// startOut are; startWake is closed at the next answer, nil when
-	// nobody waits for one. startOKFlight is the most of the key's
-	// requests in flight, others, that a request of its slow start was
-	// let through with. Guarded by mu.
-	mu                  sync.Mutex
-	startOpen, startOut int
-	startWake           chan struct{}
-	startOKFlight       int
+	// start is the slow start of an adaptive scope's key that has
+	// learned nothing (see admitStarting). Guarded by mu.
+	mu    sync.Mutex
+	start learn.Start
 }
 
 func newScope(l Limit) *scope {

@@ -191,7 +191,7 @@ func (k *sharedKey) passedUnpaced(st *scopeState, outcomes []store.Outcome) []st
 		return outcomes
 	}
 	st.mu.Lock()
-	passed := max(st.startOpen-1, 0)
+	passed := st.start.Passed()
 	st.mu.Unlock()
 	return append(outcomes, store.Outcome{Kind: store.Unpaced, Passed: passed})
 }
@@ -297,7 +297,7 @@ func (s *scope) tellStoreUnpaced(c *call, key string, st *scopeState, an learn.A
 	st.mu.Lock()
 	// What this transport's slow start let through before: the fleet's
 	// sum is the quota of a window that ran out.
-	passed := max(st.startOpen-1, 0)
+	passed := st.start.Passed()
 	st.mu.Unlock()
 	if !c.told && an.Remaining < 0 && s.trialRefusal(c, key, k, an.Hint, passed) {
 		return true // held back: tried first

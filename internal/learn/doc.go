@@ -14,6 +14,10 @@
 // requests the key did not pace teach goes to Untracked. Methods that
 // look at the time take now as an argument, so they test without a clock.
 //
+// Before its first signal, a key opens up in a slow start (Start), one
+// more request in flight for each success, and a key whose slow start
+// ended with nothing learned is remembered as such (Answered).
+//
 // Shared is the same learning for a fleet, as a store keeps it
 // (store.Learned): the turns every replica takes, and the refusals and
 // counts any replica sees (shared.go).

@@ -1,0 +1,93 @@
+package learn
+
+import "sync/atomic"
+
+// This file is a key's slow start, how a key that has learned nothing
+// opens up: its first request goes alone, and each success lets one more
+// be in flight, as TCP's window grows, so that the requests in flight
+// double with each round trip until a refusal or a count says where the
+// server's limit is. A first wave of many workers against a small bucket
+// then costs the refusals of one round trip, not one per worker; a
+// server that counts its quota says in its first answer what the rest
+// may take. Answered remembers the keys whose slow start ended with
+// nothing learned, so that their requests go unpaced without a look at
+// their state.
+
+// StartDone is how many requests a key in slow start may have in flight
+// before its slow start ends without a rate-limit signal: from then on it
+// goes unpaced, at no cost, until a signal arms its pace.
+const StartDone = 256
+
+// Start is one key's slow start. Its methods are called with the lock
+// that guards the key's state held; the zero value is a key that has
+// sent nothing.
+type Start struct {
+	open, out int // requests that may be in flight, and that are
+	okFlight  int // the most in flight, others, a request was let through with
+	wake      chan struct{}
+}
+
+// Enter lets a request go when the key has room in flight for one more:
+// it returns how many of the key's requests were in flight beside it,
+// and a nil channel. Otherwise it returns a channel closed at the key's
+// next answer, which may make room.
+func (s *Start) Enter() (others int, wait <-chan struct{}) {
+	if s.out < max(s.open, 1) {
+		others = s.out
+		s.out++
+		return others, nil
+	}
+	if s.wake == nil {
+		s.wake = make(chan struct{})
+	}
+	return 0, s.wake
+}
+
+// End ends a request of the slow start, sent with others of the key in
+// flight (-1 for one not sent): a success opens the key to one more
+// request in flight, and the requests waiting for room are woken. It
+// reports whether the slow start reached StartDone.
+func (s *Start) End(succeeded bool, others int) (done bool) {
+	s.out--
+	if succeeded {
+		s.open = max(s.open, 1) + 1
+		s.okFlight = max(s.okFlight, others)
+	}
+	if s.wake != nil {
+		close(s.wake)
+		s.wake = nil
+	}
+	return s.open >= StartDone
+}
+
+// Passed is how many requests of the slow start were let through.
+func (s *Start) Passed() int { return max(s.open-1, 0) }
+
+// Out is how many requests of the slow start are in flight.
+func (s *Start) Out() int { return s.out }
+
+// OKFlight is the most of the key's requests in flight, others, that a
+// request of its slow start was let through with.
+func (s *Start) OKFlight() int { return s.okFlight }
+
+// AnsweredSlots is how many keys an Answered remembers without keeping a
+// state for them. Two keys that share a slot take turns: the one pushed
+// out starts slowly again, which costs a few round trips.
+const AnsweredSlots = 256
+
+// Answered marks the keys whose slow start ended with nothing learned,
+// each by its hash in the slot the hash picks. Hashes are the caller's:
+// odd, so that none is 0 (an empty slot) nor what a learning key leaves
+// (Learning). The zero value remembers none.
+type Answered [AnsweredSlots]atomic.Uint64
+
+// Has reports whether the key of hash h is marked answered.
+func (a *Answered) Has(h uint64) bool { return a[h%AnsweredSlots].Load() == h }
+
+// Mark marks the key of hash h answered: it needs no slow start, and its
+// requests go unpaced.
+func (a *Answered) Mark(h uint64) { a[h%AnsweredSlots].Store(h) }
+
+// Learning unmarks the key of hash h: it has learned something, and its
+// requests look up what.
+func (a *Answered) Learning(h uint64) { a[h%AnsweredSlots].Store(h &^ 1) }

@@ -217,7 +217,10 @@ func startWorker(t *testing.T, redisAddr, url string, w worker) func() workerRep
 // requests a second together, within 5%, refused only in the first second.
 func TestFleetOfThreeProcessesHoldsOneLimit(t *testing.T) {
 	for _, mode := range []string{"limit", "store"} {
-		t.Run(mode, func(t *testing.T) { fleetHoldsOneLimit(t, mode) })
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel() // each mode has its Redis, its server and its processes
+			fleetHoldsOneLimit(t, mode)
+		})
 	}
 }
 

@@ -1,7 +1,6 @@
 package ratewise
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -17,17 +16,9 @@ import (
 // not be read is logged once per key, with its header and value, and the
 // call goes on as it did without the log.
 
-// logLines is a JSON log kept in memory, read back as records.
-type logLines struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logLines) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
+// logLines is a JSON log kept in memory (lockedLog), read back as
+// records.
+type logLines struct{ lockedLog }
 
 func (l *logLines) logger() *slog.Logger {
 	return slog.New(slog.NewJSONHandler(l, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -36,10 +27,8 @@ func (l *logLines) logger() *slog.Logger {
 // events returns the records of the event named event.
 func (l *logLines) events(t *testing.T, event string) []map[string]any {
 	t.Helper()
-	l.mu.Lock()
-	defer l.mu.Unlock()
 	var out []map[string]any
-	for _, line := range strings.Split(strings.TrimSpace(l.buf.String()), "\n") {
+	for _, line := range strings.Split(strings.TrimSpace(l.String()), "\n") {
 		if line == "" {
 			continue
 		}

@@ -114,16 +114,8 @@ type testFunc struct {
 func testFuncs(t *testing.T) []testFunc {
 	t.Helper()
 	var funcs []testFunc
-	for _, file := range goFiles(t, true) {
-		src, err := os.ReadFile(file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		fset := token.NewFileSet()
-		f, err := parser.ParseFile(fset, file, src, parser.ParseComments)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, pf := range parsedGoFiles(t, true) {
+		file, src, fset, f := pf.name, pf.src, pf.fset, pf.f
 		imports := map[string]bool{}
 		for _, imp := range f.Imports {
 			spec := imp.Path.Value
@@ -227,6 +219,34 @@ func goFiles(t *testing.T, tests bool) []string {
 	return files
 }
 
+// parsedGoFile is a .go file of the repository, read and parsed with its
+// comments.
+type parsedGoFile struct {
+	name string
+	src  []byte
+	fset *token.FileSet
+	f    *ast.File
+}
+
+// parsedGoFiles reads and parses what goFiles lists.
+func parsedGoFiles(t *testing.T, tests bool) []parsedGoFile {
+	t.Helper()
+	var files []parsedGoFile
+	for _, name := range goFiles(t, tests) {
+		src, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fset := token.NewFileSet()
+		f, err := parser.ParseFile(fset, name, src, parser.ParseComments)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, parsedGoFile{name: name, src: src, fset: fset, f: f})
+	}
+	return files
+}
+
 // docCommentSnippets finds the Go code blocks of every doc comment go doc
 // shows: the package's, and each declaration's, field's and method's of
 // every non-test .go file. A block that is not Go and is not one of the
@@ -235,16 +255,8 @@ func docCommentSnippets(t *testing.T) ([]snippet, []error) {
 	t.Helper()
 	var snippets []snippet
 	var errs []error
-	for _, file := range goFiles(t, false) {
-		src, err := os.ReadFile(file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		fset := token.NewFileSet()
-		f, err := parser.ParseFile(fset, file, src, parser.ParseComments)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, pf := range parsedGoFiles(t, false) {
+		file, src, fset, f := pf.name, pf.src, pf.fset, pf.f
 		lines := strings.Split(string(src), "\n")
 		var p comment.Parser
 		for _, g := range docComments(f) {

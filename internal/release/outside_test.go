@@ -2,7 +2,6 @@ package release
 
 import (
 	"bytes"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,12 +22,7 @@ func repoRoot(t *testing.T) string {
 
 func releaseModules(t *testing.T) []Module {
 	t.Helper()
-	root := repoRoot(t)
-	version, err := ReleaseVersion(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mods, err := Modules(root, version, Published)
+	mods, err := Next(repoRoot(t), Published)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +89,7 @@ func TestUserModuleResolvesFromAProxy(t *testing.T) {
 	cache := strings.TrimSpace(goCmd(t, repoRoot(t), os.Environ(), "env", "GOMODCACHE"))
 	upstream := strings.TrimSpace(goCmd(t, repoRoot(t), os.Environ(), "env", "GOPROXY"))
 	env := append(os.Environ(),
-		"GOPROXY="+fileURL(proxy)+","+fileURL(filepath.Join(cache, "cache", "download"))+","+upstream,
+		"GOPROXY="+GoProxy(proxy, cache, upstream),
 		"GOWORK=off",
 		"GOSUMDB=off",
 		"GOTOOLCHAIN=local",
@@ -175,8 +169,4 @@ func writeFile(t *testing.T, name, content string) {
 	if err := os.WriteFile(name, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
 	}
-}
-
-func fileURL(dir string) string {
-	return (&url.URL{Scheme: "file", Path: filepath.ToSlash(dir)}).String()
 }

@@ -12,6 +12,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -124,6 +125,28 @@ func CheckRequirements(mods []Module) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// Next reads the modules of the repository at root in dirs (relative to
+// root, such as Published), each at the version the next release gives
+// them: the newest CHANGELOG.md names.
+func Next(root string, dirs []string) ([]Module, error) {
+	version, err := ReleaseVersion(root)
+	if err != nil {
+		return nil, err
+	}
+	return Modules(root, version, dirs)
+}
+
+// GoProxy is a GOPROXY that serves the modules of an on-disk proxy built
+// by BuildProxy at dir, then those of the module cache at modcache (its
+// cache/download, laid out as a proxy), then upstream's.
+func GoProxy(dir, modcache, upstream string) string {
+	return fileURL(dir) + "," + fileURL(filepath.Join(modcache, "cache", "download")) + "," + upstream
+}
+
+func fileURL(dir string) string {
+	return (&url.URL{Scheme: "file", Path: filepath.ToSlash(dir)}).String()
 }
 
 // Workspace lists the directories, relative to root, of every module

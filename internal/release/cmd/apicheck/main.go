@@ -30,16 +30,13 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	next, err := release.ReleaseVersion(root)
-	if err != nil {
-		log.Fatal(err)
-	}
-	mods, err := release.Modules(root, next, release.Published)
+	mods, err := release.Next(root, release.Published)
 	if err != nil {
 		log.Fatal(err)
 	}
 	failed := false
 	for _, m := range mods {
+		next := m.Version
 		prefix := strings.TrimSuffix(m.Tag, next)
 		last := lastTag(root, prefix)
 		if last == "" {

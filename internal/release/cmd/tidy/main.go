@@ -14,7 +14,6 @@ import (
 	"bytes"
 	"fmt"
 	"log"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -31,15 +30,11 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	version, err := release.ReleaseVersion(root)
-	if err != nil {
-		log.Fatal(err)
-	}
 	dirs, err := release.Workspace(root)
 	if err != nil {
 		log.Fatal(err)
 	}
-	mods, err := release.Modules(root, version, dirs)
+	mods, err := release.Next(root, dirs)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -56,7 +51,7 @@ func main() {
 	prefix := mods[0].Path
 	env := append(os.Environ(),
 		"GOWORK=off",
-		"GOPROXY="+fileURL(proxy)+","+fileURL(filepath.Join(cache, "cache", "download"))+","+upstream,
+		"GOPROXY="+release.GoProxy(proxy, cache, upstream),
 		"GONOSUMDB="+prefix,
 		// ours would be extracted into the module cache at a version
 		// they are not yet: keep them out of the user's.
@@ -111,8 +106,4 @@ func goEnv(name string) string {
 		log.Fatal(err)
 	}
 	return strings.TrimSpace(string(out))
-}
-
-func fileURL(dir string) string {
-	return (&url.URL{Scheme: "file", Path: filepath.ToSlash(dir)}).String()
 }

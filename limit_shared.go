@@ -445,10 +445,16 @@ func (t *Transport) trialUntil(until time.Time) {
 }
 
 // trialRuns reports whether a trial may take the answer to a request
-// answered at now.
+// answered at now. A span that has passed is cleared, so that a success
+// after it reads no clock for trials (the check before the call is of
+// trialsUntil alone).
 func (t *Transport) trialRuns(now time.Time) bool {
 	until := t.trialsUntil.Load()
-	return until != 0 && now.UnixNano() <= until
+	if until != 0 && now.UnixNano() > until {
+		t.trialsUntil.CompareAndSwap(until, 0) // a trial since moved it on: keep that
+		return false
+	}
+	return until != 0
 }
 
 // trialBlind reports whether key holds blind at now, its trial in this

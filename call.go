@@ -219,11 +219,11 @@ type reply struct {
 }
 
 // read reads the attempt's reply. The hint is read, and the clock, only
-// when a layer may use them: a response that is not Final, a 429 (the
-// breaker's rate-limit event), or one a trace hook listens for.
+// when a layer may use them: a response that is not Final, a 429 a
+// breaker takes for a rate-limit event, or one a trace hook listens for.
 func (c *call) read(resp *http.Response, err error, class Class) reply {
 	rep := reply{resp: resp, err: err, class: class}
-	if err == nil && (class != Final || resp.StatusCode == http.StatusTooManyRequests || c.tracesResponses()) {
+	if err == nil && (class != Final || resp.StatusCode == http.StatusTooManyRequests && c.t.breakers != nil || c.tracesResponses()) {
 		rep.at = time.Now()
 		rep.hint, rep.hinted = headers.WaitHint(resp, rep.at)
 	}

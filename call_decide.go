@@ -145,7 +145,10 @@ func (c *call) feedBack(rep reply) {
 			c.trialAnswered(resp, class, now) // a refusal's trial takes it (limit_shared.go)
 		}
 	}
-	c.yielded = err == nil && class.refusal() && c.windowScope != nil && c.yieldWindow()
+	c.yielded = err == nil && class.refusal() && c.windowScope != nil
+	if c.yielded {
+		c.yieldWindow(rep.at)
+	}
 	// A hint pauses the key's other requests too: all of them when
 	// nothing paces the request, else only a hint of more than a second,
 	// and not once the key's learned pace has seen its server's hints
@@ -176,18 +179,11 @@ func (c *call) feedBack(rep reply) {
 		}
 	})
 	if pausesKey {
-		c.t.gate.Pause(c.ctx, c.gateKey(), maxTime(now.Add(hint), heldUntil))
+		c.t.gate.Pause(c.ctx, c.gateKey(), laterOf(now.Add(hint), heldUntil))
 	}
 	if err != nil {
 		c.held.release()
 	}
-}
-
-func maxTime(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
 }
 
 // yieldWindow makes the told window that gave the refused attempt its
@@ -198,12 +194,11 @@ func maxTime(a, b time.Time) time.Time {
 // counter asks for the whole window, while it lets the quota's share
 // through every Window/Burst. A turn of the spread, refused, is the
 // server's to pause as any other.
-func (c *call) yieldWindow() bool {
+func (c *call) yieldWindow(now time.Time) {
 	s, key := c.windowScope, c.windowKey
 	e := s.states.Acquire(key, true)
-	e.State.told.Yield(time.Now(), s.engine())
+	e.State.told.Yield(now, s.engine())
 	s.states.Release(e)
-	return true
 }
 
 // depositRetryShare pays the share of a first attempt into its host's

@@ -269,17 +269,12 @@ func fire[T any](c *call, hook func(*Trace) func(T), v T) {
 
 // traceAttempt reports an attempt being sent.
 func (c *call) traceAttempt() {
-	if c.traced() {
-		fire(c, func(t *Trace) func(AttemptInfo) { return t.AttemptStarted }, AttemptInfo{Attempt: c.attempts,
-			MaxAttempts: c.policy.MaxAttempts, Method: c.req.Method, Key: c.host(), Endpoint: c.endpoint})
-	}
+	fire(c, func(t *Trace) func(AttemptInfo) { return t.AttemptStarted }, AttemptInfo{Attempt: c.attempts,
+		MaxAttempts: c.policy.MaxAttempts, Method: c.req.Method, Key: c.host(), Endpoint: c.endpoint})
 }
 
 // traceResponse reports how an attempt ended.
 func (c *call) traceResponse(rep reply) {
-	if !c.tracesResponses() {
-		return
-	}
 	info := ResponseInfo{Attempt: c.attempts, Class: rep.class, Err: rep.err, Key: c.host(), Endpoint: c.endpoint}
 	if rep.resp != nil {
 		info.StatusCode = rep.resp.StatusCode
@@ -323,9 +318,6 @@ func (c *call) traceRetry(delay time.Duration, resp *http.Response) {
 
 // traceEnd reports the call's end.
 func (c *call) traceEnd(resp *http.Response, err error) {
-	if !c.traced() {
-		return
-	}
 	info := CallEndInfo{Attempts: c.attempts, Waited: c.waited, Err: err, GaveUp: c.gaveUp,
 		Key: c.host(), Endpoint: c.endpoint, req: c.req}
 	if resp != nil {

@@ -192,7 +192,7 @@ func (c *call) feedBack(rep reply) {
 // server refused it says it counts more strictly, which a spread of the
 // same quota answers sooner than the refusal's hint: a sliding-window
 // counter asks for the whole window, while it lets the quota's share
-// through every Window/Burst. A turn of the spread, refused, is the
+// through every Window/(Burst−1). A turn of the spread, refused, is the
 // server's to pause as any other.
 func (c *call) yieldWindow(now time.Time) {
 	s, key := c.windowScope, c.windowKey

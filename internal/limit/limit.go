@@ -62,8 +62,8 @@ type Key struct {
 	nextStart time.Time     // with MinSpacing: the earliest next start; guarded by mu
 	window    windowLog     // with a Window: the starts in it; guarded by mu
 	// yielded is set, with a Window, once the server refused a turn the
-	// window gave (Yield): its turns are then spaced, Window/Burst apart
-	// from nextStart, rather than given at once. Guarded by mu.
+	// window gave (Yield): its turns are then spaced, Window/(Burst−1)
+	// apart from nextStart, rather than given at once. Guarded by mu.
 	yielded bool
 	// slots counts the concurrency slots taken, and queued the requests
 	// waiting for one, the length of queue: see TakeSlot.

@@ -85,9 +85,11 @@ func (k *Key) takeTurn(t *turn, now time.Time, low bool, cfg *Config, n int) tim
 		return d
 	}
 	if k.bucket == nil {
-		gap := spacingGap(cfg)
+		var gap time.Duration
 		if cfg.Window > 0 {
 			gap = yieldGap(cfg)
+		} else {
+			gap = spacingGap(cfg)
 		}
 		start := now
 		if k.nextStart.After(now) {
@@ -136,8 +138,8 @@ func yieldGap(cfg *Config) time.Duration {
 	return cfg.Window / time.Duration(max(cfg.Burst-1, 1))
 }
 
-// Yield spreads the turns of k's window from now on, Window/Burst apart,
-// the first of them a gap after now: the server refused a turn the
+// Yield spreads the turns of k's window from now on, Window/(Burst−1)
+// apart (yieldGap), the first of them a gap after now: the server refused a turn the
 // window gave at once, so it counts more strictly than a fixed window of
 // Burst per Window (a sliding-window counter weighs the last window in),
 // and the rest of the window's quota sent at once would be refused too.

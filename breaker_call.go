@@ -207,11 +207,7 @@ func (c *call) tellBreaker(rep reply) {
 		result = breaker.Failure
 	}
 	if limited && result == breaker.Failure {
-		var lasts time.Duration // the event's length: the wait hint, when honoured
-		if !c.policy.IgnoreRetryAfter && rep.hinted {
-			lasts = min(rep.hint, c.t.maxPause())
-		}
-		result = t.RateLimitEvent(lasts)
+		result = t.RateLimitEvent(c.honouredHint(rep)) // the event lasts as long as its hint
 	}
 	// What a failure that trips the breaker will be known by; successes
 	// and siblings, the most of the outcomes, read nothing for it.

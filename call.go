@@ -367,3 +367,13 @@ func (c *call) traced() bool { return c.t.trace != nil || c.trace != nil }
 func (c *call) tracesResponses() bool {
 	return c.t.trace != nil && c.t.trace.ResponseClassified != nil || c.trace != nil && c.trace.ResponseClassified != nil
 }
+
+// honouredHint is rep's wait hint as the call honours it: 0 when there is
+// none or the policy ignores hints, and no longer than the pause gate's
+// longest pause.
+func (c *call) honouredHint(rep reply) time.Duration {
+	if c.policy.IgnoreRetryAfter || !rep.hinted {
+		return 0
+	}
+	return min(max(rep.hint, 0), c.t.maxPause())
+}

@@ -123,10 +123,7 @@ func (c *call) feedBack(rep reply) {
 	var hint time.Duration
 	now := rep.at // zero when nothing needed the time
 	if err == nil && class != Final && !c.policy.IgnoreRetryAfter {
-		if rep.hinted && rep.hint > 0 {
-			// No hint holds a key longer than the gate's longest pause.
-			hint = min(rep.hint, c.t.maxPause())
-		}
+		hint = c.honouredHint(rep)
 		if c.t.hintLog != nil {
 			c.t.hintLog.check(resp, now, c.host(), c.endpoint)
 		}

@@ -36,15 +36,12 @@ const (
 	// trialDry is how many refusals in a row, with none let through, end
 	// a trial early: an emptied bucket's.
 	trialDry = 8
-	// trialSpan is how long after the refusal the trial's answers may
-	// come: later, a bucket that others empty has refilled some, and lets
-	// a request through as a shedder does.
-	trialSpan = 20 * time.Millisecond
 )
 
-// TrialSpan is how long after its refusal a trial takes answers as let
-// through (see trialSpan).
-const TrialSpan = trialSpan
+// TrialSpan is how long after the refusal a trial's answers may come:
+// later, a bucket that others empty has refilled some, and lets a request
+// through as a shedder does.
+const TrialSpan = 20 * time.Millisecond
 
 // Trial is a refusal's trial: whether the answers that come right after
 // it are let through as often as a shedder lets them. A Pacer runs its
@@ -92,7 +89,7 @@ func (t *Trial) Answer(ok bool, now time.Time) TrialEnd {
 		return TrialGoesOn
 	}
 	t.n++
-	if ok && now.Sub(t.from) <= trialSpan {
+	if ok && now.Sub(t.from) <= TrialSpan {
 		t.passed++
 		t.dry = 0
 	} else {
@@ -102,7 +99,7 @@ func (t *Trial) Answer(ok bool, now time.Time) TrialEnd {
 	case t.passed >= trialOK:
 		t.on = false
 		return TrialShed
-	case t.dry >= trialDry && t.passed == 0 || t.n >= trialAnswers || now.Sub(t.from) > trialSpan:
+	case t.dry >= trialDry && t.passed == 0 || t.n >= trialAnswers || now.Sub(t.from) > TrialSpan:
 		t.on = false
 		return TrialRate
 	}

@@ -54,7 +54,7 @@ func TestTrialTellsAShedderWithoutSlowing(t *testing.T) {
 	// Successes that come after the trial's span may be a refill's.
 	late := New(0, math.Inf(1), t0)
 	late.Untracked(refused, 0, t0)
-	later := t0.Add(2 * trialSpan)
+	later := t0.Add(2 * TrialSpan)
 	late.Untracked(ok, 1, later)
 	late.Untracked(ok, 2, later)
 	if late.blind(later) {

@@ -324,7 +324,10 @@ func (p *Pacer) learn(seq uint64, newEvent bool, an Answer, now time.Time) {
 	if seq == 0 && an.Flight >= 0 {
 		k, known = an.Flight, true // sent unpaced, in the key's slow start
 	}
-	if !explained && an.Remaining < 0 && (an.OK || an.Refused) {
+	// uncounted is an answer no count explains: the samples, the flights
+	// and a refusal's trial read it.
+	uncounted := !explained && an.Remaining < 0 && (an.OK || an.Refused)
+	if uncounted {
 		if sent.pace > 0 {
 			p.sample(sent.pace, an.OK)
 		}
@@ -341,7 +344,7 @@ func (p *Pacer) learn(seq uint64, newEvent bool, an Answer, now time.Time) {
 	if an.Refused {
 		p.refusalCounted = explained
 	}
-	if !explained && an.Remaining < 0 && (an.OK || an.Refused) && !p.blind(now) && p.trial(an.OK, now) {
+	if uncounted && p.shed.On() && !p.blind(now) && p.trial(an.OK, now) {
 		return
 	}
 	if an.Refused && !explained && !(known && (k > 0 || p.flightCap > 0) && p.capRefused(k, now)) {

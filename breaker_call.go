@@ -121,7 +121,7 @@ func (c *call) admitShared(b *breakers, key string) (sb store.Breaker, asked boo
 	}
 	poll := breaker.SharedProbePoll
 	for {
-		pre, ok := c.pre.breakerAnswer(key)
+		pre, ok := c.pre.BreakerAnswer(key)
 		sb, err = b.AskShared(c.ctx, key, pre, ok)
 		switch {
 		case err != nil && c.ctx.Err() != nil:

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/ratewise/ratewise/internal/breaker"
 	"github.com/ratewise/ratewise/internal/headers"
+	"github.com/ratewise/ratewise/internal/scopes"
 )
 
 // This file is one call of RoundTrip: its state and its attempt loop,
@@ -30,7 +32,7 @@ type call struct {
 	req       *http.Request // the caller's request, never modified
 	// pre is what a store that answers an attempt's questions together
 	// answered (see prefetch); nil without one.
-	pre *prefetched
+	pre *scopes.Prefetched
 	out *http.Request // what the next attempt sends
 	// waitBudget bounds every wait of the call, and holds its context
 	// (c.ctx).
@@ -59,41 +61,32 @@ type call struct {
 	waited         time.Duration // waits so far, summed
 	gaveUp         GiveUpReason  // why the call gave up, once it has
 
-	// What the current attempt holds: its breaker ticket, and concurrency
-	// slots until its response body is closed.
+	// What the current attempt holds: its breaker ticket, concurrency
+	// slots until its response body is closed, and the tickets of the
+	// adaptive scopes that await its answer.
 	ticket   breaker.Ticket
 	held     heldSlots
-	adaptive adaptiveTickets
+	adaptive holds[scopes.Ticket]
 	// learns is set when an adaptive scope applies to the request: its
 	// answer may teach the scope (learnUntracked). With told, it says the
 	// request is paced (paced), and then the pace, not the pause gate,
 	// answers a wait hint of a second or less.
 	learns bool
-	// told is set when a scope that applies to the request paces it by a
-	// told limit (a Rate, a MinSpacing or a Window), which says what the
-	// key's first requests may take: the learned scope starts none slowly.
-	told bool
-	// toldRate is the pace of those told limits, the fastest one's, in
-	// requests a second (a Rate, one per MinSpacing, or Burst per Window):
-	// the slower ones still pace the request themselves.
-	toldRate float64
-	// toldFailFast and toldMaxWait are those limits' FailFast and least
-	// MaxWait, which bound the wait for a pace learned under them too.
-	toldFailFast bool
-	toldMaxWait  time.Duration
-	// windowScope is the told Window scope that gave the attempt a turn
-	// of its count, at once with the window's others, and windowKey the
+	// told is what the told limits (a Rate, a MinSpacing or a Window) of
+	// the scopes that apply to the request say of it (scopes.Told): they
+	// say what the key's first requests may take, so the learned scope
+	// starts none slowly, and bound the wait for a pace learned under them.
+	told scopes.Told
+	// window is the told Window scope that gave the attempt a turn of its
+	// count, at once with the window's others, and windowKey the
 	// attempt's key there: a refusal of it makes the window yield
 	// (yieldWindow). Nil when no window gave one (the last, with several).
-	windowScope *scope
-	windowKey   string
+	window    *scope
+	windowKey string
 	// yielded is set when the attempt's refusal made its window yield:
 	// the spread the window keeps from then on answers the refusal's
 	// hint, which pauses neither the key nor the attempt's retry.
 	yielded bool
-	// startOthers is how many requests of its key were in flight when the
-	// attempt went in the key's slow start.
-	startOthers int
 	// gateKeyed is set once gateKeyV holds the request's pause key.
 	gateKeyed bool
 	gateKeyV  string
@@ -324,6 +317,43 @@ func (c *call) deliver(resp *http.Response) *http.Response {
 	resp.Body = &slotBody{ReadCloser: resp.Body, slots: c.held}
 	c.held = heldSlots{}
 	return resp
+}
+
+// heldSlots are the concurrency slots an attempt holds, one per scope
+// with a MaxConcurrent.
+type heldSlots struct{ holds[scopes.Slot] }
+
+// release frees every slot held and forgets them.
+func (h *heldSlots) release() { h.drain(scopes.Slot.Release) }
+
+// slotBody is a response body whose request holds concurrency slots; they
+// are freed when the body is closed or read to its end.
+type slotBody struct {
+	io.ReadCloser
+	released atomic.Bool
+	slots    heldSlots
+}
+
+func (b *slotBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err == io.EOF {
+		b.release()
+	}
+	return n, err
+}
+
+func (b *slotBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.release()
+	return err
+}
+
+// release frees the slots the first time only; a Close racing a Read's
+// end frees them once.
+func (b *slotBody) release() {
+	if b.released.CompareAndSwap(false, true) {
+		b.slots.release()
+	}
 }
 
 // keepLast discards resp, of class, before a retry: its body is drained

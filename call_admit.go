@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/ratewise/ratewise/internal/pause"
+	"github.com/ratewise/ratewise/internal/scopes"
 )
 
 // This file admits an attempt: through its key's breaker, the pause
@@ -65,7 +66,7 @@ func (c *call) admitLimits() error {
 // sent now: its concurrency slots and its adaptive turns.
 func (c *call) withdraw() {
 	c.held.release()
-	c.adaptive.drain(adaptiveTicket.cancel)
+	c.adaptive.drain(scopes.Ticket.Cancel)
 }
 
 // admitScopes takes the attempt through every limit scope in turn, in
@@ -74,91 +75,88 @@ func (c *call) withdraw() {
 // limits, it takes its turns of them after, as it is sent, so that they
 // hold to the letter.
 func (c *call) admitScopes() error {
-	scopes := c.t.scopes()
-	c.readTold(scopes)
-	c.learns, c.windowScope = false, nil
+	all := c.t.scopes()
+	c.readTold(all)
+	c.learns, c.window = false, nil
 	var first *scope // the LearnedScope, under told limits
-	if c.told {
+	if c.told.On {
 		first = c.t.learned
 	}
+	r := c.scopeRequest()
 	if first != nil {
-		if err := c.admitScope(first); err != nil {
+		if err := c.admitScope(&r, first); err != nil {
 			return err
 		}
 	}
-	for _, s := range scopes {
+	for _, s := range all {
 		if s == first {
 			continue
 		}
-		if err := c.admitScope(s); err != nil {
+		if err := c.admitScope(&r, s); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// admitScope takes the attempt through scope s, when s applies to it.
-func (c *call) admitScope(s *scope) error {
-	if s.applies != nil && !s.applies(c.req) {
+// admitScope takes the attempt through scope s, when s applies to it,
+// keeping what s grants it.
+func (c *call) admitScope(r *scopes.Request, s *scope) error {
+	if !s.appliesTo(c.req) {
 		return nil // not a request this scope limits
 	}
-	c.learns = c.learns || s.adaptive
+	c.learns = c.learns || s.Adaptive()
 	key := s.key(c.req)
-	if s.lazy() && s.answered(key) && c.t.learnStore == nil {
-		return nil // an adaptive scope's key that has learned nothing: unpaced
-	}
-	e := s.states.Acquire(key, true)
-	c.scopeName = s.name // the scope the admission's waits are traced under
-	turn, slotted, err := s.admit(c, key, &e.State)
-	c.scopeName = ""
+	g, err := s.Admit(r, key)
 	if err != nil {
-		s.states.Release(e)
 		c.withdraw()
-		return err
+		return limitError(err)
 	}
-	if turn.seq != 0 || turn.starting || turn.fleet != nil {
-		s.states.Hold(e) // one hold for the ticket, until the answer
-		t := adaptiveTicket{scope: s, entry: e, seq: turn.seq}
-		switch {
-		case turn.fleet != nil:
-			t.fleet = turn.fleet
-		case turn.starting:
-			t.startKey, t.startOthers = key, c.startOthers
-		default:
-			t.a = e.State.adapt.Load()
-		}
-		c.adaptive.add(t)
+	if g.Ticket.Held() {
+		c.adaptive.add(g.Ticket)
 	}
-	if slotted {
-		c.held.add(heldSlot{scope: s, entry: e})
-	} else {
-		s.states.Release(e)
+	if g.Slot.Held() {
+		c.held.add(g.Slot)
+	}
+	if g.Window {
+		c.window, c.windowKey = s, key
 	}
 	return nil
+}
+
+// scopeRequest is what the scopes take of the call: its context,
+// priority, told limits and prefetched answers, and its waits.
+func (c *call) scopeRequest() scopes.Request {
+	return scopes.Request{Ctx: c.context, Priority: int(c.priority), Low: c.priority < PriorityNormal, Told: c.told,
+		Pre: c.pre, Sent: c.sent, Wait: c.scopeWait, Left: c.budgetLeft}
+}
+
+// scopeWait waits as a scope asks, traced under the scope's name.
+func (c *call) scopeWait(w scopes.Wait) error {
+	kind := WaitPacing
+	if w.Kind == scopes.WaitSlot {
+		kind = WaitConcurrency
+	}
+	c.scopeName = w.Scope
+	defer func() { c.scopeName = "" }()
+	if w.Open {
+		return c.waitUntil(w.Ready, w.Until, kind, w.Expected)
+	}
+	return c.waitAdmissionOr(w.D, kind, w.Ready)
 }
 
 // paced reports whether a scope that applies to the request paces it, by
 // a told pace or a learned one.
-func (c *call) paced() bool { return c.told || c.learns }
+func (c *call) paced() bool { return c.told.On || c.learns }
 
-// readTold notes whether a told limit among scopes paces the request, and
+// readTold notes whether a told limit among all paces the request, and
 // the fastest such pace, before any scope admits it: the learned scope,
 // first, learns under them.
-func (c *call) readTold(scopes []*scope) {
-	c.told, c.toldRate, c.toldFailFast, c.toldMaxWait = false, 0, false, 0
-	for _, s := range scopes {
-		if s.adaptive || s.applies != nil && !s.applies(c.req) {
-			continue
-		}
-		if l := s.limit(); l.paces() {
-			if r := l.pace(); !c.told || r > c.toldRate {
-				c.toldRate = r
-			}
-			if l.MaxWait > 0 && (c.toldMaxWait == 0 || l.MaxWait < c.toldMaxWait) {
-				c.toldMaxWait = l.MaxWait
-			}
-			c.toldFailFast = c.toldFailFast || l.FailFast
-			c.told = true
+func (c *call) readTold(all []*scope) {
+	c.told = scopes.Told{}
+	for _, s := range all {
+		if !s.Adaptive() && s.appliesTo(c.req) {
+			c.told.Add(s.Config())
 		}
 	}
 }
@@ -222,7 +220,7 @@ func (h *holds[T]) find(f func(T) bool) (T, bool) {
 // closed refuses the request with a *ClientLimitError.
 func (c *call) waitPause(g *gate, key string) error {
 	for {
-		asked, ok := c.pre.pauseAnswer(key)
+		asked, ok := c.pre.PauseAnswer(key)
 		d, left, err := g.Wait(c.ctx, key, asked, ok)
 		if closed, isClosed := err.(*pause.StoreClosedError); isClosed {
 			return &ClientLimitError{Scope: "pause", Key: key, Reason: LimitStoreUnavailable, Err: closed.Err}

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"time"
 
 	"github.com/hashicorp/go-retryablehttp"
+	"github.com/ratewise/ratewise/internal/scopes"
 )
 
 // This file decides whether a failed attempt is tried again, and after
@@ -131,18 +133,18 @@ func (c *call) feedBack(rep reply) {
 	// A request a told limit paces teaches only by its refusals: a
 	// server that never refuses under the told limit keeps it, to the
 	// letter.
-	if c.learns && err == nil && (class.refusal() || !c.told && c.sampleQuota(resp)) {
+	if c.learns && err == nil && (class.refusal() || !c.told.On && c.sampleQuota(resp)) {
 		c.learnUntracked(resp, class, hint)
 	}
-	if c.learns && err == nil && !class.refusal() && c.t.learnStore != nil && c.t.trialsUntil.Load() != 0 {
+	if c.learns && err == nil && !class.refusal() && c.t.shared.Trials() {
 		if now.IsZero() {
 			now = time.Now()
 		}
-		if c.t.trialRuns(now) {
-			c.trialAnswered(resp, class, now) // a refusal's trial takes it (limit_shared.go)
+		if c.t.shared.TrialRuns(now) {
+			c.trialAnswered(resp, now) // a refusal's trial takes it (internal/scopes)
 		}
 	}
-	c.yielded = err == nil && class.refusal() && c.windowScope != nil
+	c.yielded = err == nil && class.refusal() && c.window != nil
 	if c.yielded {
 		c.yieldWindow(rep.at)
 	}
@@ -157,22 +159,14 @@ func (c *call) feedBack(rep reply) {
 	if c.adaptive.n > 0 && now.IsZero() {
 		now = time.Now()
 	}
-	c.adaptive.drain(func(t adaptiveTicket) {
-		t.finish(c.ctx, resp, err, class, hint, now)
-		if t.fleet != nil {
-			// The store holds a learned window for the fleet itself.
-			pausesKey = pausesKey && !t.fleet.key.overstate.Load()
-		}
-		if t.a != nil {
-			pausesKey = pausesKey && t.a.HintPausesKey()
-			if closed {
-				t.a.Pause(now) // the breaker closes: resume gently
-			}
-			// A window the key learned is held for every transport
-			// sharing the gate's store, as a hint's pause is.
-			if held := t.a.WindowHeldUntil(); c.t.gate != nil && c.t.gate.Store() != nil && held.After(now) {
-				pausesKey, heldUntil = true, held
-			}
+	an := scopes.Answer{Resp: resp, Err: err, Refused: err == nil && class.refusal(), Hint: hint}
+	c.adaptive.drain(func(t scopes.Ticket) {
+		fx := t.Finish(c.ctx, an, closed, now)
+		pausesKey = pausesKey && fx.HintPauses
+		// A window the key learned is held for every transport sharing
+		// the gate's store, as a hint's pause is.
+		if c.t.gate != nil && c.t.gate.Store() != nil && fx.HeldUntil.After(now) {
+			pausesKey, heldUntil = true, fx.HeldUntil
 		}
 	})
 	if pausesKey {
@@ -184,18 +178,66 @@ func (c *call) feedBack(rep reply) {
 }
 
 // yieldWindow makes the told window that gave the refused attempt its
-// turn yield (limit.Key.Yield): its key's turns are spread from now on.
-// The window stands for the server's quota as a user read it; that the
-// server refused it says it counts more strictly, which a spread of the
-// same quota answers sooner than the refusal's hint: a sliding-window
+// turn yield (scopes.Scope.Yield): its key's turns are spread from now
+// on. The window stands for the server's quota as a user read it; that
+// the server refused it says it counts more strictly, which a spread of
+// the same quota answers sooner than the refusal's hint: a sliding-window
 // counter asks for the whole window, while it lets the quota's share
 // through every Window/(Burst−1). A turn of the spread, refused, is the
 // server's to pause as any other.
-func (c *call) yieldWindow(now time.Time) {
-	s, key := c.windowScope, c.windowKey
-	e := s.states.Acquire(key, true)
-	e.State.told.Yield(now, s.engine())
-	s.states.Release(e)
+func (c *call) yieldWindow(now time.Time) { c.window.Yield(c.windowKey, now) }
+
+// learnUntracked tells every adaptive scope the request passed unpaced
+// (its key had learned nothing when it was admitted, or a told limit
+// paced it) of a rate-limit signal in its answer: a refusal, or a count
+// of the server's quota. The key's learning starts with it. hint is the
+// refusal's wait hint.
+func (c *call) learnUntracked(resp *http.Response, class Class, hint time.Duration) {
+	now := time.Now()
+	an := scopes.Answer{Resp: resp, Refused: class.refusal(), Hint: hint}
+	r := c.scopeRequest()
+	for _, s := range c.t.scopes() {
+		if !s.Adaptive() || !s.appliesTo(c.req) {
+			continue // not a scope that learns of this request
+		}
+		ticket, _ := c.adaptive.find(func(t scopes.Ticket) bool { return t.Of(s.Scope) })
+		if ticket.Paced() {
+			continue // paced: its ticket tells the scope
+		}
+		s.Untracked(&r, s.key(c.req), an, ticket, now)
+	}
+}
+
+// trialAnswered gives the answer to a request, neither refused nor an
+// error, to the trials of the keys it was sent unpaced under.
+func (c *call) trialAnswered(resp *http.Response, now time.Time) {
+	r := c.scopeRequest()
+	for _, s := range c.t.scopes() {
+		if !s.Adaptive() || !s.appliesTo(c.req) {
+			continue
+		}
+		if t, _ := c.adaptive.find(func(t scopes.Ticket) bool { return t.Of(s.Scope) }); t.Paced() {
+			continue // paced: no trial's
+		}
+		s.TrialAnswered(&r, s.key(c.req), resp, now)
+	}
+}
+
+// quotaSampleEvery is how often, one response in this many, the answer to
+// a request paced by nothing is read for a count of the server's quota:
+// reading every one would cost a key that is never throttled more than
+// the whole transport, and a server that counts does so on every answer.
+const quotaSampleEvery = 16
+
+// quotaReadFirst is how many of a transport's first answers are all read
+// for a count: a transport is most often made for one API, whose first
+// answers then say what its first wave may take.
+const quotaReadFirst = 64
+
+// sampleQuota reports whether resp, an answer to a request no adaptive
+// scope paced, is read for a count of the server's quota.
+func (c *call) sampleQuota(resp *http.Response) bool {
+	return len(resp.Header) > 0 && (c.sent <= quotaReadFirst || rand.Uint32()%quotaSampleEvery == 0)
 }
 
 // depositRetryShare pays the share of a first attempt into its host's

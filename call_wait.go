@@ -129,7 +129,7 @@ func (c *call) waitOr(d time.Duration, kind WaitKind, ready <-chan struct{}) err
 	if d <= 0 {
 		return nil
 	}
-	c.pre.stale()
+	c.pre.Stale()
 	c.traceWait(kind, d)
 	start := time.Now()
 	timer := time.NewTimer(d)
@@ -174,7 +174,7 @@ func (c *call) waitAdmissionOr(d time.Duration, kind WaitKind, ready <-chan stru
 // afterwards. expected, when known, is what the trace reports.
 func (c *call) waitUntil(ready <-chan struct{}, until time.Time, kind WaitKind, expected time.Duration) error {
 	limit := c.longest(until)
-	c.pre.stale()
+	c.pre.Stale()
 	c.traceWait(kind, expected)
 	start := time.Now()
 	timer := time.NewTimer(limit)
@@ -265,3 +265,6 @@ func laterOf(a, b time.Time) time.Time {
 	}
 	return b
 }
+
+// context is the call's context.
+func (c *call) context() context.Context { return c.ctx }

@@ -22,17 +22,16 @@
 // transport.go takes it, with what its context carries (context.go);
 // call.go runs its attempts, its body made replayable (call_body.go) and
 // its share paid into its host's retry budget (retry_budget.go). Each
-// attempt: call_admit.go admits it through every limit scope
-// (limit_scope.go, its turn by limit_pace.go, the learned pace by
-// limit_learned.go, the key by the Limit's KeyFunc, limit.go); call.go
-// sends it and reads the reply (retry_classify.go); call_decide.go feeds
-// the reply back and decides: the response is final, or a retry. stats.go
+// attempt: call_admit.go admits it through the pause gate (pause.go) and
+// every limit scope (limit_scope.go; the key by the Limit's KeyFunc,
+// limit.go), whose engine, internal/scopes, gives its turn; call.go sends
+// it and reads the reply (retry_classify.go); call_decide.go feeds the
+// reply back and decides: the response is final, or a retry. stats.go
 // counts each step. Only when they are there: a breaker (breaker_call.go),
-// the pause gate holding the key (pause.go), a store asked first
-// (store_admit.go) and the fleet's learned pace (limit_shared.go), a wait
-// (call_wait.go), a retry's budget (retry_budget.go), a trace or a logger
-// (trace.go, log.go). The engines behind the stages sit in internal/
-// packages that know nothing of calls.
+// a store asked first (call_prefetch.go), a wait (call_wait.go), a
+// retry's budget (retry_budget.go), a trace or a logger (trace.go,
+// log.go). The engines behind the stages sit in internal/ packages that
+// know nothing of calls.
 //
 // # Glossary
 //

@@ -17,7 +17,8 @@ import (
 
 // This file is Limit, the client-side limit scope as a user writes it:
 // its fields, its validation, the KeyFuncs that key it and the error a
-// scope refuses with. limit_scope.go puts it to work.
+// scope refuses with. limit_scope.go puts it to work, through the scope
+// engine (internal/scopes).
 
 // DefaultBurst is a token bucket's size when [Limit.Burst] is zero.
 const DefaultBurst = 1
@@ -172,18 +173,6 @@ func (l *Limit) paces() bool {
 	return finiteRate(l.Rate) || l.MinSpacing > 0 || l.Window > 0
 }
 
-// pace is the limit's pace in requests a second, for one that paces: its
-// Rate, one per MinSpacing, or Burst per Window.
-func (l *Limit) pace() float64 {
-	switch {
-	case l.Window > 0:
-		return float64(l.Burst) / l.Window.Seconds()
-	case l.MinSpacing > 0:
-		return 1 / l.MinSpacing.Seconds()
-	}
-	return float64(l.Rate)
-}
-
 // Validate reports every field of l that is out of range, in one error.
 func (l Limit) Validate() error {
 	var errs []error
@@ -277,7 +266,7 @@ func WithLimit(l Limit) Option {
 			t.err = errors.Join(t.err, err)
 			return
 		}
-		t.addScope(newScope(l))
+		t.addScope(newScope(l, t.shared))
 	}
 }
 

@@ -293,6 +293,6 @@ func TestLearnedSlowBucket(t *testing.T) {
 // scopes take; call it before tr's first request.
 func traceLearning(tr *Transport, f func(format string, args ...any)) {
 	for _, s := range tr.scopes() {
-		s.learnTrace = f
+		s.Trace = f
 	}
 }

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/ratewise/ratewise/internal/keyed"
-	"github.com/ratewise/ratewise/internal/learn"
 )
 
 // windowServer is an API with a fixed window quota, which publishes its
@@ -209,10 +208,8 @@ func TestAdaptiveForgetsIdleKey(t *testing.T) {
 			get("api.test") // refused at first, then paced
 		}
 		s := tr.scopes()[0]
-		if e := s.states.Acquire("api.test", false); e == nil || math.IsInf(e.State.adapt.Load().Snapshot(time.Now()).Rate, 1) {
+		if look, ok := s.Look("api.test", time.Now()); !ok || !look.Learned || math.IsInf(look.Pace.Rate, 1) {
 			t.Fatal("the key learned nothing from its refusals")
-		} else {
-			s.states.Release(e)
 		}
 		// Requests to other hosts, which learn nothing, drive the sweeps.
 		for i := range 4 {
@@ -221,8 +218,7 @@ func TestAdaptiveForgetsIdleKey(t *testing.T) {
 				get("other-" + strconv.Itoa(i) + ".test")
 			}
 		}
-		if e := s.states.Acquire("api.test", false); e != nil {
-			s.states.Release(e)
+		if _, ok := s.Look("api.test", time.Now()); ok {
 			t.Error("an idle key's pace is still held after its idle timeout")
 		}
 	})
@@ -291,37 +287,6 @@ func TestAdaptiveLongHintHoldsTheKeyAsAWindow(t *testing.T) {
 			t.Errorf("requests at %v, want the refused one, then the other five at the end of its 5s hint, at once", at)
 		}
 	})
-}
-
-// TestReadAnswer: the class a response was given says whether the
-// learned pace takes it for a refusal, or, with a 2xx status, a success;
-// its count is read whatever the class (learn's TestReadAnswer reads the
-// counts). A request that got no response tells neither.
-func TestReadAnswer(t *testing.T) {
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	h := http.Header{"X-Ratelimit-Remaining": {"3"}}
-	tests := []struct {
-		status int
-		class  Class
-		want   learn.Answer
-	}{
-		{200, Final, learn.Answer{OK: true, Remaining: 3}},
-		{200, Retryable, learn.Answer{OK: true, Remaining: 3}},
-		{503, Final, learn.Answer{Remaining: 3}},
-		{429, RateLimited, learn.Answer{Refused: true, Remaining: 3}},
-		{200, RateLimited, learn.Answer{Refused: true, Remaining: 3}},
-		{200, Blocked, learn.Answer{Refused: true, Remaining: 3}},
-	}
-	for _, tt := range tests {
-		resp := &http.Response{StatusCode: tt.status, Header: h}
-		tt.want.Flight = -1 // a response says nothing of it
-		if got := readAnswer(resp, nil, tt.class, now); got != tt.want {
-			t.Errorf("readAnswer(%d, %v) = %+v, want %+v", tt.status, tt.class, got, tt.want)
-		}
-	}
-	if got := readAnswer(nil, errReset, Final, now); got != (learn.Answer{Remaining: -1, Flight: -1}) {
-		t.Errorf("network error: readAnswer = %+v, want no outcome and no count", got)
-	}
 }
 
 func TestAdaptiveIdleBatchesKeepTheirPace(t *testing.T) {

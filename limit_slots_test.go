@@ -14,8 +14,6 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
-
-	"github.com/ratewise/ratewise/internal/keyed"
 )
 
 // This file tests a scope's concurrency slots: held until the body closes,
@@ -273,11 +271,9 @@ func TestSlotAccountingUnderChaos(t *testing.T) {
 		}
 		wg.Wait()
 		for _, s := range tr.scopes() {
-			s.states.Each(func(key string, e *keyed.Entry[scopeState]) {
-				if slots, waiting, queued := e.State.told.Pending(); e.Holds() != 0 || slots != 0 || waiting != 0 || queued != 0 {
-					t.Errorf("scope %s, key %q: %d holds, %d in flight, %d waiting, %d queued; want none",
-						s.name, key, e.Holds(), slots, waiting, queued)
-				}
+			s.Holding(func(key string, holds, slots, waiting, queued int) {
+				t.Errorf("scope %s, key %q: %d holds, %d in flight, %d waiting, %d queued; want none",
+					s.Name(), key, holds, slots, waiting, queued)
 			})
 		}
 		for key, holds := range tr.breakers.Held() {

@@ -249,7 +249,7 @@ func TestIdleKeysEvicted(t *testing.T) {
 			}
 			_ = resp.Body.Close()
 		}
-		if n := s.states.Len(); n < 50_000 {
+		if n := s.Len(); n < 50_000 {
 			t.Fatalf("%d keys held right after the run, want most of the 100,000 (not yet idle)", n)
 		}
 		// Traffic goes on for other keys: the sweeps it brings evict the
@@ -264,7 +264,7 @@ func TestIdleKeysEvicted(t *testing.T) {
 			}
 			_ = resp.Body.Close()
 		}
-		if n := s.states.Len(); n > 3 {
+		if n := s.Len(); n > 3 {
 			t.Errorf("%d keys held after the idle period, want at most the 3 used since", n)
 		}
 	})

@@ -112,7 +112,7 @@ func runMemory(b *testing.B, calls, keys int, idle time.Duration) memResult {
 		WithBreaker(BreakerPolicy{IdleTimeout: idle}),
 	)
 	held := func() (limit, breaker, cooldown, budget int) {
-		return t.scopes()[0].states.Len(), t.breakers.Len(), t.gate.Len(), t.retryBudgets.Len()
+		return t.scopes()[0].Len(), t.breakers.Len(), t.gate.Len(), t.retryBudgets.Len()
 	}
 	// Callers hold pause's read lock for a call; a sample stops them all,
 	// since garbage allocated during a GC would count as live, and stops
@@ -164,7 +164,7 @@ func runMemory(b *testing.B, calls, keys int, idle time.Duration) memResult {
 	r.peak = max(r.peak, r.end)
 	r.limitKeys, r.breakerKeys, r.cooldownKeys, r.budgetKeys = held()
 	all := make(map[string]bool)
-	for _, k := range [][]string{t.scopes()[0].states.Keys(), t.breakers.Keys(), t.gate.Keys(), t.retryBudgets.Keys()} {
+	for _, k := range [][]string{t.scopes()[0].Keys(), t.breakers.Keys(), t.gate.Keys(), t.retryBudgets.Keys()} {
 		for _, key := range k {
 			all[key] = true
 		}

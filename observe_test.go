@@ -395,7 +395,7 @@ func TestWatchingDoesNotKeepIdleStateAlive(t *testing.T) {
 		if n := len(tr.BreakerStatuses()); n > 15 {
 			t.Errorf("%d breakers held after an idle hour of scrapes, want the idle ones evicted", n)
 		}
-		if n := tr.scopes()[0].states.Len(); n > 15 {
+		if n := tr.scopes()[0].Len(); n > 15 {
 			t.Errorf("%d limit states held, want the idle ones evicted", n)
 		}
 	})

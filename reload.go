@@ -6,7 +6,6 @@ import (
 	"reflect"
 	"slices"
 
-	"github.com/ratewise/ratewise/internal/keyed"
 	"github.com/ratewise/ratewise/store"
 )
 
@@ -67,14 +66,8 @@ func (t *Transport) SetLimit(l Limit) error {
 		return fmt.Errorf("ratewise: SetLimit(%q) cannot change the scope's identity: %w", l.Name, errors.Join(errs...))
 	}
 	s.setLimit(l)
-	s.gen.Add(1)
 	if !l.Adaptive {
-		t.toldGen.Add(1)
-	}
-	// Requests waiting for a slot would otherwise not see a raised cap
-	// until one frees.
-	if l.MaxConcurrent != old.MaxConcurrent {
-		s.states.Each(func(_ string, e *keyed.Entry[scopeState]) { s.caughtUp(&e.State) })
+		t.shared.ToldGen.Add(1)
 	}
 	return nil
 }
@@ -157,12 +150,12 @@ func (t *Transport) AddLimit(l Limit) error {
 	if err := l.Validate(); err != nil {
 		return err
 	}
-	if slices.ContainsFunc(scopes, func(s *scope) bool { return s.name == l.Name }) {
+	if slices.ContainsFunc(scopes, func(s *scope) bool { return s.Name() == l.Name }) {
 		return fmt.Errorf("ratewise: AddLimit: a limit scope is already named %q: give the new one another Name, or change that one with SetLimit", l.Name)
 	}
-	t.addScope(newScope(l))
+	t.addScope(newScope(l, t.shared))
 	if l.paces() && !l.Adaptive {
-		t.toldGen.Add(1)
+		t.shared.ToldGen.Add(1)
 	}
 	return nil
 }

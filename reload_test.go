@@ -226,25 +226,3 @@ func TestSetLimitUnderTrafficHasNoRace(t *testing.T) {
 	close(stop)
 	wg.Wait()
 }
-
-// A SetLimit that lands while an admission is between reading the limit
-// and catching its key up is not lost: catchUp reads the limit itself,
-// after the generation.
-func TestSetLimitBetweenAdmissionsIsNotLost(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		tr := New(newScript(answer(200)).mock(), WithLimit(Limit{Name: "a", Rate: 100, Burst: 10}))
-		if _, err := callOnce(t, tr, context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		s := tr.scopes()[0]
-		e := s.states.Acquire(host, false)
-		defer s.states.Release(e)
-		if err := tr.SetLimit(Limit{Name: "a", Rate: 1, Burst: 10}); err != nil {
-			t.Fatal(err)
-		}
-		s.catchUp(&e.State)
-		if got := e.State.told.BucketRate(); got != 1 {
-			t.Errorf("bucket rate %v after SetLimit(Rate 1), want 1", float64(got))
-		}
-	})
-}

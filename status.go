@@ -132,7 +132,7 @@ func (t *Transport) KeyStatus(key string) KeyStatus {
 		st.PausedFor = t.gate.PausedForShared(key, now)
 	}
 	for _, s := range t.scopes() {
-		st.Scopes = append(st.Scopes, s.status(key, now, t.learnStore))
+		st.Scopes = append(st.Scopes, s.status(key, now, t.shared.Learned))
 	}
 	if t.breakers != nil {
 		b := t.breakers.status(key, now)
@@ -161,25 +161,25 @@ func (t *Transport) Blocking(key string) (bool, time.Duration) {
 }
 
 func (s *scope) status(key string, now time.Time, learned store.Learned) ScopeStatus {
-	if s.global {
+	if s.Global() {
 		key = ""
 	}
 	l := s.limit()
 	out := s.localStatus(key, now, l)
-	if s.adaptive && learned != nil {
+	if s.Adaptive() && learned != nil {
 		// What the fleet learned, rather than this transport, which
 		// learns by itself only while the store fails.
-		if a, err := learned.Learn(context.Background(), s.storeKey(key), &store.LearnAsk{}); err == nil {
+		if a, err := learned.Learn(context.Background(), s.StoreKey(key), &store.LearnAsk{}); err == nil {
 			sharedStatus(&out, a.State, now)
-			// A trial this transport ran (see trialRefusal) holds the key
-			// blind here alone: the store was told nothing.
-			out.Blind = out.Blind || !a.Paced && s.trialBlind(key, now)
+			// A trial this transport ran (see internal/scopes) holds the
+			// key blind here alone: the store was told nothing.
+			out.Blind = out.Blind || !a.Paced && s.TrialBlind(key, now)
 		}
 	}
 	if l.Store != nil && finiteRate(l.Rate) {
 		// The shared bucket, rather than this transport's, which stands
 		// in only while the store fails.
-		if tokens, err := l.Store.Tokens(context.Background(), s.storeKey(key), l.Rate, l.Burst); err == nil {
+		if tokens, err := l.Store.Tokens(context.Background(), s.StoreKey(key), l.Rate, l.Burst); err == nil {
 			out.Tokens = math.Max(tokens, 0)
 		}
 	}
@@ -198,24 +198,22 @@ func sharedStatus(out *ScopeStatus, st store.LearnedState, now time.Time) {
 
 // localStatus is the status of key's state in this transport.
 func (s *scope) localStatus(key string, now time.Time, l *Limit) ScopeStatus {
-	out := ScopeStatus{Name: s.name, Key: key, Adaptive: s.adaptive}
-	if finiteRate(l.Rate) && !s.adaptive || l.Window > 0 {
+	out := ScopeStatus{Name: s.Name(), Key: key, Adaptive: s.Adaptive()}
+	if finiteRate(l.Rate) && !s.Adaptive() || l.Window > 0 {
 		out.Rate, out.Burst, out.Tokens = float64(l.Rate), l.Burst, float64(l.Burst)
 		out.Window = l.Window
 	}
-	e := s.states.Peek(key)
-	if e == nil {
+	look, ok := s.Look(key, now)
+	if !ok {
 		return out
 	}
-	defer s.states.Release(e)
-	st := &e.State
-	snap := st.told.Snapshot(now, s.engine())
+	snap := look.Told
 	if snap.HasTokens && (out.Rate != 0 || l.Window > 0) {
 		out.Tokens = snap.Tokens
 	}
 	out.InFlight, out.Waiting = snap.InFlight, snap.Waiting
-	if a := st.adapt.Load(); a != nil {
-		learned := a.Snapshot(now)
+	if look.Learned {
+		learned := look.Pace
 		out.InFlight = max(out.InFlight, learned.InFlight)
 		out.Waiting = max(out.Waiting, learned.Queued)
 		if !math.IsInf(learned.Rate, 1) {

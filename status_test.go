@@ -44,7 +44,7 @@ func TestKeyStatusOfUnknownKeyCreatesNothing(t *testing.T) {
 	if st.PausedFor != 0 || st.Scopes[0].Tokens != 1 || st.Breaker.State != BreakerClosed {
 		t.Errorf("KeyStatus of an unknown key = %+v, want an idle one", st)
 	}
-	if n := tr.scopes()[0].states.Len() + tr.breakers.Len(); n != 0 {
+	if n := tr.scopes()[0].Len() + tr.breakers.Len(); n != 0 {
 		t.Errorf("KeyStatus created %d states, want none", n)
 	}
 	if blocked, d := tr.Blocking("never.example.com"); blocked || d != 0 {

@@ -66,10 +66,10 @@ func (t *Transport) shareThroughStore() {
 		b.SetStore(t.store)
 	}
 	if ls, ok := t.store.(store.Learned); ok {
-		t.learnStore = ls
+		t.shared.Learned = ls
 	}
 	if ws, ok := t.store.(store.Windows); ok {
-		t.windowStore = ws
+		t.shared.Windows = ws
 	}
 	if as, ok := t.store.(store.Admitter); ok {
 		t.admitStore = as

@@ -76,7 +76,7 @@ func TestWithStoreYieldsToAPolicysOwnStore(t *testing.T) {
 	}
 	stores := map[string]store.Buckets{}
 	for _, s := range tr.scopes() {
-		stores[s.name] = s.limit().Store
+		stores[s.Name()] = s.limit().Store
 	}
 	if stores["own"] != store.Buckets(mine) || stores["shared"] != store.Buckets(fleet) {
 		t.Errorf("stores: own %p, shared %p; want the Limit's own (%p) and WithStore's (%p)", stores["own"], stores["shared"], mine, fleet)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ratewise/ratewise/internal/keyed"
+	"github.com/ratewise/ratewise/internal/scopes"
 	"github.com/ratewise/ratewise/store"
 )
 
@@ -44,27 +45,20 @@ type Transport struct {
 	store                       store.Store
 	admitStore                  store.Admitter
 	breakerInStore, gateInStore bool
-	// learnStore is the store when it keeps what adaptive scopes learn
-	// (store.Learned): their keys then learn as one with every transport
-	// sharing it (limit_shared.go), and admitStore asks it with the rest.
-	learnStore store.Learned
-	// trialsUntil is, in Unix nanoseconds, when the last trial of a
-	// refusal held back from learnStore stops taking answers as let
-	// through (see trialRefusal): until then, successes are read for it.
-	trialsUntil atomic.Int64
-	// windowStore is the store when it keeps told windows' starts
-	// (store.Windows): a told Window is then the fleet's.
-	windowStore store.Windows
+	// shared is what the limit scopes share: the store when it keeps
+	// what adaptive scopes learn (store.Learned), their keys then
+	// learning as one with every transport sharing it, and admitStore
+	// asking it with the rest; the store when it keeps told windows'
+	// starts (store.Windows), a told Window then the fleet's; and the
+	// count of told limits changed (see internal/scopes).
+	shared *scopes.Shared
 	// noLearning is WithoutLearning. learned is the LearnedScope New
 	// added, kept last of the scopes and admitted first (see
 	// admitScopes); nil when it added none. Whether a request learns, or
 	// is paced as told, the scopes that apply to it say (admitScopes).
 	noLearning bool
 	learned    *scope
-	// toldGen counts the told limits changed or added since New: a key
-	// that learned under older ones forgets it (see admitLearned).
-	toldGen  atomic.Uint64
-	reloadMu sync.Mutex // serializes SetLimit and AddLimit
+	reloadMu   sync.Mutex // serializes SetLimit and AddLimit
 	// err is the first invalid option; every RoundTrip returns it so that
 	// a bad configuration is loud rather than silently replaced.
 	err error
@@ -93,7 +87,7 @@ func New(base http.RoundTripper, opts ...Option) *Transport {
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	t := &Transport{base: base, gate: newGate(PausePolicy{}), counters: new(counters),
+	t := &Transport{base: base, gate: newGate(PausePolicy{}), counters: new(counters), shared: new(scopes.Shared),
 		retryBudgets: keyed.New(DefaultIdleTimeout, nil, forgettableBalance)}
 	t.scopeList.Store(new([]*scope))
 	defaults := DefaultRetryPolicy()
@@ -105,7 +99,7 @@ func New(base http.RoundTripper, opts ...Option) *Transport {
 	}
 	t.shareThroughStore()
 	if !t.noLearning && !t.learnsEveryRequest() {
-		t.learned = newScope(Limit{Name: LearnedScope, Adaptive: true})
+		t.learned = newScope(Limit{Name: LearnedScope, Adaptive: true}, t.shared)
 		t.addScope(t.learned)
 	}
 	if b := t.breakers; b != nil {
@@ -173,7 +167,7 @@ func WithoutLearning() Option {
 // every request: then New adds no LearnedScope.
 func (t *Transport) learnsEveryRequest() bool {
 	for _, s := range t.scopes() {
-		if s.adaptive && s.applies == nil {
+		if s.Adaptive() && s.applies == nil {
 			return true
 		}
 	}

@@ -1,4 +1,4 @@
-package ratewise
+package scopes
 
 import (
 	"context"
@@ -71,7 +71,7 @@ func (k *sharedKey) keepCount(o store.Outcome, now time.Time) {
 
 // toldWith appends to outcomes the count kept to be told, once, and what
 // passedUnpaced tells.
-func (k *sharedKey) toldWith(st *scopeState, outcomes []store.Outcome) []store.Outcome {
+func (k *sharedKey) toldWith(st *State, outcomes []store.Outcome) []store.Outcome {
 	k.mu.Lock()
 	if o := k.count; o.Kind != 0 {
 		if o.Reset > 0 {
@@ -89,14 +89,14 @@ func (k *sharedKey) toldWith(st *scopeState, outcomes []store.Outcome) []store.O
 
 // sharedKey returns st's side of key's learned pace in the store, made on
 // first use.
-func (s *scope) sharedKey(key string, st *scopeState, ls store.Learned) *sharedKey {
-	if k := st.shared.Load(); k != nil {
+func (s *Scope) sharedKey(key string, st *State, ls store.Learned) *sharedKey {
+	if k := st.fleet.Load(); k != nil {
 		return k
 	}
-	k := &sharedKey{store: ls, storeKey: s.storeKey(key), head: make(chan struct{}, 1)}
+	k := &sharedKey{store: ls, storeKey: s.StoreKey(key), head: make(chan struct{}, 1)}
 	k.head <- struct{}{}
-	if !st.shared.CompareAndSwap(nil, k) {
-		return st.shared.Load()
+	if !st.fleet.CompareAndSwap(nil, k) {
+		return st.fleet.Load()
 	}
 	return k
 }
@@ -131,36 +131,36 @@ const (
 // for key: it asks the store, and waits as long as its answer says. A
 // turn that comes within what the request may wait is reserved, and the
 // request goes then; otherwise (a window's hold, say) it waits and asks
-// again, or gives up with a *ClientLimitError when the wait is past its
+// again, or gives up with a *Refusal when the wait is past its
 // MaxWait (deadline). A store that fails closed refuses the request.
-func (s *scope) admitShared(c *call, key string, st *scopeState, deadline time.Time, l *Limit) (learnedTurn, sharedAnswer, error) {
-	k := s.sharedKey(key, st, c.t.learnStore)
+func (s *Scope) admitShared(r *Request, key string, st *State, deadline time.Time, cfg *Config) (learnedTurn, sharedAnswer, error) {
+	k := s.sharedKey(key, st, s.shared.Learned)
 	if k.paced.Load() {
 		select {
 		case <-k.head: // nobody ahead: no timer needed
 		default:
-			if err := c.waitUntil(k.head, deadline, WaitPacing, 0); err != nil {
-				return learnedTurn{}, sharedFailed, s.waitError(err, key, deadline, c)
+			if err := r.waitUntil(s, WaitTurn, k.head, deadline, 0); err != nil {
+				return learnedTurn{}, sharedFailed, s.waitError(err, key, deadline, r)
 			}
 		}
 		defer func() { k.head <- struct{}{} }()
 	}
-	ask := store.LearnAsk{Take: true, Ceiling: sharedCeiling(l, c)}
+	ask := store.LearnAsk{Take: true, Ceiling: sharedCeiling(cfg, &r.Told)}
 	var told [2]store.Outcome
 	for {
 		now := time.Now()
-		ask.MaxWait = sharedMaxWait(c, now, deadline)
-		a, asked := c.pre.learnAnswer(k.storeKey)
+		ask.MaxWait = r.maxWait(now, deadline)
+		a, asked := r.Pre.learnAnswer(k.storeKey)
 		var err error
 		if !asked {
 			ask.Outcomes = k.toldWith(st, told[:0])
-			a, err = k.store.Learn(c.ctx, k.storeKey, &ask)
+			a, err = k.store.Learn(r.Ctx(), k.storeKey, &ask)
 		}
 		switch {
-		case err != nil && c.ctx.Err() != nil:
-			return learnedTurn{}, sharedFailed, c.ctx.Err()
+		case err != nil && r.Ctx().Err() != nil:
+			return learnedTurn{}, sharedFailed, r.Ctx().Err()
 		case err != nil && store.FailsClosed(err):
-			return learnedTurn{}, sharedFailed, &ClientLimitError{Scope: s.name, Key: key, Reason: LimitStoreUnavailable, Err: err}
+			return learnedTurn{}, sharedFailed, &Refusal{Scope: s.name, Key: key, Reason: "store-unavailable", Err: err}
 		case err != nil:
 			return learnedTurn{}, sharedFailed, nil
 		}
@@ -170,14 +170,14 @@ func (s *scope) admitShared(c *call, key string, st *scopeState, deadline time.T
 			return learnedTurn{}, sharedUnpaced, nil
 		case a.Took:
 			// The turn is reserved: it fits what the request may wait.
-			if err := c.waitAdmission(a.Wait, WaitPacing); err != nil {
+			if err := r.waitFor(s, a.Wait, nil); err != nil {
 				return learnedTurn{}, sharedFailed, err
 			}
 			return learnedTurn{seq: a.Seq, fleet: &fleetTurn{key: k, name: key, rate: a.Rate, tell: a.Tell}}, sharedTurn, nil
 		case !deadline.IsZero() && now.Add(a.Wait).After(deadline):
-			return learnedTurn{}, sharedFailed, &ClientLimitError{Scope: s.name, Key: key, Reason: LimitMaxWait, RetryIn: a.Wait}
+			return learnedTurn{}, sharedFailed, &Refusal{Scope: s.name, Key: key, Reason: "max-wait", RetryIn: a.Wait}
 		}
-		if err := c.waitAdmission(a.Wait, WaitPacing); err != nil {
+		if err := r.waitFor(s, a.Wait, nil); err != nil {
 			return learnedTurn{}, sharedFailed, err
 		}
 	}
@@ -186,7 +186,7 @@ func (s *scope) admitShared(c *call, key string, st *scopeState, deadline time.T
 // passedUnpaced appends to outcomes, once, what this transport let
 // through before it found the key paced, when it saw no refusal of it to
 // tell that with (see Outcome.Passed).
-func (k *sharedKey) passedUnpaced(st *scopeState, outcomes []store.Outcome) []store.Outcome {
+func (k *sharedKey) passedUnpaced(st *State, outcomes []store.Outcome) []store.Outcome {
 	if !k.paced.Load() || k.toldFirst.Load() || k.toldFirst.Swap(true) {
 		return outcomes
 	}
@@ -199,10 +199,10 @@ func (k *sharedKey) passedUnpaced(st *scopeState, outcomes []store.Outcome) []st
 // sharedCeiling is the fastest the fleet's learned pace may go for the
 // request, in requests a second: the scope's Rate, and the told limits
 // it goes under; 0 for none.
-func sharedCeiling(l *Limit, c *call) float64 {
-	r := adaptiveCeiling(l)
-	if c.told {
-		r = math.Min(r, c.toldRate)
+func sharedCeiling(cfg *Config, told *Told) float64 {
+	r := cfg.ceiling()
+	if told.On {
+		r = math.Min(r, told.Rate)
 	}
 	if math.IsInf(r, 1) {
 		return 0
@@ -215,10 +215,11 @@ func sharedCeiling(l *Limit, c *call) float64 {
 // test's verdict. A success with nothing to teach is told nothing. When
 // the store fails, the refusal teaches this transport's own pace, which
 // stands in while it is away.
-func (t adaptiveTicket) tellShared(ctx context.Context, resp *http.Response, err error, class Class, hint time.Duration, now time.Time) {
+func (t Ticket) tellShared(ctx context.Context, answer Answer, now time.Time) {
 	f := t.fleet
 	k := f.key
-	an := readAnswer(resp, err, class, now)
+	hint := answer.Hint
+	an := readAnswer(answer, now)
 	var buf [2]store.Outcome
 	outcomes := buf[:0]
 	told := countOf(t.seq, an)
@@ -252,7 +253,7 @@ func (t adaptiveTicket) tellShared(ctx context.Context, resp *http.Response, err
 	if len(outcomes) == 0 {
 		return
 	}
-	ceiling := adaptiveCeiling(t.scope.limit())
+	ceiling := t.scope.cfg.Load().ceiling()
 	if math.IsInf(ceiling, 1) {
 		ceiling = 0
 	}
@@ -286,8 +287,8 @@ func verdictKind(v learn.Verdict) store.OutcomeKind {
 // fleet's pace, at once; a count of the server's quota, with the next ask.
 // It reports whether the store took it; when the store failed, this
 // transport's own pace learns it instead.
-func (s *scope) tellStoreUnpaced(c *call, key string, st *scopeState, an learn.Answer) bool {
-	k := s.sharedKey(key, st, c.t.learnStore)
+func (s *Scope) tellStoreUnpaced(r *Request, key string, st *State, an learn.Answer) bool {
+	k := s.sharedKey(key, st, s.shared.Learned)
 	if !an.Refused {
 		if told := countOf(0, an); told.Counted {
 			k.keepCount(told, time.Now()) // told with the next ask
@@ -299,7 +300,7 @@ func (s *scope) tellStoreUnpaced(c *call, key string, st *scopeState, an learn.A
 	// sum is the quota of a window that ran out.
 	passed := st.start.Passed()
 	st.mu.Unlock()
-	if !c.told && an.Remaining < 0 && s.trialRefusal(c, key, k, an.Hint, passed) {
+	if !r.Told.On && an.Remaining < 0 && s.trialRefusal(key, k, an.Hint, passed) {
 		return true // held back: tried first
 	}
 	refused := countOf(0, an)
@@ -307,12 +308,12 @@ func (s *scope) tellStoreUnpaced(c *call, key string, st *scopeState, an learn.A
 	if !k.toldFirst.Swap(true) {
 		refused.Passed = passed
 	}
-	return s.tellRefused(c.ctx, k, refused, sharedCeiling(s.limit(), c))
+	return s.tellRefused(r.Ctx(), k, refused, sharedCeiling(s.cfg.Load(), &r.Told))
 }
 
 // tellRefused tells the store the refusal of a request no pace let go,
 // and reports whether it took it.
-func (s *scope) tellRefused(ctx context.Context, k *sharedKey, refused store.Outcome, ceiling float64) bool {
+func (s *Scope) tellRefused(ctx context.Context, k *sharedKey, refused store.Outcome, ceiling float64) bool {
 	ask := store.LearnAsk{Outcomes: []store.Outcome{refused}, Ceiling: ceiling}
 	a, err := k.store.Learn(context.WithoutCancel(ctx), k.storeKey, &ask)
 	if err != nil {
@@ -333,7 +334,7 @@ func (s *scope) tellRefused(ctx context.Context, k *sharedKey, refused store.Out
 // only the blind test, after many slow turns, would give the pace back.
 // The store keeps no trial: the verdict is this transport's, from what
 // it sees, as the blind test's are.
-func (s *scope) trialRefusal(c *call, key string, k *sharedKey, hint time.Duration, passed int) bool {
+func (s *Scope) trialRefusal(key string, k *sharedKey, hint time.Duration, passed int) bool {
 	if k.paced.Load() {
 		return false // the fleet paces the key: its turns teach it
 	}
@@ -361,13 +362,13 @@ func (s *scope) trialRefusal(c *call, key string, k *sharedKey, hint time.Durati
 	// key's slow start, one request at a time after a refusal, would
 	// send too few within the trial's span.
 	s.markAnswered(key)
-	c.t.trialUntil(now.Add(learn.TrialSpan))
+	s.shared.trialUntil(now.Add(learn.TrialSpan))
 	return true
 }
 
 // trialEnded ends k's trial as end says: a shedder's refusals leave the
 // key unpaced and hold their successors back from the store.
-func (s *scope) trialEnded(key string, k *sharedKey, end learn.TrialEnd, now time.Time) {
+func (s *Scope) trialEnded(key string, k *sharedKey, end learn.TrialEnd, now time.Time) {
 	if end != learn.TrialShed {
 		return
 	}
@@ -375,14 +376,14 @@ func (s *scope) trialEnded(key string, k *sharedKey, end learn.TrialEnd, now tim
 	k.blindHold = learn.BlindHold(k.blindHold)
 	k.blindUntil = now.Add(k.blindHold)
 	k.mu.Unlock()
-	if s.learnTrace != nil {
-		s.learnTrace("%s: trial: let through after the refusal: shedding; unpaced for %v", key, k.blindHold)
+	if s.Trace != nil {
+		s.Trace("%s: trial: let through after the refusal: shedding; unpaced for %v", key, k.blindHold)
 	}
 }
 
 // tellTrialRefusal tells the store the refusal a trial held back, which
 // the trial found a rate's, and reports whether the store took it.
-func (s *scope) tellTrialRefusal(ctx context.Context, k *sharedKey, ceiling float64) bool {
+func (s *Scope) tellTrialRefusal(ctx context.Context, k *sharedKey, ceiling float64) bool {
 	refused := store.Outcome{Kind: store.Refused}
 	if !k.toldFirst.Swap(true) {
 		k.mu.Lock()
@@ -392,49 +393,47 @@ func (s *scope) tellTrialRefusal(ctx context.Context, k *sharedKey, ceiling floa
 	return s.tellRefused(ctx, k, refused, ceiling)
 }
 
-// trialAnswered gives the answer to a request, neither refused nor an
-// error, to the trials of the keys it was sent unpaced under.
-func (c *call) trialAnswered(resp *http.Response, class Class, now time.Time) {
-	an := readAnswer(resp, nil, class, now)
+// Trials reports whether a trial of a refusal held back from the store
+// may be running: then the successes of requests no pace let go are read
+// for it (TrialRuns, TrialAnswered). It reads one word.
+func (t *Shared) Trials() bool { return t.trialsUntil.Load() != 0 }
+
+// TrialAnswered gives the answer to a request of key the scope did not
+// pace, neither refused nor an error, to the key's trial, if one runs.
+func (s *Scope) TrialAnswered(r *Request, key string, resp *http.Response, now time.Time) {
+	an := learn.ReadAnswer(resp, false, now)
 	if !an.OK || an.Remaining >= 0 {
 		return // a count, which the store takes with the next ask
 	}
-	for _, s := range c.t.scopes() {
-		if !s.adaptive || s.applies != nil && !s.applies(c.req) {
-			continue
-		}
-		if t, held := c.adaptive.find(func(t adaptiveTicket) bool { return t.scope == s }); held && (t.a != nil || t.fleet != nil) {
-			continue // paced: no trial's
-		}
-		key := s.key(c.req)
-		e := s.states.Acquire(key, false)
-		if e == nil {
-			continue
-		}
-		if k := e.State.shared.Load(); k != nil {
-			k.mu.Lock()
-			end := k.trial.Answer(true, now)
-			k.mu.Unlock()
-			s.trialEnded(key, k, end, now)
-			if end == learn.TrialRate && !s.tellTrialRefusal(c.ctx, k, sharedCeiling(s.limit(), c)) {
-				// The store is away: this transport's own pace learns it.
-				s.arm(key, &e.State, now).Untracked(learn.Answer{Refused: true, Remaining: -1, Flight: -1}, 0, now)
-			}
-		}
-		s.states.Release(e)
+	e := s.states.Acquire(key, false)
+	if e == nil {
+		return
+	}
+	defer s.states.Release(e)
+	k := e.State.fleet.Load()
+	if k == nil {
+		return
+	}
+	k.mu.Lock()
+	end := k.trial.Answer(true, now)
+	k.mu.Unlock()
+	s.trialEnded(key, k, end, now)
+	if end == learn.TrialRate && !s.tellTrialRefusal(r.Ctx(), k, sharedCeiling(s.cfg.Load(), &r.Told)) {
+		// The store is away: this transport's own pace learns it.
+		s.arm(key, &e.State, now).Untracked(learn.Answer{Refused: true, Remaining: -1, Flight: -1}, 0, now)
 	}
 }
 
 // pacedInStore reports whether the store's last answer for the key whose
 // state st is said the fleet paces it.
-func (s *scope) pacedInStore(st *scopeState) bool {
-	k := st.shared.Load()
+func (s *Scope) pacedInStore(st *State) bool {
+	k := st.fleet.Load()
 	return k != nil && k.paced.Load()
 }
 
 // trialUntil makes the transport read its successes for trials until at
 // least until.
-func (t *Transport) trialUntil(until time.Time) {
+func (t *Shared) trialUntil(until time.Time) {
 	n := until.UnixNano()
 	for {
 		was := t.trialsUntil.Load()
@@ -444,11 +443,11 @@ func (t *Transport) trialUntil(until time.Time) {
 	}
 }
 
-// trialRuns reports whether a trial may take the answer to a request
+// TrialRuns reports whether a trial may take the answer to a request
 // answered at now. A span that has passed is cleared, so that a success
 // after it reads no clock for trials (the check before the call is of
 // trialsUntil alone).
-func (t *Transport) trialRuns(now time.Time) bool {
+func (t *Shared) TrialRuns(now time.Time) bool {
 	until := t.trialsUntil.Load()
 	if until != 0 && now.UnixNano() > until {
 		t.trialsUntil.CompareAndSwap(until, 0) // a trial since moved it on: keep that
@@ -457,15 +456,15 @@ func (t *Transport) trialRuns(now time.Time) bool {
 	return until != 0
 }
 
-// trialBlind reports whether key holds blind at now, its trial in this
+// TrialBlind reports whether key holds blind at now, its trial in this
 // transport having said a shedder.
-func (s *scope) trialBlind(key string, now time.Time) bool {
+func (s *Scope) TrialBlind(key string, now time.Time) bool {
 	e := s.states.Acquire(key, false)
 	if e == nil {
 		return false
 	}
 	defer s.states.Release(e)
-	k := e.State.shared.Load()
+	k := e.State.fleet.Load()
 	if k == nil {
 		return false
 	}

@@ -2,6 +2,7 @@ package ratewise
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -93,6 +94,40 @@ type call struct {
 	// last is the previous attempt's response, its body kept in memory,
 	// handed back if a wait before the next attempt is refused.
 	last *http.Response
+}
+
+// init makes c the call of req through t, with the options o its
+// context carries (nil for none).
+func (c *call) init(t *Transport, req *http.Request, o *callOptions) {
+	c.t, c.policy, c.req, c.out, c.ctx = t, t.retry.Load(), req, req, req.Context()
+	if o != nil {
+		if o.retry != nil {
+			c.policy, c.ownPolicy = o.retry, true
+		}
+		c.stats, c.shared, c.priority = o.stats, o.budget, o.priority
+		c.trace, c.endpoint = o.trace, o.endpoint
+	}
+	if c.shared == nil {
+		c.own = c.policy.TotalWaitCap
+	}
+}
+
+// initAcquire makes c the call of Acquire: a call with no request, whose
+// waits are traced under key, with maxWait its whole budget, so that every
+// wait it may start is one that fits, and a limit refuses the others as a
+// request's MaxWait does.
+func (c *call) initAcquire(t *Transport, ctx context.Context, key string, maxWait time.Duration, o *callOptions) {
+	c.t, c.acquireKey, c.ctx, c.own = t, key, ctx, max(maxWait, 0)
+	if o != nil {
+		c.priority, c.stats, c.trace, c.endpoint = o.priority, o.stats, o.trace, o.endpoint
+	}
+}
+
+// endInvalid ends a call that could not start, with err, counted and
+// traced.
+func (c *call) endInvalid(err error) {
+	c.gaveUp = GiveUpInvalid
+	c.end(nil, err)
 }
 
 // host is the request's host, the key of its traces; "" without a URL.

@@ -27,9 +27,9 @@
 // limit.go), whose engine, internal/scopes, gives its turn; call.go sends
 // it and reads the reply (retry_classify.go); call_decide.go feeds the
 // reply back and decides: the response is final, or a retry. stats.go
-// counts each step. Only when they are there: a breaker (breaker_call.go),
+// counts each step. Only when they are there: a breaker (call_breaker.go),
 // a store asked first (call_prefetch.go), a wait (call_wait.go), a
-// retry's budget (retry_budget.go), a trace or a logger (trace.go,
+// retry's budget (retry_budget.go), a trace or a logger (call_trace.go,
 // log.go). The engines behind the stages sit in internal/ packages that
 // know nothing of calls.
 //

@@ -115,19 +115,14 @@ func (t *Transport) Acquire(ctx context.Context, scopeName, key string, n int, m
 	if s.Global() {
 		key = ""
 	}
-	// The waits are a call's with no request: maxWait is its whole
-	// budget, so that every wait it may start is one that fits, and the
-	// limit refuses the others as a request's MaxWait does.
-	c := call{t: t, acquireKey: key, waitBudget: waitBudget{ctx: ctx, own: max(maxWait, 0)}}
-	if o != nil {
-		c.priority, c.stats, c.trace, c.endpoint = o.priority, o.stats, o.trace, o.endpoint
-	}
+	var c call // the waits are a call's with no request
+	c.initAcquire(t, ctx, key, maxWait, o)
 	cfg := scopeConfig(l)
 	if maxWait <= 0 {
 		cfg.FailFast = true
 	}
 	now := time.Now()
-	wait := c.own
+	wait := max(maxWait, 0)
 	if l.MaxWait > 0 {
 		wait = min(wait, l.MaxWait)
 	}

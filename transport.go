@@ -205,15 +205,9 @@ func (t *Transport) CloseIdleConnections() {
 // previous response when its body was small enough (4 KiB) to keep. A
 // cancelled context ends the call with its error. req is not modified.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
-	c := call{t: t, policy: t.retry.Load(), req: req, out: req, waitBudget: waitBudget{ctx: req.Context()}}
-	o := optionsFrom(c.ctx)
-	if o != nil {
-		if o.retry != nil {
-			c.policy, c.ownPolicy = o.retry, true
-		}
-		c.stats, c.shared, c.priority = o.stats, o.budget, o.priority
-		c.trace, c.endpoint = o.trace, o.endpoint
-	}
+	var c call
+	o := optionsFrom(req.Context())
+	c.init(t, req, o)
 	// A call that cannot start still ends, counted and traced.
 	var invalid error
 	switch {
@@ -226,12 +220,8 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	if invalid != nil {
 		closeRequestBody(req)
-		c.gaveUp = GiveUpInvalid
-		c.end(nil, invalid)
+		c.endInvalid(invalid)
 		return nil, invalid
-	}
-	if c.shared == nil {
-		c.own = c.policy.TotalWaitCap
 	}
 	resp, err := c.run()
 	c.end(resp, err)

@@ -84,6 +84,9 @@ type call struct {
 	// (yieldWindow). Nil when no window gave one (the last, with several).
 	window    *scope
 	windowKey string
+	// windowProbe is set when that turn is the window's probe, whose
+	// answer the window awaits (answerProbe).
+	windowProbe bool
 	// yielded is set when the attempt's refusal made its window yield:
 	// the spread the window keeps from then on answers the refusal's
 	// hint, which pauses neither the key nor the attempt's retry.

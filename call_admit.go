@@ -67,6 +67,16 @@ func (c *call) admitLimits() error {
 func (c *call) withdraw() {
 	c.held.release()
 	c.adaptive.drain(scopes.Ticket.Cancel)
+	c.answerProbe(false)
+}
+
+// answerProbe tells the told window whose probe the attempt is how it
+// went: let through (ok), or not (not sent, or failed), once.
+func (c *call) answerProbe(ok bool) {
+	if c.windowProbe {
+		c.windowProbe = false
+		c.window.ProbeAnswered(c.windowKey, ok)
+	}
 }
 
 // admitScopes takes the attempt through every limit scope in turn, in
@@ -77,7 +87,7 @@ func (c *call) withdraw() {
 func (c *call) admitScopes() error {
 	all := c.t.scopes()
 	c.readTold(all)
-	c.learns, c.window = false, nil
+	c.learns, c.window, c.windowProbe = false, nil, false
 	var first *scope // the LearnedScope, under told limits
 	if c.told.On {
 		first = c.t.learned
@@ -119,7 +129,7 @@ func (c *call) admitScope(r *scopes.Request, s *scope) error {
 		c.held.add(g.Slot)
 	}
 	if g.Window {
-		c.window, c.windowKey = s, key
+		c.window, c.windowKey, c.windowProbe = s, key, g.Probe
 	}
 	return nil
 }

@@ -146,7 +146,10 @@ func (c *call) feedBack(rep reply) {
 	}
 	c.yielded = err == nil && class.refusal() && c.window != nil
 	if c.yielded {
+		c.windowProbe = false // the yield answers it
 		c.yieldWindow(rep.at)
+	} else {
+		c.answerProbe(err == nil)
 	}
 	// A hint pauses the key's other requests too: all of them when
 	// nothing paces the request, else only a hint of more than a second,

@@ -65,6 +65,9 @@ type Key struct {
 	// window gave (Yield): its turns are then spaced, Window/(Burst−1)
 	// apart from nextStart, rather than given at once. Guarded by mu.
 	yielded bool
+	// probe is the window's probe: the first turn past its first window
+	// goes alone (see probe.go). Guarded by mu.
+	probe windowProbe
 	// slots counts the concurrency slots taken, and queued the requests
 	// waiting for one, the length of queue: see TakeSlot.
 	slots   atomic.Int64
@@ -102,6 +105,8 @@ func (k *Key) CatchUp(gen uint64, cfg *Config, now time.Time) {
 		k.bucket = nil
 		k.window.resize(cfg.Burst)
 		k.yielded = false // told anew: trusted again, bursts and all
+		k.endProbe()
+		k.probe = windowProbe{armed: k.window.n >= cfg.Burst} // and proved anew
 	case !FiniteRate(cfg.Rate):
 		k.bucket, k.window = nil, windowLog{}
 	case k.bucket == nil:

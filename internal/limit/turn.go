@@ -25,9 +25,16 @@ type turn struct {
 }
 
 // Reservation is a request's place in a key's pace: it goes after Delay.
+// With a Probe, it has none yet: another request probes a told window,
+// and the caller waits for its answer (until ProbeUntil at most), then
+// reserves again. Probing is set when the turn is the window's probe,
+// whose answer the caller tells.
 type Reservation struct {
-	Delay time.Duration
-	turn  turn
+	Delay      time.Duration
+	Probe      <-chan struct{}
+	ProbeUntil time.Time
+	Probing    bool
+	turn       turn
 }
 
 // Reserve takes n turns of k's pace (1 for a request) into r, and says in
@@ -40,6 +47,18 @@ type Reservation struct {
 // *Refusal and takes nothing. low marks a low-priority request, which
 // leaves Reserve tokens in the bucket.
 func (k *Key) Reserve(r *Reservation, low bool, cfg *Config, n int, deadline time.Time) error {
+	return k.reserve(r, low, cfg, n, deadline, false)
+}
+
+// ReserveAnswered is Reserve of one turn for a request whose answer the
+// caller tells (ProbeAnswered, Yield): a told window may then send it as
+// its probe (see probe.go), or, while another request probes, set
+// r.Probe for the caller to wait on before it reserves again.
+func (k *Key) ReserveAnswered(r *Reservation, low bool, cfg *Config, deadline time.Time) error {
+	return k.reserve(r, low, cfg, 1, deadline, !cfg.FailFast)
+}
+
+func (k *Key) reserve(r *Reservation, low bool, cfg *Config, n int, deadline time.Time, answered bool) error {
 	*r = Reservation{}
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -47,12 +66,21 @@ func (k *Key) Reserve(r *Reservation, low bool, cfg *Config, n int, deadline tim
 		return nil
 	}
 	now := time.Now()
+	if answered && cfg.Window > 0 && k.awaitProbe(r, now, cfg) {
+		return nil
+	}
 	delay := k.takeTurn(&r.turn, now, low, cfg, n)
+	if answered && cfg.Window > 0 {
+		k.noteWindowTurn(r, now.Add(delay), cfg)
+	}
 	if delay <= 0 {
 		return nil
 	}
 	if err := k.mayWaitLocked(delay, now, deadline, cfg); err != nil {
 		k.giveBackTurn(&r.turn, now)
+		if r.Probing {
+			k.unprobe() // not sent
+		}
 		return err
 	}
 	k.waiting++
@@ -69,6 +97,9 @@ func (k *Key) Waited(r *Reservation, err error) (again bool) {
 	k.waiting--
 	if err != nil {
 		k.giveBackTurn(&r.turn, time.Now())
+		if r.Probing {
+			k.unprobe() // not sent
+		}
 		return false
 	}
 	return r.turn.again
@@ -149,6 +180,7 @@ func (k *Key) Yield(now time.Time, cfg *Config) {
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	k.endProbe()
 	if !k.yielded {
 		k.yielded = true
 		k.nextStart = now.Add(yieldGap(cfg))

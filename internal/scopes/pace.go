@@ -17,11 +17,14 @@ import (
 // adaptive scope, to be answered (Ticket.Finish) or withdrawn; a
 // concurrency slot, to be released when the response is done with; and
 // whether a told window gave it a turn of its count, at once with the
-// window's others (a refusal of it then makes the window yield).
+// window's others (a refusal of it then makes the window yield, Yield),
+// and whether that turn is the window's probe, whose answer the caller
+// tells (ProbeAnswered; see internal/limit's probe.go).
 type Grant struct {
 	Ticket Ticket
 	Slot   Slot
 	Window bool
+	Probe  bool
 }
 
 // Admit waits until the request may go in the scope under key: a
@@ -64,7 +67,7 @@ func (s *Scope) Admit(r *Request, key string) (Grant, error) {
 			}
 		}
 	} else {
-		g.Window, err = s.pace(r, key, st, deadline, cfg, 1)
+		g.Window, g.Probe, err = s.pace(r, key, st, deadline, cfg, 1, true)
 	}
 	if err != nil {
 		if g.Slot.entry != nil {
@@ -86,7 +89,7 @@ func (s *Scope) Acquire(r *Request, key string, n int, deadline time.Time, cfg *
 	e := s.states.Acquire(key, true)
 	defer s.states.Release(e)
 	s.caughtUp(&e.State)
-	_, err := s.pace(r, key, &e.State, deadline, cfg, n)
+	_, _, err := s.pace(r, key, &e.State, deadline, cfg, n, false)
 	return err
 }
 
@@ -122,11 +125,13 @@ func (h Slot) Release() {
 }
 
 // pace waits for n turns of the key's pace: 1 for a request, n for
-// Acquire; at once when the key has no bucket, spacing or window. It
-// reports whether a told window gave the turn.
-func (s *Scope) pace(r *Request, key string, st *State, deadline time.Time, cfg *Config, n int) (window bool, err error) {
+// Acquire; at once when the key has no bucket, spacing or window.
+// answered says the caller tells the turn's answer, which a told window
+// may then take for its probe. It reports whether a told window gave the
+// turn, and whether it is the window's probe.
+func (s *Scope) pace(r *Request, key string, st *State, deadline time.Time, cfg *Config, n int, answered bool) (window, probe bool, err error) {
 	if !cfg.Paces() {
-		return false, nil // nothing paces (catchUp keeps no bucket for such a limit)
+		return false, false, nil // nothing paces (catchUp keeps no bucket for such a limit)
 	}
 	if cfg.Store != nil {
 		storeKey := s.StoreKey(key)
@@ -134,7 +139,7 @@ func (s *Scope) pace(r *Request, key string, st *State, deadline time.Time, cfg 
 			return cfg.Store.Take(r.Ctx(), storeKey, n, cfg.Rate, cfg.Burst, maxWait)
 		})
 		if done {
-			return false, err
+			return false, false, err
 		}
 		// The store failed: the scope's own bucket stands in.
 	}
@@ -144,13 +149,26 @@ func (s *Scope) pace(r *Request, key string, st *State, deadline time.Time, cfg 
 			return ws.TakeWindow(r.Ctx(), storeKey, cfg.Burst, cfg.Window, maxWait)
 		})
 		if done {
-			return false, err
+			return false, false, err
 		}
 		// The store failed: the scope's own window stands in.
 	}
 	var res limit.Reservation
 	for {
-		err := st.told.Reserve(&res, r.Low, &cfg.Config, n, deadline)
+		var err error
+		if answered && n == 1 {
+			err = st.told.ReserveAnswered(&res, r.Low, &cfg.Config, deadline)
+		} else {
+			err = st.told.Reserve(&res, r.Low, &cfg.Config, n, deadline)
+		}
+		if err == nil && res.Probe != nil {
+			// Another request probes the window: its answer says whether
+			// this turn goes at once or in a spread.
+			if err := s.awaitProbe(r, key, &res, deadline); err != nil {
+				return false, false, err
+			}
+			continue
+		}
 		if err == nil && res.Delay > 0 {
 			err = r.waitFor(s, res.Delay, nil)
 			if again := st.told.Waited(&res, err); err == nil && again {
@@ -158,10 +176,40 @@ func (s *Scope) pace(r *Request, key string, st *State, deadline time.Time, cfg 
 			}
 		}
 		if err != nil {
-			return false, s.refusal(key, err)
+			return false, false, s.refusal(key, err)
 		}
-		return res.WindowTurn(), nil
+		return res.WindowTurn(), res.Probing, nil
 	}
+}
+
+// awaitProbe waits for the answer to the probe of key's window res says
+// is in flight, until res.ProbeUntil at most (the probe is then taken for
+// lost), within what MaxWait (deadline) and the call's budget leave.
+func (s *Scope) awaitProbe(r *Request, key string, res *limit.Reservation, deadline time.Time) error {
+	now := time.Now()
+	if !deadline.IsZero() && !now.Before(deadline) {
+		return &Refusal{Scope: s.name, Key: key, Reason: "max-wait"}
+	}
+	until := res.ProbeUntil
+	if !deadline.IsZero() && deadline.Before(until) {
+		until = deadline
+	}
+	d := until.Sub(now)
+	if d <= 0 {
+		return nil // reserve again: the probe is lost, or MaxWait refuses
+	}
+	if left := r.Left(); left > 0 && left < d {
+		d = left // a budget with less left refuses the next wait
+	}
+	return r.waitFor(s, d, res.Probe)
+}
+
+// ProbeAnswered tells key's told window the answer to its probe: let
+// through (ok), or not sent, or failed; a refusal makes it Yield instead.
+func (s *Scope) ProbeAnswered(key string, ok bool) {
+	e := s.states.Acquire(key, true)
+	e.State.told.ProbeAnswered(ok, &s.cfg.Load().Config)
+	s.states.Release(e)
 }
 
 // paceStore waits for the turn a store gives: take asks it for a turn

@@ -19,9 +19,13 @@ import "time"
 // successes with the cap full, it is raised by one, a probe whose
 // refusal sets it back and waits twice as long before the next. A
 // refusal with nothing else in flight proves the server no cap: the key
-// is paced again. A request sent as another's answer came may find the
-// server still holding that one: the first refusal that would lower the
-// cap, or end it, in a while is taken for such a stray.
+// is paced again. A refusal is read with as many others in flight as
+// there are at its answer, when that is more than when it was sent:
+// requests let go in one instant reach the server in any order, and the
+// one sent with fewer others may be the one refused. A request sent as
+// another's answer came may find the server still holding that one: the
+// first refusal that would lower the cap, or end it, in a while is taken
+// for such a stray.
 
 const (
 	// capFlights bounds the in-flight counts the Pacer keeps track of:
@@ -149,6 +153,21 @@ func (p *Pacer) capRefused(k int, now time.Time) bool {
 	}
 	p.capProbing, p.capFull = false, 0
 	return true
+}
+
+// heldWith is how many others of the key's requests the server may have
+// held when it refused request seq, sent with k others in flight, with
+// p.mu held: k, or more when more are in flight at its answer. Requests
+// let go in one instant, as when an answer frees a place and a probe
+// adds one, reach the server in any order: the one sent with fewer
+// others may come last, and be refused for the cap the others filled.
+// A request sent before the key was paced (seq 0) was counted so by
+// Untracked already.
+func (p *Pacer) heldWith(seq uint64, k int) int {
+	if seq == 0 {
+		return k
+	}
+	return max(k, p.inFlight+p.untrackedOut)
 }
 
 // capStray reports whether a refusal that would lower the cap or end it,

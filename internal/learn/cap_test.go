@@ -145,3 +145,61 @@ func TestSlowStartStrayIsNoLowerCap(t *testing.T) {
 		t.Errorf("capped at %d in flight, want 5 or more: the stray with 4 others counted is a cap one too low", a.flightCap)
 	}
 }
+
+// TestProbeRefusedOutOfOrderIsTheProbes pins the race of a probe: the
+// answer that raises the cap of 5 to 6 frees one place, and the head sends
+// two requests in one instant, one with 4 others in flight and the probe
+// with 5. The server has room for one of them, and which of the two
+// reaches it first is chance: when the one sent with 4 others is refused,
+// the probe's extra request is what the server refused, and the cap goes
+// back to 5, not down to 4.
+func TestProbeRefusedOutOfOrderIsTheProbes(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, first := range []bool{true, false} { // the one with 4 others refused, or the probe
+		a := capped(t, t0)
+		var out []uint64
+		take := func() uint64 {
+			t.Helper()
+			seq, _, _, sent := a.Take(t0)
+			if !sent {
+				t.Fatalf("the cap of %d held a request with %d in flight", a.flightCap, len(out))
+			}
+			out = append(out, seq)
+			return seq
+		}
+		for range 5 {
+			take()
+		}
+		// The cap full, one answered and one sent at a time, until a
+		// success raises the cap: a probe.
+		for i := 0; !a.capProbing; i++ {
+			if i > 1000 {
+				t.Fatal("no probe after 1000 successes with the cap full")
+			}
+			a.Outcome(out[0], succeeded, t0)
+			out = out[1:]
+			if a.capProbing {
+				break
+			}
+			take()
+		}
+		if a.flightCap != 6 {
+			t.Fatalf("probing a cap of %d, want 6", a.flightCap)
+		}
+		grow := a.capGrow
+		with4, with5 := take(), take()
+		if _, _, _, sent := a.Take(t0); sent {
+			t.Fatal("a seventh request went under a probe of 6")
+		}
+		refusedSeq, passedSeq := with4, with5
+		if !first {
+			refusedSeq, passedSeq = with5, with4
+		}
+		a.Outcome(refusedSeq, refused, t0)
+		if a.flightCap != 5 || a.capProbing || a.capGrow != 2*grow {
+			t.Errorf("the probe's race, refused the request sent with %d others: capped at %d (probing %v, next probe after %d), want 5, not probing, after %d",
+				map[bool]int{true: 4, false: 5}[first], a.flightCap, a.capProbing, a.capGrow, 2*grow)
+		}
+		a.Outcome(passedSeq, succeeded, t0)
+	}
+}

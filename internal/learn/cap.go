@@ -13,15 +13,22 @@ import "time"
 // each was sent. When the refusals came only to requests sent with c or
 // more others in flight, most of those were refused, and requests sent
 // with c−1 others were let through, the server caps the key at c: its
-// requests in flight are held to c, and its pace is given back. The cap
+// requests in flight are held to c, and its pace is given back. A slow
+// start's first refusal, with two or more others in flight and fewer let
+// through, holds the key at that many in flight at once, unproved: a
+// slow start meets a cap one refusal at a time. The cap
 // is learned up and down as a window is in TCP: a refusal of a request
 // sent with fewer others in flight lowers it to that many; after enough
 // successes with the cap full, it is raised by one, a probe whose
 // refusal sets it back and waits twice as long before the next. A
 // refusal with nothing else in flight proves the server no cap: the key
-// is paced again. A request sent as another's answer came may find the
-// server still holding that one: the first refusal that would lower the
-// cap, or end it, in a while is taken for such a stray.
+// is paced again. A refusal is read with as many others in flight as
+// there are at its answer, when that is more than when it was sent:
+// requests let go in one instant reach the server in any order, and the
+// one sent with fewer others may be the one refused. A request sent as
+// another's answer came may find the server still holding that one: the
+// first refusal that would lower the cap, or end it, in a while is taken
+// for such a stray.
 
 const (
 	// capFlights bounds the in-flight counts the Pacer keeps track of:
@@ -110,11 +117,42 @@ func (f *flights) capAt() int {
 	return best
 }
 
+// firstRefusal reports whether the counts show one refusal, the first,
+// of a request sent with k others in flight, two or more, while requests
+// sent with fewer were let through capMinOK times at least. That is how
+// a slow start meets a cap of k when it opens one request at a time: an
+// answer frees a place and opens one more, two requests go, and the
+// server refuses one of them. Taken for a rate's, it paced the key from
+// the search's start, at one request in flight or two, until the pace
+// climbed back to where the cap refused a second time. One refusal is
+// no proof of a cap: a bucket, held at k in flight, refuses again with
+// fewer, which ends the cap (capRefused), at the cost of those refusals.
+func (f *flights) firstRefusal(k int) bool {
+	if k < 2 || k >= capFlights {
+		return false
+	}
+	var ok, refused int32
+	for i := range capFlights {
+		refused += f.refused[i]
+		if i < k {
+			ok += f.ok[i]
+		}
+	}
+	return refused == 1 && f.refused[k] == 1 && ok >= capMinOK
+}
+
 // capRefused learns from a refusal of a request sent with k others in
 // flight, with p.mu held, and reports whether the cap explains it.
 func (p *Pacer) capRefused(k int, now time.Time) bool {
 	if p.flightCap == 0 {
 		c := p.flights.capAt()
+		if c == 0 && p.unpaced && p.lastEmpty.IsZero() && p.flights.firstRefusal(k) {
+			// The key's first refusal, with k others in flight and fewer
+			// let through: held at k, it loses nothing if that is the
+			// server's cap, and a next refusal with fewer in flight tells
+			// it is not (see firstRefusal).
+			c = k
+		}
 		if p.trace != nil {
 			p.trace("cap test at k=%d: ok %v refused %v -> %d", k, p.flights.ok[:8], p.flights.refused[:8], c)
 		}
@@ -149,6 +187,21 @@ func (p *Pacer) capRefused(k int, now time.Time) bool {
 	}
 	p.capProbing, p.capFull = false, 0
 	return true
+}
+
+// heldWith is how many others of the key's requests the server may have
+// held when it refused request seq, sent with k others in flight, with
+// p.mu held: k, or more when more are in flight at its answer. Requests
+// let go in one instant, as when an answer frees a place and a probe
+// adds one, reach the server in any order: the one sent with fewer
+// others may come last, and be refused for the cap the others filled.
+// A request sent before the key was paced (seq 0) was counted so by
+// Untracked already.
+func (p *Pacer) heldWith(seq uint64, k int) int {
+	if seq == 0 {
+		return k
+	}
+	return max(k, p.inFlight+p.untrackedOut)
 }
 
 // capStray reports whether a refusal that would lower the cap or end it,

@@ -145,3 +145,111 @@ func TestSlowStartStrayIsNoLowerCap(t *testing.T) {
 		t.Errorf("capped at %d in flight, want 5 or more: the stray with 4 others counted is a cap one too low", a.flightCap)
 	}
 }
+
+// TestProbeRefusedOutOfOrderIsTheProbes pins the race of a probe: the
+// answer that raises the cap of 5 to 6 frees one place, and the head sends
+// two requests in one instant, one with 4 others in flight and the probe
+// with 5. The server has room for one of them, and which of the two
+// reaches it first is chance: when the one sent with 4 others is refused,
+// the probe's extra request is what the server refused, and the cap goes
+// back to 5, not down to 4.
+func TestProbeRefusedOutOfOrderIsTheProbes(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, first := range []bool{true, false} { // the one with 4 others refused, or the probe
+		a := capped(t, t0)
+		var out []uint64
+		take := func() uint64 {
+			t.Helper()
+			seq, _, _, sent := a.Take(t0)
+			if !sent {
+				t.Fatalf("the cap of %d held a request with %d in flight", a.flightCap, len(out))
+			}
+			out = append(out, seq)
+			return seq
+		}
+		for range 5 {
+			take()
+		}
+		// The cap full, one answered and one sent at a time, until a
+		// success raises the cap: a probe.
+		for i := 0; !a.capProbing; i++ {
+			if i > 1000 {
+				t.Fatal("no probe after 1000 successes with the cap full")
+			}
+			a.Outcome(out[0], succeeded, t0)
+			out = out[1:]
+			if a.capProbing {
+				break
+			}
+			take()
+		}
+		if a.flightCap != 6 {
+			t.Fatalf("probing a cap of %d, want 6", a.flightCap)
+		}
+		grow := a.capGrow
+		with4, with5 := take(), take()
+		if _, _, _, sent := a.Take(t0); sent {
+			t.Fatal("a seventh request went under a probe of 6")
+		}
+		refusedSeq, passedSeq := with4, with5
+		if !first {
+			refusedSeq, passedSeq = with5, with4
+		}
+		a.Outcome(refusedSeq, refused, t0)
+		if a.flightCap != 5 || a.capProbing || a.capGrow != 2*grow {
+			t.Errorf("the probe's race, refused the request sent with %d others: capped at %d (probing %v, next probe after %d), want 5, not probing, after %d",
+				map[bool]int{true: 4, false: 5}[first], a.flightCap, a.capProbing, a.capGrow, 2*grow)
+		}
+		a.Outcome(passedSeq, succeeded, t0)
+	}
+}
+
+// TestSlowStartFirstRefusalHoldsTheFlight pins a slow start that opens
+// one request at a time past a cap of 5: an answer frees a place and
+// opens one more, two requests go, and the server refuses one of them,
+// with 5 others in flight at its answer; the others of the round pass.
+// One refusal does not prove a cap, but paced from the search's start
+// (25 a second, one request in flight at 50 ms each) the key found the
+// cap only when its pace climbed back, 0.3 s later (1.12 of the least
+// time on loopback). Held at 5 in flight instead, unpaced, it loses
+// nothing if the cap is one; refusals with fewer in flight (a bucket's)
+// end the cap, and the search for a pace starts as at the first.
+func TestSlowStartFirstRefusalHoldsTheFlight(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	start := func() *Pacer {
+		a := New(0, math.Inf(1), t0)
+		// Armed by the refusal: 6 let through, the most with 3 others in
+		// flight, 6 out (the refused one among them).
+		a.Adopt(6, 6, 3)
+		a.Untracked(Answer{Refused: true, Remaining: -1, Flight: 5}, 0, t0)
+		a.Unpaced(false, 5)
+		return a
+	}
+	a := start()
+	if a.flightCap != 5 || !a.unpaced {
+		t.Fatalf("after one refusal with 5 others in flight: capped at %d, unpaced %v; want held at 5, unpaced", a.flightCap, a.unpaced)
+	}
+	for range 5 {
+		a.Unpaced(true, 4) // the round passes
+	}
+	for i := range 6 {
+		if _, _, _, sent := a.Take(t0); sent != (i < 5) {
+			t.Fatalf("held at 5, request %d with %d in flight: sent %v", i+1, i, sent)
+		}
+	}
+
+	// A bucket's next refusals come with fewer in flight, the second
+	// with none: the search for a pace starts, as it would have at the
+	// first.
+	b := start()
+	for range 5 {
+		b.Unpaced(true, 4)
+	}
+	for range 2 {
+		seq, _, _, _ := b.Take(t0)
+		b.Outcome(seq, refused, t0)
+	}
+	if b.flightCap != 0 || b.unpaced || math.IsInf(b.rate(t0), 1) {
+		t.Errorf("refusals with none in flight after one with 5: capped at %d, unpaced %v, rate %.1f; want no cap, paced", b.flightCap, b.unpaced, b.rate(t0))
+	}
+}

@@ -347,7 +347,7 @@ func (p *Pacer) learn(seq uint64, newEvent bool, an Answer, now time.Time) {
 	if uncounted && p.shed.On() && !p.blind(now) && p.trial(an.OK, now) {
 		return
 	}
-	if an.Refused && !explained && !(known && (k > 0 || p.flightCap > 0) && p.capRefused(k, now)) {
+	if an.Refused && !explained && !(known && (k > 0 || p.flightCap > 0) && p.capRefused(p.heldWith(seq, k), now)) {
 		if !p.blind(now) && p.startTrial(an.Hint, now) {
 			return
 		}

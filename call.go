@@ -87,6 +87,10 @@ type call struct {
 	// windowProbe is set when that turn is the window's probe, whose
 	// answer the window awaits (answerProbe).
 	windowProbe bool
+	// capped is set when a cap the key learned on its requests in
+	// flight explains the attempt's refusal: its retry goes at once,
+	// held by the key's line until there is room.
+	capped bool
 	// yielded is set when the attempt's refusal made its window yield:
 	// the spread the window keeps from then on answers the refusal's
 	// hint, which pauses neither the key nor the attempt's retry.

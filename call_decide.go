@@ -20,8 +20,14 @@ import (
 // responseDelay is the wait before retrying after rep: the policy's
 // jittered backoff, raised to the server's hint unless IgnoreRetryAfter,
 // or unless the refusal made the attempt's told window yield: the retry
-// then takes its turn in the window's spread.
+// then takes its turn in the window's spread. A refusal with no hint that
+// a cap the key learned explains is retried at once: the key's line holds
+// the retry until one of its requests in flight ends, the time a cap's
+// slot takes to free, which a backoff would overshoot.
 func (c *call) responseDelay(rep reply) time.Duration {
+	if c.capped && !rep.hinted {
+		return 0
+	}
 	delay := c.policy.jittered(c.attempts - 1)
 	if !c.policy.IgnoreRetryAfter && !c.yielded && rep.hinted {
 		delay = max(delay, rep.hint)
@@ -117,6 +123,7 @@ func isIdempotent(req *http.Request) bool {
 // concurrency slots at once; a response keeps them until its body closes.
 func (c *call) feedBack(rep reply) {
 	resp, err, class := rep.resp, rep.err, rep.class
+	c.capped = false
 	probed := c.ticket.Probe()
 	if c.t.breakers != nil {
 		c.tellBreaker(rep)
@@ -166,6 +173,7 @@ func (c *call) feedBack(rep reply) {
 	c.adaptive.drain(func(t scopes.Ticket) {
 		fx := t.Finish(c.ctx, an, closed, now)
 		pausesKey = pausesKey && fx.HintPauses
+		c.capped = c.capped || fx.Capped
 		// A window the key learned is held for every transport sharing
 		// the gate's store, as a hint's pause is.
 		if c.t.gate != nil && c.t.gate.Store() != nil && fx.HeldUntil.After(now) {
@@ -207,7 +215,7 @@ func (c *call) learnUntracked(resp *http.Response, class Class, hint time.Durati
 		if ticket.Paced() {
 			continue // paced: its ticket tells the scope
 		}
-		s.Untracked(&r, s.key(c.req), an, ticket, now)
+		c.capped = s.Untracked(&r, s.key(c.req), an, ticket, now) || c.capped
 	}
 }
 

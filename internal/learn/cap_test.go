@@ -116,9 +116,12 @@ func TestStrayRefusalKeepsTheCap(t *testing.T) {
 			t.Errorf("a stray refusal with %d others in flight: capped at %d (unpaced %v), want 5, unpaced", stray, a.flightCap, a.unpaced)
 		}
 		seq, _, _, _ = a.Take(t0)
-		a.Outcome(seq, refused, t0)
+		wasCapped := a.Outcome(seq, refused, t0)
 		if stray == 4 && a.flightCap != 4 || stray == 0 && a.flightCap != 0 {
 			t.Errorf("a second refusal with %d others in flight: capped at %d, want %d", stray, a.flightCap, min(stray, 4))
+		}
+		if wasCapped != (stray == 4) {
+			t.Errorf("a second refusal with %d others in flight reported capped %v, want %v: only a cap that holds explains it", stray, wasCapped, stray == 4)
 		}
 	}
 }
@@ -195,7 +198,9 @@ func TestProbeRefusedOutOfOrderIsTheProbes(t *testing.T) {
 		if !first {
 			refusedSeq, passedSeq = with5, with4
 		}
-		a.Outcome(refusedSeq, refused, t0)
+		if capped := a.Outcome(refusedSeq, refused, t0); !capped {
+			t.Error("the probe's refusal was not reported capped: its retry would back off, not wait in line for room")
+		}
 		if a.flightCap != 5 || a.capProbing || a.capGrow != 2*grow {
 			t.Errorf("the probe's race, refused the request sent with %d others: capped at %d (probing %v, next probe after %d), want 5, not probing, after %d",
 				map[bool]int{true: 4, false: 5}[first], a.flightCap, a.capProbing, a.capGrow, 2*grow)

@@ -228,20 +228,23 @@ func (p *Pacer) resume(now time.Time) {
 // counts in flight. A success grows the climb. A count of the server's
 // quota replaces what was learned; a refusal without one measures the
 // server and, unless it is a sibling of the last decrease, decreases the
-// pace.
-func (p *Pacer) Outcome(seq uint64, an Answer, now time.Time) {
+// pace. It reports whether a cap on the key's requests in flight explains
+// the refusal: the key holds that cap, and the request may go again at
+// once, waiting in the key's line for room rather than backing off.
+func (p *Pacer) Outcome(seq uint64, an Answer, now time.Time) (capped bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.settle()
-	p.learn(seq, seq > p.cutAt, an, now)
+	return p.learn(seq, seq > p.cutAt, an, now)
 }
 
 // Untracked learns from the answer to a request the key did not pace,
 // sent before it had learned anything: the first refusal of them is the
 // event that armed the key, whichever is answered first, and the others
 // its siblings. The request is not in flight; sentBefore is how many
-// requests its transport sent before it.
-func (p *Pacer) Untracked(an Answer, sentBefore int64, now time.Time) {
+// requests its transport sent before it. It reports whether a cap on the
+// key's requests in flight explains a refusal, as Outcome does.
+func (p *Pacer) Untracked(an Answer, sentBefore int64, now time.Time) (capped bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if an.Refused && sentBefore > 0 && (p.sentBeforeRefusal == 0 || sentBefore < p.sentBeforeRefusal) {
@@ -255,7 +258,7 @@ func (p *Pacer) Untracked(an Answer, sentBefore int64, now time.Time) {
 		// with fewer, a refusal at a cap of c looks like one of c−1.
 		an.Flight = max(an.Flight, p.inFlight+p.untrackedOut-1)
 	}
-	p.learn(0, p.lastEmpty.IsZero(), an, now)
+	return p.learn(0, p.lastEmpty.IsZero(), an, now)
 }
 
 // Adopt takes in what the key did before it was armed: passed requests
@@ -295,7 +298,7 @@ func (p *Pacer) Unpaced(passed bool, others int) {
 
 // learn takes in the answer to request seq, with p.mu held; newEvent
 // says a refusal in it is not the sibling of one already answered.
-func (p *Pacer) learn(seq uint64, newEvent bool, an Answer, now time.Time) {
+func (p *Pacer) learn(seq uint64, newEvent bool, an Answer, now time.Time) (capped bool) {
 	if an.OK {
 		p.successes++
 		p.freshOK++
@@ -345,14 +348,18 @@ func (p *Pacer) learn(seq uint64, newEvent bool, an Answer, now time.Time) {
 		p.refusalCounted = explained
 	}
 	if uncounted && p.shed.On() && !p.blind(now) && p.trial(an.OK, now) {
-		return
+		return false
 	}
-	if an.Refused && !explained && !(known && (k > 0 || p.flightCap > 0) && p.capRefused(p.heldWith(seq, k), now)) {
+	if an.Refused && !explained {
+		if known && (k > 0 || p.flightCap > 0) && p.capRefused(p.heldWith(seq, k), now) {
+			return p.flightCap > 0
+		}
 		if !p.blind(now) && p.startTrial(an.Hint, now) {
-			return
+			return false
 		}
 		p.refused(newEvent, an.Hint, now)
 	}
+	return false
 }
 
 // sending is how a request was sent: at what learned pace, 0 when none

@@ -267,15 +267,18 @@ type Answer struct {
 	Hint    time.Duration
 }
 
-// Effect is what an answer, told the scope, says of the key's pause: the
-// refusal's hint should not pause the key when HintPauses is false (the
-// learned pace has seen its server's hints overstate, or the fleet's
-// holds a window itself), and HeldUntil is when a window the key learned
-// comes back, to be held for every transport sharing the pause gate's
-// store.
+// Effect is what an answer, told the scope, says of the key's pause and
+// of the request's retry: the refusal's hint should not pause the key
+// when HintPauses is false (the learned pace has seen its server's hints
+// overstate, or the fleet's holds a window itself); HeldUntil is when a
+// window the key learned comes back, to be held for every transport
+// sharing the pause gate's store; Capped says a cap the key learned on
+// its requests in flight explains the refusal, so that the retry may go
+// at once: the key's line holds it until there is room.
 type Effect struct {
 	HintPauses bool
 	HeldUntil  time.Time
+	Capped     bool
 }
 
 // Finish tells the scope how the request went at now, and releases its
@@ -295,7 +298,7 @@ func (t Ticket) Finish(ctx context.Context, an Answer, closed bool, now time.Tim
 	default:
 		read := readAnswer(an, now)
 		read.Hint = an.Hint
-		t.a.Outcome(t.seq, read, now)
+		fx.Capped = t.a.Outcome(t.seq, read, now)
 		fx.HintPauses = t.a.HintPausesKey()
 		if closed {
 			t.a.Pause(now) // the breaker closes: resume gently
@@ -355,17 +358,19 @@ func readAnswer(an Answer, now time.Time) learn.Answer {
 // request of key it did not pace (its key had learned nothing when it
 // was admitted, or a told limit paced it): a refusal, or a count of the
 // server's quota. The key's learning starts with it. held is the
-// request's ticket of the scope, if any (one of its slow start).
-func (s *Scope) Untracked(r *Request, key string, an Answer, held Ticket, now time.Time) {
+// request's ticket of the scope, if any (one of its slow start). It
+// reports whether a cap the key learned on its requests in flight
+// explains the refusal (see Effect.Capped).
+func (s *Scope) Untracked(r *Request, key string, an Answer, held Ticket, now time.Time) (capped bool) {
 	read := readAnswer(an, now)
 	read.Hint = an.Hint
 	if !read.Refused && read.Remaining < 0 {
-		return // no signal after all
+		return false // no signal after all
 	}
 	e := s.states.Acquire(key, true)
 	defer s.states.Release(e)
 	if s.shared.Learned != nil && s.tellStoreUnpaced(r, key, &e.State, read) {
-		return // the fleet's learned pace has it
+		return false // the fleet's learned pace has it
 	}
 	a := s.arm(key, &e.State, now)
 	if r.Told.On {
@@ -376,5 +381,5 @@ func (s *Scope) Untracked(r *Request, key string, an Answer, held Ticket, now ti
 	if held.startKey != "" {
 		read.Flight = held.startOthers // sent in the key's slow start
 	}
-	a.Untracked(read, r.Sent-1, now)
+	return a.Untracked(read, r.Sent-1, now)
 }

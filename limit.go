@@ -76,12 +76,15 @@ type Limit struct {
 	// fixed window of Burst per Window however the server aligns it, and
 	// sends a batch at the quickest such a window allows: Burst at once,
 	// then Burst more a Window later. "30 per 10 s" is
-	// Limit{Burst: 30, Window: 10 * time.Second}. A server that refuses a
-	// turn the window gave at once counts more strictly (a sliding-window
-	// counter weighs the last window in): the key's window then yields,
-	// and spreads its turns, Burst−1 per Window, from then on; that
-	// refusal's wait hint pauses neither the key nor the retry, which
-	// takes its turn in the spread. It needs Burst (at most
+	// Limit{Burst: 30, Window: 10 * time.Second}. Past its first
+	// window, the window sends its turns in probes, one request, then
+	// 2, 4, … up to Burst, each waiting for the answers of the one
+	// before; a probe of Burst let through proves the window, which then
+	// bursts for good. A server that refuses a probe counts more strictly
+	// (a sliding-window counter weighs the last window in): the key's
+	// window then yields, and spreads its turns, Burst−1 per Window, from
+	// then on; that refusal's wait hint pauses neither the key nor the
+	// retry, which takes its turn in the spread. It needs Burst (at most
 	// 65536: each start of the window is remembered), and takes no Rate,
 	// MinSpacing, Reserve, Store or Adaptive.
 	Window time.Duration

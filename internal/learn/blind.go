@@ -197,11 +197,10 @@ func halfOf(samples []paceSample) (pace, ok float64) {
 // blind to it. It goes unpaced until now plus the hold, which doubles
 // each time.
 func (p *Pacer) goBlind(now time.Time) {
-	p.blindHold = BlindHold(p.blindHold)
-	p.blindUntil = now.Add(p.blindHold)
+	hold := p.blindHold.Start(now)
 	if p.trace != nil {
 		p.trace("%v blind: refusals do not fall with the pace; unpaced for %v",
-			now.Sub(p.firstSend).Round(time.Millisecond), p.blindHold)
+			now.Sub(p.firstSend).Round(time.Millisecond), hold)
 	}
 	p.unpaced, p.probing, p.next = true, false, time.Time{}
 	p.blinds.Reset()
@@ -212,5 +211,5 @@ func (p *Pacer) goBlind(now time.Time) {
 // blind reports whether the key goes unpaced at now, its refusals blind
 // to its pace; the refusals then teach nothing.
 func (p *Pacer) blind(now time.Time) bool {
-	return now.Before(p.blindUntil)
+	return p.blindHold.Holds(now)
 }

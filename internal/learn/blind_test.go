@@ -95,7 +95,7 @@ func TestBucketRefusalsAreNotBlind(t *testing.T) {
 		a := New(0, math.Inf(1), t0)
 		a.Untracked(refused, 0, t0)
 		now := runPaced(t, a, t0, int(math.Max(rate*60, 60)), bucket)
-		if a.blind(now) || !a.blindUntil.IsZero() {
+		if a.blind(now) || a.blindHold.Held() {
 			t.Errorf("bucket of %g/s: went blind to its refusals", rate)
 		}
 		if got := a.rate(now); got < rate*0.7 || got > rate*1.3 {

@@ -134,11 +134,9 @@ type Pacer struct {
 	sentWith [64]sending
 	// blinds are the first and the last requests sent at a learned pace
 	// answered, with their outcome (see blind.go). Refusals proved blind
-	// to the pace leave the key unpaced until blindUntil; blindHold is how
-	// long that was, doubling each time.
-	blinds     Samples
-	blindUntil time.Time
-	blindHold  time.Duration
+	// to the pace leave the key unpaced while blindHold holds.
+	blinds    Samples
+	blindHold Hold
 	// flights counts the answers by how many of the key's requests were
 	// in flight when each was sent. flightCap is the cap on the key's
 	// requests in flight the server showed, 0 for none; capProbing is set

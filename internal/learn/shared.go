@@ -44,7 +44,7 @@ const (
 	sharedUnpaced  sharedMode = iota // nothing learned: not paced
 	sharedPaced                      // a learned pace: the GCRA
 	sharedWindowed                   // a learned window
-	sharedBlind                      // refusals blind to the pace: unpaced until blindUntil
+	sharedBlind                      // refusals blind to the pace: unpaced while blindHold holds
 )
 
 // sharedAskTimeout bounds how long a window's first turn after it
@@ -108,10 +108,9 @@ type Shared struct {
 	askSeq   uint64
 	askUntil time.Time
 
-	// blindUntil ends the hold of a key whose refusals proved blind to
-	// its pace; blindHold is how long it was, doubling each time.
-	blindUntil time.Time
-	blindHold  time.Duration
+	// blindHold holds unpaced a key whose refusals proved blind to its
+	// pace.
+	blindHold Hold
 
 	// count is the last count of the server's quota an answer carried
 	// (see shared_count.go).
@@ -125,7 +124,7 @@ func (s *Shared) Learn(now time.Time, ask *store.LearnAsk) store.LearnAnswer {
 	if ask.Ceiling > 0 {
 		top = ask.Ceiling
 	}
-	if s.mode == sharedBlind && !now.Before(s.blindUntil) {
+	if s.mode == sharedBlind && !s.blindHold.Holds(now) {
 		s.mode = sharedUnpaced // the hold is over: learn again
 	}
 	for _, o := range ask.Outcomes {

@@ -167,8 +167,7 @@ func (s *Shared) decrease(passed int, hint time.Duration, top float64, now time.
 // goBlind gives the key's pace back: its refusals proved blind to it. It
 // goes unpaced until now plus the hold, which doubles each time.
 func (s *Shared) goBlind(now time.Time) {
-	s.blindHold = BlindHold(s.blindHold)
-	s.blindUntil = now.Add(s.blindHold)
+	s.blindHold.Start(now)
 	s.mode, s.probing, s.tat = sharedBlind, false, time.Time{}
 	s.cutAt = s.seq
 }

@@ -106,18 +106,35 @@ func (t *Trial) Answer(ok bool, now time.Time) TrialEnd {
 	return TrialGoesOn
 }
 
-// BlindHold is how long a key whose refusals proved blind to its pace
-// goes unpaced, when the last time it did was for last (0 for never):
-// twice as long each time.
-func BlindHold(last time.Duration) time.Duration {
-	return min(max(2*last, blindHoldStart), blindHoldMax)
+// Hold is how long a key whose refusals proved blind to its pace goes
+// unpaced: blindHoldStart the first time, twice as long each time after,
+// blindHoldMax at most. A Pacer keeps one, a fleet's Shared one, and a
+// replica one for the trials it runs alone. The zero value holds nothing
+// and never held.
+type Hold struct {
+	until time.Time
+	last  time.Duration
 }
+
+// Start holds from now, and returns for how long.
+func (h *Hold) Start(now time.Time) time.Duration {
+	h.last = min(max(2*h.last, blindHoldStart), blindHoldMax)
+	h.until = now.Add(h.last)
+	return h.last
+}
+
+// Holds reports whether the hold lasts at now.
+func (h *Hold) Holds(now time.Time) bool { return now.Before(h.until) }
+
+// Held reports whether a hold was ever started: refusals proved blind
+// before, and a new one starts a trial whatever went through first.
+func (h *Hold) Held() bool { return h.last > 0 }
 
 // startTrial reports whether a refusal no count explains, with hint,
 // starts a trial, with p.mu held, and starts it.
 func (p *Pacer) startTrial(hint time.Duration, now time.Time) bool {
 	if p.shed.On() || !p.unpaced || !math.IsInf(p.told, 1) || p.flightCap > 0 ||
-		!TrialStarts(hint, p.freshOK, p.blindHold > 0) {
+		!TrialStarts(hint, p.freshOK, p.blindHold.Held()) {
 		return false
 	}
 	p.shed.Start(now)

@@ -44,12 +44,11 @@ type sharedKey struct {
 	// trial is the trial of a refusal of a request the fleet did not
 	// pace, which this transport holds back from the store until the
 	// trial says a rate (see trialRefusal); trialPassed is what the
-	// refusal tells then. blindUntil ends the hold of a key whose trial
-	// said a shedder, blindHold is how long it was. Guarded by mu.
+	// refusal tells then. blindHold holds unpaced a key whose trial said
+	// a shedder. Guarded by mu.
 	trial       learn.Trial
 	trialPassed int
-	blindUntil  time.Time
-	blindHold   time.Duration
+	blindHold   learn.Hold
 }
 
 // countOf is the outcome that tells the count an answer carried; Counted
@@ -348,10 +347,10 @@ func (s *Scope) trialRefusal(key string, k *sharedKey, hint time.Duration, passe
 		// A rate's: this refusal is told, the one the trial held back
 		// its sibling.
 		return end != learn.TrialRate
-	case now.Before(k.blindUntil):
+	case k.blindHold.Holds(now):
 		k.mu.Unlock()
 		return true
-	case !learn.TrialStarts(hint, passed, k.blindHold > 0):
+	case !learn.TrialStarts(hint, passed, k.blindHold.Held()):
 		k.mu.Unlock()
 		return false
 	}
@@ -373,11 +372,10 @@ func (s *Scope) trialEnded(key string, k *sharedKey, end learn.TrialEnd, now tim
 		return
 	}
 	k.mu.Lock()
-	k.blindHold = learn.BlindHold(k.blindHold)
-	k.blindUntil = now.Add(k.blindHold)
+	hold := k.blindHold.Start(now)
 	k.mu.Unlock()
 	if s.Trace != nil {
-		s.Trace("%s: trial: let through after the refusal: shedding; unpaced for %v", key, k.blindHold)
+		s.Trace("%s: trial: let through after the refusal: shedding; unpaced for %v", key, hold)
 	}
 }
 
@@ -470,5 +468,5 @@ func (s *Scope) TrialBlind(key string, now time.Time) bool {
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	return now.Before(k.blindUntil)
+	return k.blindHold.Holds(now)
 }

@@ -66,10 +66,14 @@ func (c *call) admitBreaker() error {
 	}
 	key := b.key(c.req)
 	e := b.Acquire(key)
-	shared, asked, err := c.admitShared(b, key)
-	if err != nil {
-		b.Release(e)
-		return err
+	var shared store.Breaker
+	var asked bool
+	if b.Store() != nil {
+		var err error
+		if shared, asked, err = c.admitShared(b, key); err != nil {
+			b.Release(e)
+			return err
+		}
 	}
 	if err := c.admitLocal(b, key, e); err != nil {
 		if shared.Probe {
@@ -79,8 +83,11 @@ func (c *call) admitBreaker() error {
 		b.Release(e)
 		return err
 	}
-	// c.ticket holds e until the outcome.
-	c.ticket.SetShared(shared, asked)
+	// c.ticket holds e until the outcome. Without a store, what it would
+	// note is what TryLocal's fresh ticket holds already.
+	if asked {
+		c.ticket.SetShared(shared, asked)
+	}
 	if c.trace != nil && c.trace.BreakerStateChanged != nil {
 		c.ticket.SetHeard(c.trace.BreakerStateChanged) // no closure: see hearChange
 	}
@@ -186,7 +193,7 @@ func (c *call) waitProbes(key string, woken <-chan struct{}, fails int) error {
 // IsFailure, nothing at all when the call's own context ended it. A
 // rate-limit refusal counts once per event (see [BreakerPolicy]): its
 // event lasts the server's wait hint, when honoured.
-func (c *call) tellBreaker(rep reply) {
+func (c *call) tellBreaker(rep *reply) {
 	resp, err, class := rep.resp, rep.err, rep.class
 	t := &c.ticket
 	b := c.t.breakers

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/ratewise/ratewise/internal/breaker"
 	"github.com/ratewise/ratewise/internal/headers"
+	"github.com/ratewise/ratewise/internal/keyed"
 )
 
 // This file is one call of RoundTrip: its state and its attempt loop,
@@ -137,11 +139,12 @@ func (c *call) run() (*http.Response, error) {
 		}
 		resp, err := c.send()
 		class := c.classify(resp, err)
-		rep := c.read(resp, err, class)
+		rep := reply{resp: resp, err: err, class: class}
+		c.read(&rep)
 		if c.tracesResponses() {
-			c.traceResponse(rep)
+			c.traceResponse(&rep)
 		}
-		c.feedBack(rep)
+		c.feedBack(&rep)
 
 		var delay time.Duration
 		if err != nil {
@@ -155,7 +158,7 @@ func (c *call) run() (*http.Response, error) {
 				markClass(resp, class)
 				return c.deliver(resp), nil
 			}
-			delay = c.responseDelay(rep)
+			delay = c.responseDelay(&rep)
 		}
 
 		next, refused := c.planRetry(delay)
@@ -218,16 +221,17 @@ type reply struct {
 	at time.Time
 }
 
-// read reads the attempt's reply. The hint is read, and the clock, only
-// when a layer may use them: a response that is not Final, a 429 a
-// breaker takes for a rate-limit event, or one a trace hook listens for.
-func (c *call) read(resp *http.Response, err error, class Class) reply {
-	rep := reply{resp: resp, err: err, class: class}
-	if err == nil && (class != Final || resp.StatusCode == http.StatusTooManyRequests && c.t.breakers != nil || c.tracesResponses()) {
+// read reads the wait hint of the attempt's reply, whose response, error
+// and class rep holds. The hint is read, and the clock, only when a layer
+// may use them: a response that is not Final, a 429 a breaker takes for a
+// rate-limit event, or one a trace hook listens for. The reply is filled
+// in place, and handed on by pointer: it is larger than a cache line.
+func (c *call) read(rep *reply) {
+	resp, class := rep.resp, rep.class
+	if rep.err == nil && (class != Final || resp.StatusCode == http.StatusTooManyRequests && c.t.breakers != nil || c.tracesResponses()) {
 		rep.at = time.Now()
 		rep.hint, rep.hinted = headers.WaitHint(resp, rep.at)
 	}
-	return rep
 }
 
 // final reports whether a response of class ends the call: one the policy
@@ -321,9 +325,48 @@ func (c *call) deliver(resp *http.Response) *http.Response {
 		c.held.release()
 		return resp
 	}
-	resp.Body = &slotBody{ReadCloser: resp.Body, slots: c.held}
+	if c.held.n == 1 {
+		// The most held: a third of a slotBody's size, and the size of
+		// the allocation is what a call that holds a slot pays most for.
+		one := c.held.inline[0]
+		b := &oneSlotBody{ReadCloser: resp.Body, scope: one.scope}
+		b.entry.Store(one.entry)
+		resp.Body = b
+	} else {
+		resp.Body = &slotBody{ReadCloser: resp.Body, slots: c.held}
+	}
 	c.held = heldSlots{}
 	return resp
+}
+
+// oneSlotBody is a slotBody for a request that holds one concurrency
+// slot: 32 bytes, where a slotBody takes 96. The slot is freed when the
+// body is closed or read to its end, the first time only: whoever takes
+// the entry out frees it.
+type oneSlotBody struct {
+	io.ReadCloser
+	scope *scope
+	entry atomic.Pointer[keyed.Entry[scopeState]]
+}
+
+func (b *oneSlotBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err == io.EOF {
+		b.release()
+	}
+	return n, err
+}
+
+func (b *oneSlotBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.release()
+	return err
+}
+
+func (b *oneSlotBody) release() {
+	if e := b.entry.Swap(nil); e != nil {
+		heldSlot{scope: b.scope, entry: e}.free()
+	}
 }
 
 // keepLast discards resp, of class, before a retry: its body is drained
@@ -371,7 +414,7 @@ func (c *call) tracesResponses() bool {
 // honouredHint is rep's wait hint as the call honours it: 0 when there is
 // none or the policy ignores hints, and no longer than the pause gate's
 // longest pause.
-func (c *call) honouredHint(rep reply) time.Duration {
+func (c *call) honouredHint(rep *reply) time.Duration {
 	if c.policy.IgnoreRetryAfter || !rep.hinted {
 		return 0
 	}

@@ -19,7 +19,7 @@ import (
 // jittered backoff, raised to the server's hint unless IgnoreRetryAfter,
 // or unless the refusal made the attempt's told window yield: the retry
 // then takes its turn in the window's spread.
-func (c *call) responseDelay(rep reply) time.Duration {
+func (c *call) responseDelay(rep *reply) time.Duration {
 	delay := c.policy.jittered(c.attempts - 1)
 	if !c.policy.IgnoreRetryAfter && !c.yielded && rep.hinted {
 		delay = max(delay, rep.hint)
@@ -113,7 +113,7 @@ func isIdempotent(req *http.Request) bool {
 // feedBack tells the layers how the attempt went: the breaker its outcome,
 // the pause gate the server's wait hint. A failed attempt frees its
 // concurrency slots at once; a response keeps them until its body closes.
-func (c *call) feedBack(rep reply) {
+func (c *call) feedBack(rep *reply) {
 	resp, err, class := rep.resp, rep.err, rep.class
 	probed := c.ticket.Probe()
 	if c.t.breakers != nil {
@@ -153,28 +153,32 @@ func (c *call) feedBack(rep reply) {
 	// yields: its spread answers the hint.
 	pausesKey := !c.yielded && hint > 0 && c.t.gate != nil && (hint > time.Second || !c.paced())
 	var heldUntil time.Time // a learned window's hold, when later than the hint's
-	closed := probed && err == nil && class == Final
-	if c.adaptive.n > 0 && now.IsZero() {
-		now = time.Now()
+	if c.adaptive.n > 0 {
+		// Only a call an adaptive scope paced holds a ticket: the others
+		// skip the drain and the clock.
+		closed := probed && err == nil && class == Final
+		if now.IsZero() {
+			now = time.Now()
+		}
+		c.adaptive.drain(func(t adaptiveTicket) {
+			t.finish(c.ctx, resp, err, class, hint, now)
+			if t.fleet != nil {
+				// The store holds a learned window for the fleet itself.
+				pausesKey = pausesKey && !t.fleet.key.overstate.Load()
+			}
+			if t.a != nil {
+				pausesKey = pausesKey && t.a.HintPausesKey()
+				if closed {
+					t.a.Pause(now) // the breaker closes: resume gently
+				}
+				// A window the key learned is held for every transport
+				// sharing the gate's store, as a hint's pause is.
+				if held := t.a.WindowHeldUntil(); c.t.gate != nil && c.t.gate.Store() != nil && held.After(now) {
+					pausesKey, heldUntil = true, held
+				}
+			}
+		})
 	}
-	c.adaptive.drain(func(t adaptiveTicket) {
-		t.finish(c.ctx, resp, err, class, hint, now)
-		if t.fleet != nil {
-			// The store holds a learned window for the fleet itself.
-			pausesKey = pausesKey && !t.fleet.key.overstate.Load()
-		}
-		if t.a != nil {
-			pausesKey = pausesKey && t.a.HintPausesKey()
-			if closed {
-				t.a.Pause(now) // the breaker closes: resume gently
-			}
-			// A window the key learned is held for every transport
-			// sharing the gate's store, as a hint's pause is.
-			if held := t.a.WindowHeldUntil(); c.t.gate != nil && c.t.gate.Store() != nil && held.After(now) {
-				pausesKey, heldUntil = true, held
-			}
-		}
-	})
 	if pausesKey {
 		c.t.gate.Pause(c.ctx, c.gateKey(), laterOf(now.Add(hint), heldUntil))
 	}

@@ -211,7 +211,10 @@ func (t *Transport) CloseIdleConnections() {
 // previous response when its body was small enough (4 KiB) to keep. A
 // cancelled context ends the call with its error. req is not modified.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
-	c := call{t: t, policy: t.retry.Load(), req: req, out: req, waitBudget: waitBudget{ctx: req.Context()}}
+	// Set field by field, not from a composite literal: the call is
+	// large, and a literal is built aside, then copied in.
+	var c call
+	c.t, c.policy, c.req, c.out, c.ctx = t, t.retry.Load(), req, req, req.Context()
 	o := optionsFrom(c.ctx)
 	if o != nil {
 		if o.retry != nil {

@@ -205,7 +205,8 @@ func (c *call) yieldWindow(now time.Time) {
 // depositRetryShare pays the share of a first attempt into its host's
 // retry balance, when the host has one (retry_budget.go).
 func (c *call) depositRetryShare() {
-	if c.policy.RetryBudget >= 0 {
+	// No host has a balance until one retries: then nothing to look up.
+	if c.policy.RetryBudget >= 0 && c.t.retryBudgets.Len() > 0 {
 		c.t.creditRetry(c.req.URL.Host, c.policy.RetryBudget)
 	}
 }

@@ -129,6 +129,16 @@ func (t *Ticket) Outcome(ctx context.Context, r Result, cause store.Cause) {
 	if t.b == nil {
 		return
 	}
+	if r == Success && t.fast && t.b.store == nil {
+		// The most common outcome: a success of an attempt a clean
+		// breaker let through, with no store to tell. While the breaker
+		// stays clean it has nothing to count (lateReport), nor to
+		// publish.
+		if st := &t.entry.State; st.gen.Load() == t.gen && st.clean.Load() {
+			t.b.states.Release(t.entry)
+			return
+		}
+	}
 	var result error
 	switch r {
 	case Failure:

@@ -33,7 +33,13 @@ func (b *Breakers) TryLocal(t *Ticket, key string, e *Entry) Verdict {
 	st := &e.State
 	gen := st.gen.Load()
 	if st.clean.Load() {
-		*t = Ticket{b: b, key: key, entry: e, fast: true, gen: gen}
+		// Field by field: t is the zero Ticket, but for a caller that
+		// neither told nor cancelled the last one; a whole Ticket
+		// written through a pointer costs a write barrier per pointer.
+		if t.b != nil {
+			*t = Ticket{}
+		}
+		t.b, t.key, t.entry, t.fast, t.gen = b, key, e, true, gen
 		return Verdict{Go: true}
 	}
 	st.mu.Lock()

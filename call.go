@@ -319,8 +319,13 @@ var errNoResponse = errors.New("ratewise: base RoundTripper returned neither a r
 func (c *call) deliver(resp *http.Response) *http.Response {
 	c.last = nil
 	if c.held.n == 0 {
-		return resp
+		return resp // inlined: most calls hold no slot
 	}
+	return c.deliverHeld(resp)
+}
+
+// deliverHeld is deliver of a response whose attempt holds slots.
+func (c *call) deliverHeld(resp *http.Response) *http.Response {
 	if resp.Body == nil || resp.Body == http.NoBody {
 		c.held.release()
 		return resp

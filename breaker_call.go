@@ -65,6 +65,10 @@ func (c *call) admitBreaker() error {
 		return nil
 	}
 	key := b.key(c.req)
+	if b.TryClean(&c.ticket, key) {
+		c.hearBreaker()
+		return nil
+	}
 	e := b.Acquire(key)
 	var shared store.Breaker
 	var asked bool
@@ -88,10 +92,16 @@ func (c *call) admitBreaker() error {
 	if asked {
 		c.ticket.SetShared(shared, asked)
 	}
+	c.hearBreaker()
+	return nil
+}
+
+// hearBreaker makes the call's trace hear the breaker changes its
+// attempt's outcome causes, when it listens.
+func (c *call) hearBreaker() {
 	if c.trace != nil && c.trace.BreakerStateChanged != nil {
 		c.ticket.SetHeard(c.trace.BreakerStateChanged) // no closure: see hearChange
 	}
-	return nil
 }
 
 // admitLocal lets an attempt through this transport's breaker for key,

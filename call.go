@@ -172,11 +172,12 @@ func (c *call) run() (*http.Response, error) {
 		}
 		resp, err := c.send()
 		class := c.classify(resp, err)
-		rep := c.read(resp, err, class)
+		rep := reply{resp: resp, err: err, class: class}
+		c.read(&rep)
 		if c.tracesResponses() {
-			c.traceResponse(rep)
+			c.traceResponse(&rep)
 		}
-		c.feedBack(rep)
+		c.feedBack(&rep)
 
 		var delay time.Duration
 		if err != nil {
@@ -190,7 +191,7 @@ func (c *call) run() (*http.Response, error) {
 				markClass(resp, class)
 				return c.deliver(resp), nil
 			}
-			delay = c.responseDelay(rep)
+			delay = c.responseDelay(&rep)
 		}
 
 		next, refused := c.planRetry(delay)
@@ -253,16 +254,17 @@ type reply struct {
 	at time.Time
 }
 
-// read reads the attempt's reply. The hint is read, and the clock, only
-// when a layer may use them: a response that is not Final, a 429 a
-// breaker takes for a rate-limit event, or one a trace hook listens for.
-func (c *call) read(resp *http.Response, err error, class Class) reply {
-	rep := reply{resp: resp, err: err, class: class}
-	if err == nil && (class != Final || resp.StatusCode == http.StatusTooManyRequests && c.t.breakers != nil || c.tracesResponses()) {
+// read reads the wait hint of the attempt's reply, whose response, error
+// and class rep holds. The hint is read, and the clock, only when a layer
+// may use them: a response that is not Final, a 429 a breaker takes for a
+// rate-limit event, or one a trace hook listens for. The reply is filled
+// in place, and handed on by pointer: it is larger than a cache line.
+func (c *call) read(rep *reply) {
+	resp, class := rep.resp, rep.class
+	if rep.err == nil && (class != Final || resp.StatusCode == http.StatusTooManyRequests && c.t.breakers != nil || c.tracesResponses()) {
 		rep.at = time.Now()
 		rep.hint, rep.hinted = headers.WaitHint(resp, rep.at)
 	}
-	return rep
 }
 
 // final reports whether a response of class ends the call: one the policy
@@ -350,13 +352,24 @@ var errNoResponse = errors.New("ratewise: base RoundTripper returned neither a r
 func (c *call) deliver(resp *http.Response) *http.Response {
 	c.last = nil
 	if c.held.n == 0 {
-		return resp
+		return resp // inlined: most calls hold no slot
 	}
+	return c.deliverHeld(resp)
+}
+
+// deliverHeld is deliver of a response whose attempt holds slots.
+func (c *call) deliverHeld(resp *http.Response) *http.Response {
 	if resp.Body == nil || resp.Body == http.NoBody {
 		c.held.release()
 		return resp
 	}
-	resp.Body = &slotBody{ReadCloser: resp.Body, slots: c.held}
+	if c.held.n == 1 {
+		// The most held: a third of a slotBody's size, and the size of
+		// the allocation is what a call that holds a slot pays most for.
+		resp.Body = &oneSlotBody{ReadCloser: resp.Body, slot: c.held.inline[0]}
+	} else {
+		resp.Body = &slotBody{ReadCloser: resp.Body, slots: c.held}
+	}
 	c.held = heldSlots{}
 	return resp
 }
@@ -395,6 +408,35 @@ func (b *slotBody) Close() error {
 func (b *slotBody) release() {
 	if b.released.CompareAndSwap(false, true) {
 		b.slots.release()
+	}
+}
+
+// oneSlotBody is a slotBody for a request that holds one concurrency
+// slot: half a slotBody's size. The slot is freed when the body is
+// closed or read to its end, the first time only.
+type oneSlotBody struct {
+	io.ReadCloser
+	released atomic.Bool
+	slot     scopes.Slot
+}
+
+func (b *oneSlotBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err == io.EOF {
+		b.release()
+	}
+	return n, err
+}
+
+func (b *oneSlotBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.release()
+	return err
+}
+
+func (b *oneSlotBody) release() {
+	if b.released.CompareAndSwap(false, true) {
+		b.slot.Release()
 	}
 }
 
@@ -443,7 +485,7 @@ func (c *call) tracesResponses() bool {
 // honouredHint is rep's wait hint as the call honours it: 0 when there is
 // none or the policy ignores hints, and no longer than the pause gate's
 // longest pause.
-func (c *call) honouredHint(rep reply) time.Duration {
+func (c *call) honouredHint(rep *reply) time.Duration {
 	if c.policy.IgnoreRetryAfter || !rep.hinted {
 		return 0
 	}

@@ -84,9 +84,18 @@ func peekBody(resp *http.Response, n int) []byte {
 // retry: a stream of unknown length may be slow, or wait on the response,
 // and must not be read ahead of the send.
 func (c *call) prepareBody() error {
+	if c.req.Body != nil && c.req.GetBody == nil {
+		return c.bufferRequestBody()
+	}
+	c.replayable = true // inlined: most requests have no body to buffer
+	return nil
+}
+
+// bufferRequestBody is prepareBody of a body without GetBody.
+func (c *call) bufferRequestBody() error {
 	req := c.req
 	switch {
-	case req.Body == nil || req.Body == http.NoBody || req.GetBody != nil:
+	case req.Body == http.NoBody:
 		c.replayable = true
 		return nil
 	case c.policy.MaxAttempts == 1 || req.ContentLength <= 0 || req.ContentLength > c.policy.MaxBufferedBody:

@@ -65,11 +65,19 @@ func (c *call) admitBreaker() error {
 		return nil
 	}
 	key := b.key(c.req)
+	if b.TryClean(&c.ticket, key) {
+		c.hearBreaker()
+		return nil
+	}
 	e := b.Acquire(key)
-	shared, asked, err := c.admitShared(b, key)
-	if err != nil {
-		b.Release(e)
-		return err
+	var shared store.Breaker
+	var asked bool
+	if b.Store() != nil {
+		var err error
+		if shared, asked, err = c.admitShared(b, key); err != nil {
+			b.Release(e)
+			return err
+		}
 	}
 	if err := c.admitLocal(b, key, e); err != nil {
 		if shared.Probe {
@@ -79,12 +87,21 @@ func (c *call) admitBreaker() error {
 		b.Release(e)
 		return err
 	}
-	// c.ticket holds e until the outcome.
-	c.ticket.SetShared(shared, asked)
+	// c.ticket holds e until the outcome. Without a store, what it would
+	// note is what TryLocal's fresh ticket holds already.
+	if asked {
+		c.ticket.SetShared(shared, asked)
+	}
+	c.hearBreaker()
+	return nil
+}
+
+// hearBreaker makes the call's trace hear the breaker changes its
+// attempt's outcome causes, when it listens.
+func (c *call) hearBreaker() {
 	if c.trace != nil && c.trace.BreakerStateChanged != nil {
 		c.ticket.SetHeard(c.trace.BreakerStateChanged) // no closure: see hearChange
 	}
-	return nil
 }
 
 // admitLocal lets an attempt through this transport's breaker for key,
@@ -186,7 +203,7 @@ func (c *call) waitProbes(key string, woken <-chan struct{}, fails int) error {
 // IsFailure, nothing at all when the call's own context ended it. A
 // rate-limit refusal counts once per event (see [BreakerPolicy]): its
 // event lasts the server's wait hint, when honoured.
-func (c *call) tellBreaker(rep reply) {
+func (c *call) tellBreaker(rep *reply) {
 	resp, err, class := rep.resp, rep.err, rep.class
 	t := &c.ticket
 	b := c.t.breakers

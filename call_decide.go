@@ -24,7 +24,7 @@ import (
 // a cap the key learned explains is retried at once: the key's line holds
 // the retry until one of its requests in flight ends, the time a cap's
 // slot takes to free, which a backoff would overshoot.
-func (c *call) responseDelay(rep reply) time.Duration {
+func (c *call) responseDelay(rep *reply) time.Duration {
 	if c.capped && !rep.hinted {
 		return 0
 	}
@@ -121,7 +121,7 @@ func isIdempotent(req *http.Request) bool {
 // feedBack tells the layers how the attempt went: the breaker its outcome,
 // the pause gate the server's wait hint. A failed attempt frees its
 // concurrency slots at once; a response keeps them until its body closes.
-func (c *call) feedBack(rep reply) {
+func (c *call) feedBack(rep *reply) {
 	resp, err, class := rep.resp, rep.err, rep.class
 	c.capped = false
 	probed := c.ticket.Probe()
@@ -165,21 +165,25 @@ func (c *call) feedBack(rep reply) {
 	// yields: its spread answers the hint.
 	pausesKey := !c.yielded && hint > 0 && c.t.gate != nil && (hint > time.Second || !c.paced())
 	var heldUntil time.Time // a learned window's hold, when later than the hint's
-	closed := probed && err == nil && class == Final
-	if c.adaptive.n > 0 && now.IsZero() {
-		now = time.Now()
-	}
-	an := scopes.Answer{Resp: resp, Err: err, Refused: err == nil && class.refusal(), Hint: hint}
-	c.adaptive.drain(func(t scopes.Ticket) {
-		fx := t.Finish(c.ctx, an, closed, now)
-		pausesKey = pausesKey && fx.HintPauses
-		c.capped = c.capped || fx.Capped
-		// A window the key learned is held for every transport sharing
-		// the gate's store, as a hint's pause is.
-		if c.t.gate != nil && c.t.gate.Store() != nil && fx.HeldUntil.After(now) {
-			pausesKey, heldUntil = true, fx.HeldUntil
+	if c.adaptive.n > 0 {
+		// Only a call an adaptive scope paced holds a ticket: the others
+		// skip the drain and the clock.
+		closed := probed && err == nil && class == Final
+		if now.IsZero() {
+			now = time.Now()
 		}
-	})
+		an := scopes.Answer{Resp: resp, Err: err, Refused: err == nil && class.refusal(), Hint: hint}
+		c.adaptive.drain(func(t scopes.Ticket) {
+			fx := t.Finish(c.ctx, an, closed, now)
+			pausesKey = pausesKey && fx.HintPauses
+			c.capped = c.capped || fx.Capped
+			// A window the key learned is held for every transport
+			// sharing the gate's store, as a hint's pause is.
+			if c.t.gate != nil && c.t.gate.Store() != nil && fx.HeldUntil.After(now) {
+				pausesKey, heldUntil = true, fx.HeldUntil
+			}
+		})
+	}
 	if pausesKey {
 		c.t.gate.Pause(c.ctx, c.gateKey(), laterOf(now.Add(hint), heldUntil))
 	}
@@ -254,7 +258,8 @@ func (c *call) sampleQuota(resp *http.Response) bool {
 // depositRetryShare pays the share of a first attempt into its host's
 // retry balance, when the host has one (retry_budget.go).
 func (c *call) depositRetryShare() {
-	if c.policy.RetryBudget >= 0 {
+	// No host has a balance until one retries: then nothing to look up.
+	if c.policy.RetryBudget >= 0 && c.t.retryBudgets.Len() > 0 {
 		c.t.creditRetry(c.req.URL.Host, c.policy.RetryBudget)
 	}
 }

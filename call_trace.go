@@ -30,7 +30,7 @@ func (c *call) traceAttempt() {
 }
 
 // traceResponse reports how an attempt ended.
-func (c *call) traceResponse(rep reply) {
+func (c *call) traceResponse(rep *reply) {
 	info := ResponseInfo{Attempt: c.attempts, Class: rep.class, Err: rep.err, Key: c.host(), Endpoint: c.endpoint}
 	if rep.resp != nil {
 		info.StatusCode = rep.resp.StatusCode

@@ -117,6 +117,11 @@ func transientStatus(status int) bool {
 // A rule peeks at the body and puts it back, so that the caller still
 // reads it in full; a policy with none reads nothing of it.
 func (p *RetryPolicy) classify(resp *http.Response, req *http.Request) Class {
+	if p.Classify == nil && is2xx(resp.StatusCode) && len(p.BlockPhrases) == 0 && p.ClassifyBody == nil {
+		// What DefaultClassify and the body rules say of a success, the
+		// most of the answers: Final, with no header nor body to read.
+		return Final
+	}
 	var class Class
 	if p.Classify != nil {
 		class = p.Classify(resp)
@@ -225,7 +230,14 @@ func WaitHint(resp *http.Response, now time.Time) (time.Duration, bool) {
 // refusal where DefaultClassify does not. The header map is copied
 // first: a base may hand out one map in several responses.
 func markClass(resp *http.Response, class Class) {
-	if !class.refusal() || DefaultClassify(resp) == RateLimited {
+	if class.refusal() { // inlined: most responses are no refusal
+		markRefusal(resp, class)
+	}
+}
+
+// markRefusal is markClass of a refusal.
+func markRefusal(resp *http.Response, class Class) {
+	if DefaultClassify(resp) == RateLimited {
 		return
 	}
 	h := resp.Header.Clone()

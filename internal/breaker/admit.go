@@ -25,6 +25,30 @@ type Verdict struct {
 	Failures int
 }
 
+// TryClean is Acquire and TryLocal at once, for the most common breaker:
+// one with no store, clean (closed, no failure counted) and built under
+// the config in force. It sets t, the zero Ticket, to the attempt's
+// ticket, which holds key's entry, and reports true. Otherwise it takes
+// nothing and reports false: the caller goes through Acquire and
+// TryLocal.
+func (b *Breakers) TryClean(t *Ticket, key string) bool {
+	if b.store != nil {
+		return false
+	}
+	e := b.states.Acquire(key, true)
+	st := &e.State
+	gen := st.gen.Load() // before clean, as TryLocal reads them
+	if st.clean.Load() && st.built.Load() == b.Config().gen {
+		if t.b != nil {
+			*t = Ticket{}
+		}
+		t.b, t.key, t.entry, t.fast, t.gen = b, key, e, true, gen
+		return true
+	}
+	b.states.Release(e)
+	return false
+}
+
 // TryLocal looks once at e, key's breaker in this process: a clean one
 // lets the attempt go on the fast path, an open one says how long it
 // stays so, a half-open one grants a probe while slots remain. A verdict
@@ -33,7 +57,13 @@ func (b *Breakers) TryLocal(t *Ticket, key string, e *Entry) Verdict {
 	st := &e.State
 	gen := st.gen.Load()
 	if st.clean.Load() {
-		*t = Ticket{b: b, key: key, entry: e, fast: true, gen: gen}
+		// Field by field: t is the zero Ticket, but for a caller that
+		// neither told nor cancelled the last one; a whole Ticket
+		// written through a pointer costs a write barrier per pointer.
+		if t.b != nil {
+			*t = Ticket{}
+		}
+		t.b, t.key, t.entry, t.fast, t.gen = b, key, e, true, gen
 		return Verdict{Go: true}
 	}
 	st.mu.Lock()

@@ -44,7 +44,7 @@ func (b *Breakers) ReleaseProbe(ctx context.Context, key string, id uint64) {
 // was admitted) or closes the breaker. An outcome that does not count gives
 // the probe back. A store that fails is left behind: the local breaker has
 // counted the outcome.
-func (t Ticket) outcomeShared(ctx context.Context, result error, cause store.Cause) {
+func (t *Ticket) outcomeShared(ctx context.Context, result error, cause store.Cause) {
 	shared := t.b.store
 	switch {
 	case shared == nil:

@@ -92,7 +92,7 @@ func (t *Ticket) SetShared(sb store.Breaker, asked bool) {
 // opened since. A probe is what an open breaker lets through, so never;
 // an attempt admitted while the breaker was clean costs two atomic loads
 // while it stays clean.
-func (t Ticket) OpenedSince() bool {
+func (t *Ticket) OpenedSince() bool {
 	if t.b == nil || t.probe != nil {
 		return false
 	}
@@ -128,6 +128,16 @@ func (t *Ticket) Sent() {
 func (t *Ticket) Outcome(ctx context.Context, r Result, cause store.Cause) {
 	if t.b == nil {
 		return
+	}
+	if r == Success && t.fast && t.b.store == nil {
+		// The most common outcome: a success of an attempt a clean
+		// breaker let through, with no store to tell. While the breaker
+		// stays clean it has nothing to count (lateReport), nor to
+		// publish.
+		if st := &t.entry.State; st.gen.Load() == t.gen && st.clean.Load() {
+			t.b.states.Release(t.entry)
+			return
+		}
 	}
 	var result error
 	switch r {
@@ -167,7 +177,7 @@ func (t *Ticket) RateLimitEvent(lasts time.Duration) Result {
 // sent, and the hint of the last one counted has run out. Of siblings that
 // end at once, one counts. A probe's refusal is always new: a probe is
 // sent after the breaker opened.
-func (t Ticket) newEvent(lasts time.Duration) bool {
+func (t *Ticket) newEvent(lasts time.Duration) bool {
 	st := &t.entry.State
 	now := time.Now()
 	probe := t.probe != nil || t.sharedProbe
@@ -186,15 +196,16 @@ func (t Ticket) newEvent(lasts time.Duration) bool {
 // lateReport tells gobreaker the outcome of a fast attempt, when it must
 // count: a failure, or a success after failures. An outcome from before a
 // state change is dropped, as gobreaker drops it.
-func (t Ticket) lateReport(result error, cause store.Cause) {
+func (t *Ticket) lateReport(result error, cause store.Cause) {
 	st := &t.entry.State
 	if result == errExcluded || st.gen.Load() != t.gen || result == nil && st.clean.Load() {
 		return
 	}
 	done, err := st.cb.Load().Allow()
 	if err == nil {
-		t.done = done
-		t.report(result, cause)
+		late := *t // the caller's ticket keeps its own done
+		late.done = done
+		late.report(result, cause)
 	} else {
 		t.b.report(t.key, st, nil)
 	}
@@ -202,7 +213,7 @@ func (t Ticket) lateReport(result error, cause store.Cause) {
 
 // report tells gobreaker the outcome, keeps the fast path's flag true to
 // gobreaker's counts, and reports any state change.
-func (t Ticket) report(result error, cause store.Cause) {
+func (t *Ticket) report(result error, cause store.Cause) {
 	st := &t.entry.State
 	failure := result != nil && result != errExcluded // a failure, or a probe's timeout
 	st.mu.Lock()
@@ -237,7 +248,7 @@ func (t Ticket) report(result error, cause store.Cause) {
 
 // settled reports whether no failure was reported since failuresBefore,
 // nor is being told to gobreaker.
-func (t Ticket) settled(failuresBefore uint64) bool {
+func (t *Ticket) settled(failuresBefore uint64) bool {
 	st := &t.entry.State
 	st.mu.Lock()
 	defer st.mu.Unlock()

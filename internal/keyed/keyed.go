@@ -80,6 +80,9 @@ type Entry[S any] struct {
 	// not take the state's line from the others.
 	_   [cacheLine - 8]byte
 	key string
+	// hash is key's hash under the Map's seed (Hash), kept so that the
+	// hot key's is had without hashing.
+	hash uint64
 	// gone is set by a sweep that evicts the entry: a lookup through hot
 	// that holds it then lets it go. The sweep sets it before it reads the
 	// holds, and the lookup raises its hold before it reads gone, so one
@@ -115,8 +118,12 @@ func (k *Map[S]) shard(key string) *shard[S] {
 }
 
 // Hash returns key's hash under the map's seed: the same key gives the
-// same hash for the map's life.
+// same hash for the map's life. The hot key's (the last looked up) is
+// had without hashing, evicted since or not: it is the same hash.
 func (k *Map[S]) Hash(key string) uint64 {
+	if e := k.hot.Load(); e != nil && e.key == key {
+		return e.hash
+	}
 	return maphash.String(k.seed, key)
 }
 
@@ -180,7 +187,7 @@ func (k *Map[S]) create(sh *shard[S], key string) (e *Entry[S], created bool) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	if e = sh.m[key]; e == nil {
-		e, created = &Entry[S]{key: key}, true
+		e, created = &Entry[S]{key: key, hash: maphash.String(k.seed, key)}, true
 		if k.init != nil {
 			k.init(&e.State)
 		}

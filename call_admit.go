@@ -92,31 +92,41 @@ func (c *call) admitScopes() error {
 	if c.told.On {
 		first = c.t.learned
 	}
-	r := c.scopeRequest()
-	if first != nil {
-		if err := c.admitScope(&r, first); err != nil {
-			return err
+	r := c.scopeRequest() // made here, out of the loop: it stays on the stack
+	for i := -1; i < len(all); i++ {
+		s := first
+		if i >= 0 {
+			s = all[i]
 		}
-	}
-	for _, s := range all {
-		if s == first {
+		if s == nil || i >= 0 && s == first {
 			continue
 		}
-		if err := c.admitScope(&r, s); err != nil {
+		key, skip := c.scopeKey(s)
+		if skip {
+			continue
+		}
+		if err := c.admitScope(&r, s, key); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// admitScope takes the attempt through scope s, when s applies to it,
-// keeping what s grants it.
-func (c *call) admitScope(r *scopes.Request, s *scope) error {
+// scopeKey is the request's key in s, and skip when s has nothing to
+// admit: it does not apply to the request, or it learned nothing of the
+// key (scopes.Scope.Unpaced).
+func (c *call) scopeKey(s *scope) (key string, skip bool) {
 	if !s.appliesTo(c.req) {
-		return nil // not a request this scope limits
+		return "", true // not a request this scope limits
 	}
 	c.learns = c.learns || s.Adaptive()
-	key := s.key(c.req)
+	key = s.key(c.req)
+	return key, s.Unpaced(key)
+}
+
+// admitScope takes the attempt through scope s under key, keeping what s
+// grants it. r is what the scopes take of the call.
+func (c *call) admitScope(r *scopes.Request, s *scope, key string) error {
 	g, err := s.Admit(r, key)
 	if err != nil {
 		c.withdraw()

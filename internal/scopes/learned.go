@@ -97,7 +97,7 @@ func (s *Scope) admitOwn(r *Request, key string, st *State, deadline time.Time, 
 			// take: unpaced until a refusal, and no state looked up meanwhile.
 			s.markAnswered(key)
 			return learnedTurn{}, false, nil
-		case s.answered.Has(s.keyHash(key)) || !s.lazy():
+		case s.answered.Has(s.keyHash(key)) || !s.lazy.Load():
 			return learnedTurn{}, false, nil
 		}
 		wake := s.admitStarting(r, st, inStore)
@@ -149,7 +149,7 @@ func (s *Scope) keyHash(key string) uint64 {
 // without a look at its state: an adaptive key whose slow start ended
 // with nothing learned, as far as the answered slots remember.
 func (s *Scope) Unpaced(key string) bool {
-	return s.lazy() && s.shared.Learned == nil && s.answered.Has(s.keyHash(key))
+	return s.lazy.Load() && s.shared.Learned == nil && s.answered.Has(s.keyHash(key))
 }
 
 // learning marks key's answered slot: the key has learned something, and

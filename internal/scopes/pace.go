@@ -32,7 +32,7 @@ type Grant struct {
 // or the learned pace. A request that must not wait, or not that long,
 // gets a *Refusal instead; a wait the call refuses, its error.
 func (s *Scope) Admit(r *Request, key string) (Grant, error) {
-	if s.lazy() && s.shared.Learned == nil && s.answered.Has(s.keyHash(key)) {
+	if s.Unpaced(key) {
 		return Grant{}, nil // an adaptive scope's key that has learned nothing: unpaced
 	}
 	e := s.states.Acquire(key, true)

@@ -85,6 +85,8 @@ type Scope struct {
 	global   bool // one state, whatever the key
 	shared   *Shared
 	cfg      atomic.Pointer[Config]
+	// lazy is lazyFor(cfg), kept with it: every admission reads it.
+	lazy     atomic.Bool
 	gen      atomic.Uint64 // Sets so far; each state catches up on its next admission
 	states   *keyed.Map[State]
 	// answered marks, for an adaptive scope, the keys whose slow start
@@ -122,6 +124,7 @@ func New(name string, adaptive, global bool, idle time.Duration, cfg Config, sha
 	s := &Scope{name: name, adaptive: adaptive, global: global, shared: shared}
 	cfg.Learned = adaptive
 	s.cfg.Store(&cfg)
+	s.lazy.Store(s.lazyFor(&cfg))
 	s.states = keyed.New(idle, s.initState, s.forgettable)
 	return s
 }
@@ -145,6 +148,7 @@ func (s *Scope) Set(cfg Config) {
 	cfg.Learned = s.adaptive
 	old := s.cfg.Load()
 	s.cfg.Store(&cfg)
+	s.lazy.Store(s.lazyFor(&cfg))
 	s.gen.Add(1)
 	if cfg.MaxConcurrent != old.MaxConcurrent {
 		// Requests waiting for a slot would otherwise not see a raised cap
@@ -179,16 +183,13 @@ func (s *Scope) initState(st *State) {
 	st.told.Init(gen, &s.cfg.Load().Config)
 }
 
-// lazy reports whether the scope keeps no state for a key that needs
-// none: an adaptive scope's key answered without a rate-limit signal, as
-// its answered slot says, unless the scope counts slots or paces from the
-// start. A bucket, a spacing or slots need a state for every key.
-func (s *Scope) lazy() bool {
-	if !s.adaptive {
-		return false
-	}
-	cfg := s.cfg.Load()
-	return cfg.MaxConcurrent == 0 && !cfg.pacedFromStart()
+// lazyFor reports whether the scope, under cfg, keeps no state for a key
+// that needs none: an adaptive scope's key answered without a rate-limit
+// signal, as its answered slot says, unless the scope counts slots or
+// paces from the start. A bucket, a spacing or slots need a state for
+// every key.
+func (s *Scope) lazyFor(cfg *Config) bool {
+	return s.adaptive && cfg.MaxConcurrent == 0 && !cfg.pacedFromStart()
 }
 
 // caughtUp sets st up for the limit in force, when Set changed it since:

@@ -86,9 +86,9 @@ type Scope struct {
 	shared   *Shared
 	cfg      atomic.Pointer[Config]
 	// lazy is lazyFor(cfg), kept with it: every admission reads it.
-	lazy     atomic.Bool
-	gen      atomic.Uint64 // Sets so far; each state catches up on its next admission
-	states   *keyed.Map[State]
+	lazy   atomic.Bool
+	gen    atomic.Uint64 // Sets so far; each state catches up on its next admission
+	states *keyed.Map[State]
 	// answered marks, for an adaptive scope, the keys whose slow start
 	// ended with nothing learned (see admitStarting).
 	answered learn.Answered

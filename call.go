@@ -364,11 +364,11 @@ func (c *call) deliverHeld(resp *http.Response) *http.Response {
 		return resp
 	}
 	if c.held.n == 1 {
-		// The most held: a third of a slotBody's size, and the size of
+		// The most held: half the size of all held, and the size of
 		// the allocation is what a call that holds a slot pays most for.
-		resp.Body = &oneSlotBody{ReadCloser: resp.Body, slot: c.held.inline[0]}
+		resp.Body = &slotBody[oneSlot]{ReadCloser: resp.Body, slots: oneSlot{c.held.inline[0]}}
 	} else {
-		resp.Body = &slotBody{ReadCloser: resp.Body, slots: c.held}
+		resp.Body = &slotBody[heldSlots]{ReadCloser: resp.Body, slots: c.held}
 	}
 	c.held = heldSlots{}
 	return resp
@@ -381,15 +381,17 @@ type heldSlots struct{ holds[scopes.Slot] }
 // release frees every slot held and forgets them.
 func (h *heldSlots) release() { h.drain(scopes.Slot.Release) }
 
-// slotBody is a response body whose request holds concurrency slots; they
-// are freed when the body is closed or read to its end.
-type slotBody struct {
+// slotBody is a response body whose request holds concurrency slots,
+// freed when the body is closed or read to its end, the first time only:
+// a Close racing a Read's end frees them once. S is what holds them:
+// heldSlots, or oneSlot, a third of its size, for the most held.
+type slotBody[S interface{ free() }] struct {
 	io.ReadCloser
 	released atomic.Bool
-	slots    heldSlots
+	slots    S
 }
 
-func (b *slotBody) Read(p []byte) (int, error) {
+func (b *slotBody[S]) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	if err == io.EOF {
 		b.release()
@@ -397,48 +399,25 @@ func (b *slotBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-func (b *slotBody) Close() error {
+func (b *slotBody[S]) Close() error {
 	err := b.ReadCloser.Close()
 	b.release()
 	return err
 }
 
-// release frees the slots the first time only; a Close racing a Read's
-// end frees them once.
-func (b *slotBody) release() {
+func (b *slotBody[S]) release() {
 	if b.released.CompareAndSwap(false, true) {
-		b.slots.release()
+		b.slots.free()
 	}
 }
 
-// oneSlotBody is a slotBody for a request that holds one concurrency
-// slot: half a slotBody's size. The slot is freed when the body is
-// closed or read to its end, the first time only.
-type oneSlotBody struct {
-	io.ReadCloser
-	released atomic.Bool
-	slot     scopes.Slot
-}
+// free frees the slots h holds, as a slotBody does once.
+func (h heldSlots) free() { h.release() }
 
-func (b *oneSlotBody) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	if err == io.EOF {
-		b.release()
-	}
-	return n, err
-}
+// oneSlot is the one concurrency slot a request holds.
+type oneSlot struct{ slot scopes.Slot }
 
-func (b *oneSlotBody) Close() error {
-	err := b.ReadCloser.Close()
-	b.release()
-	return err
-}
-
-func (b *oneSlotBody) release() {
-	if b.released.CompareAndSwap(false, true) {
-		b.slot.Release()
-	}
-}
+func (o oneSlot) free() { o.slot.Release() }
 
 // keepLast discards resp, of class, before a retry: its body is drained
 // (bounded) and closed, freeing its connection and slots, and kept in

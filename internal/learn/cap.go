@@ -13,10 +13,7 @@ import "time"
 // each was sent. When the refusals came only to requests sent with c or
 // more others in flight, most of those were refused, and requests sent
 // with c−1 others were let through, the server caps the key at c: its
-// requests in flight are held to c, and its pace is given back. A slow
-// start's first refusal, with two or more others in flight and fewer let
-// through, holds the key at that many in flight at once, unproved: a
-// slow start meets a cap one refusal at a time. The cap
+// requests in flight are held to c, and its pace is given back. The cap
 // is learned up and down as a window is in TCP: a refusal of a request
 // sent with fewer others in flight lowers it to that many; after enough
 // successes with the cap full, it is raised by one, a probe whose

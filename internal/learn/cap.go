@@ -114,42 +114,11 @@ func (f *flights) capAt() int {
 	return best
 }
 
-// firstRefusal reports whether the counts show one refusal, the first,
-// of a request sent with k others in flight, two or more, while requests
-// sent with fewer were let through capMinOK times at least. That is how
-// a slow start meets a cap of k when it opens one request at a time: an
-// answer frees a place and opens one more, two requests go, and the
-// server refuses one of them. Taken for a rate's, it paced the key from
-// the search's start, at one request in flight or two, until the pace
-// climbed back to where the cap refused a second time. One refusal is
-// no proof of a cap: a bucket, held at k in flight, refuses again with
-// fewer, which ends the cap (capRefused), at the cost of those refusals.
-func (f *flights) firstRefusal(k int) bool {
-	if k < 2 || k >= capFlights {
-		return false
-	}
-	var ok, refused int32
-	for i := range capFlights {
-		refused += f.refused[i]
-		if i < k {
-			ok += f.ok[i]
-		}
-	}
-	return refused == 1 && f.refused[k] == 1 && ok >= capMinOK
-}
-
 // capRefused learns from a refusal of a request sent with k others in
 // flight, with p.mu held, and reports whether the cap explains it.
 func (p *Pacer) capRefused(k int, now time.Time) bool {
 	if p.flightCap == 0 {
 		c := p.flights.capAt()
-		if c == 0 && p.unpaced && p.lastEmpty.IsZero() && p.flights.firstRefusal(k) {
-			// The key's first refusal, with k others in flight and fewer
-			// let through: held at k, it loses nothing if that is the
-			// server's cap, and a next refusal with fewer in flight tells
-			// it is not (see firstRefusal).
-			c = k
-		}
 		if p.trace != nil {
 			p.trace("cap test at k=%d: ok %v refused %v -> %d", k, p.flights.ok[:8], p.flights.refused[:8], c)
 		}

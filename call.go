@@ -180,6 +180,7 @@ func (c *call) run() (*http.Response, error) {
 		c.feedBack(&rep)
 
 		var delay time.Duration
+		paced := false // the retry waits as the server, or the key's cap, says
 		if err != nil {
 			if final := c.refuseNetworkRetry(err); final != nil {
 				c.giveUp(final)
@@ -192,9 +193,10 @@ func (c *call) run() (*http.Response, error) {
 				return c.deliver(resp), nil
 			}
 			delay = c.responseDelay(&rep)
+			paced = class.refusal() && (c.capped || rep.hint > 0 && !c.policy.IgnoreRetryAfter)
 		}
 
-		next, refused := c.planRetry(delay)
+		next, refused := c.planRetry(delay, paced)
 		if refused != nil {
 			c.giveUp(refused)
 			if resp != nil && c.ctx.Err() != nil {

@@ -65,9 +65,13 @@ var errBodyAgain = errors.New("cannot get the request body again")
 // planRetry commits to a retry after delay: it takes a retry from the
 // host's retry budget, the wait from the wait budget, and gets a fresh
 // body for the next request. When any fails it takes nothing and returns
-// why.
-func (c *call) planRetry(delay time.Duration) (*http.Request, error) {
-	if !c.takeRetry() {
+// why. A paced retry, of a refusal whose wait hint it waits out or that
+// a cap the key learned holds in line, takes nothing from the retry
+// budget: it goes when the server said it may, adding nothing to what
+// the server lets through, while the budget bounds what retries add to
+// a server that fails.
+func (c *call) planRetry(delay time.Duration, paced bool) (*http.Request, error) {
+	if !paced && !c.takeRetry() {
 		return nil, ErrRetryBudgetExhausted
 	}
 	if err := c.reserve(delay); err != nil {

@@ -268,42 +268,6 @@ func TestLearnedConcurrencyCap(t *testing.T) {
 	}
 }
 
-// TestCappedRefusalIsRetriedAtOnce: once the key holds a cap it learned
-// on its requests in flight, a refusal the cap explains (a probe above
-// it, refused) is retried with no backoff: the key's line holds the retry
-// until a slot frees, which is sooner than any backoff. Any other
-// refusal backs off.
-func TestCappedRefusalIsRetriedAtOnce(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		cfg := ratewisetest.Config{Model: ratewisetest.ConcurrencyCap, Limit: 5, ServiceTime: 50 * time.Millisecond}
-		srv := ratewisetest.NewBucket(cfg)
-		var mu sync.Mutex
-		var delays []time.Duration
-		var tr *Transport
-		tr = New(srv, WithTrace(&Trace{RetryScheduled: func(ri RetryInfo) {
-			if tr.KeyStatus("api.test").Scopes[0].InFlightCap > 0 {
-				mu.Lock()
-				delays = append(delays, ri.Delay)
-				mu.Unlock()
-			}
-		}}))
-		if _, failed := goodput(tr, 20, 600); failed > 0 {
-			t.Errorf("%d calls failed, want none", failed)
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		if len(delays) == 0 {
-			t.Fatal("no refusal under the learned cap: the cap was not learned, or never probed")
-		}
-		for _, d := range delays {
-			if d != 0 {
-				t.Errorf("a refusal under the learned cap retried after %v; want at once (all: %v)", d, delays)
-				break
-			}
-		}
-	})
-}
-
 // TestLearnedSlowBucket: a bucket of 30 a minute, burst 5, whose
 // Retry-After in whole seconds says a request may pass sooner than the
 // bucket refills one after another (1 s, of the 2 s a token takes, when it

@@ -110,7 +110,10 @@ type RetryPolicy struct {
 	// still retries. Over budget, a call returns its last response (or,
 	// after a network error, an error matching ErrRetryBudgetExhausted)
 	// instead of retrying: a fleet facing a failing API does not multiply
-	// its load by MaxAttempts. The budget is the transport's, per host; a
+	// its load by MaxAttempts. A retry of a refusal whose wait hint it
+	// waits out takes nothing from it: it goes when the server said it
+	// may, adding nothing to what the server lets through. The budget is
+	// the transport's, per host; a
 	// host's balance starts full and holds at most ten seconds of the
 	// floor plus the share of a hundred requests. NoRetryBudget turns it
 	// off.

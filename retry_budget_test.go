@@ -179,3 +179,34 @@ func TestRetryBudgetRefillStopsAtItsCap(t *testing.T) {
 		}
 	})
 }
+
+// TestPacedRetriesSpendNoRetryBudget: a retry of a refusal whose wait
+// hint it waits out goes when the server said it may, adding nothing to
+// what the server lets through: it takes nothing from the retry budget,
+// which an empty balance shows. A transient error's retry, with no hint,
+// still takes from it.
+func TestPacedRetriesSpendNoRetryBudget(t *testing.T) {
+	alternate := func(first step, n int) []step {
+		var steps []step
+		for range n {
+			steps = append(steps, first, answer(200))
+		}
+		return steps
+	}
+	// A balance of next to nothing: no share, no floor to speak of.
+	p := RetryPolicy{MaxAttempts: 2, InitialDelay: time.Millisecond, RetryBudget: 1e-9, RetryBudgetFloor: 1e-9}
+	synctest.Test(t, func(t *testing.T) {
+		s := newScript(alternate(answer(429, "Retry-After", "1"), 20)...)
+		getAll(t, New(s.mock(), WithRetry(p), WithoutLearning()), testURL, 20)
+		if got := s.calls(); got != 40 {
+			t.Errorf("hinted refusals: server calls = %d, want each of the 20 calls refused, then retried after its hint", got)
+		}
+	})
+	synctest.Test(t, func(t *testing.T) {
+		s := newScript(alternate(answer(503), 20)...)
+		getAll(t, New(s.mock(), WithRetry(p), WithoutLearning()), testURL, 20)
+		if got := s.calls(); got >= 30 {
+			t.Errorf("bare 503s: server calls = %d, want the retries bounded by the empty balance", got)
+		}
+	})
+}

@@ -226,9 +226,10 @@ func (p *Pacer) resume(now time.Time) {
 // counts in flight. A success grows the climb. A count of the server's
 // quota replaces what was learned; a refusal without one measures the
 // server and, unless it is a sibling of the last decrease, decreases the
-// pace. It reports whether a cap on the key's requests in flight explains
-// the refusal: the key holds that cap, and the request may go again at
-// once, waiting in the key's line for room rather than backing off.
+// pace. It reports whether the refusal is that of a probe above a cap on
+// the key's requests in flight the key holds: the cap goes back, and the
+// request may go again at once, waiting in the key's line for room rather
+// than backing off.
 func (p *Pacer) Outcome(seq uint64, an Answer, now time.Time) (capped bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -349,8 +350,14 @@ func (p *Pacer) learn(seq uint64, newEvent bool, an Answer, now time.Time) (capp
 		return false
 	}
 	if an.Refused && !explained {
+		// Only the refusal of a probe above a cap the key holds is
+		// explained for the retry: the cap goes back to what it was,
+		// which let requests through. A cap a refusal starts or lowers is
+		// still on trial, and refusals retried at once under a cap that
+		// is no cap (a bucket's) would be refused again.
+		probe := p.capProbing
 		if known && (k > 0 || p.flightCap > 0) && p.capRefused(p.heldWith(seq, k), now) {
-			return p.flightCap > 0
+			return probe && p.flightCap > 0
 		}
 		if !p.blind(now) && p.startTrial(an.Hint, now) {
 			return false

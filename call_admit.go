@@ -24,13 +24,15 @@ func (c *call) admit() error {
 				return err
 			}
 		}
+		waited := c.waited
 		if err := c.admitLimits(); err != nil {
 			return err
 		}
 		// The breaker may have opened while this attempt queued in the
 		// gate or a scope: then it is not sent, and meets the breaker
-		// again, as an attempt that came now would.
-		if !c.ticket.OpenedSince() {
+		// again, as an attempt that came now would. One that did not wait
+		// met it just now.
+		if c.t.breakers == nil || c.waited == waited || !c.ticket.OpenedSince() {
 			return nil
 		}
 		c.withdraw()

@@ -256,7 +256,13 @@ const quotaReadFirst = 64
 // sampleQuota reports whether resp, an answer to a request no adaptive
 // scope paced, is read for a count of the server's quota.
 func (c *call) sampleQuota(resp *http.Response) bool {
-	return len(resp.Header) > 0 && (c.sent <= quotaReadFirst || rand.Uint32()%quotaSampleEvery == 0)
+	return len(resp.Header) > 0 && c.drawQuotaSample() // inlines: most answers carry no header at all here
+}
+
+// drawQuotaSample reports whether this answer is one of those read for a
+// count: all of the transport's first, then one in quotaSampleEvery.
+func (c *call) drawQuotaSample() bool {
+	return c.sent <= quotaReadFirst || rand.Uint32()%quotaSampleEvery == 0
 }
 
 // depositRetryShare pays the share of a first attempt into its host's

@@ -322,14 +322,14 @@ func (p *RetryPolicy) backoff(retry int, draw float64) time.Duration {
 // The presets, side by side:
 //
 //	                     Conservative        Moderate            Aggressive
-//	MaxAttempts          3                   5 (the default)     8
+//	MaxAttempts          4                   5 (the default)     8
 //	InitialDelay         2s                  1s                  250ms
 //	MaxDelay             1m                  30s                 10s
 //	TotalWaitCap         5m                  2m                  1m
 //	retry budget         10% + 2/s           20% + 10/s          50% + 20/s
 //	limit                learned (the        learned             learned
 //	                     default), 4 in flight
-//	breaker trips after  3 failures          5 failures          10 failures
+//	breaker trips after  5 failures          5 failures          10 failures
 //	breaker cooldown     2m, then 10m, 1h    1m                  15s
 //
 // A breaker's failures are rate-limit events (a burst of 429s is one),
@@ -363,15 +363,17 @@ func WithPreset(p Preset) Option {
 
 // Conservative is for an API that must not be annoyed, or a background
 // job with time to spare: few attempts, long waits, a small retry budget,
-// at most four requests in flight per host, and a breaker that trips
-// early and stays open longer each time its probe fails.
+// at most four requests in flight per host, and a breaker that stays open
+// long, and longer each time its probe fails. Its four attempts and five
+// failures in a row ride out a server that fails one request in twenty
+// behind its limiter, with every call completed.
 func Conservative() Preset {
 	return Preset{
 		Name: "conservative",
-		Retry: RetryPolicy{MaxAttempts: 3, InitialDelay: 2 * time.Second, MaxDelay: time.Minute,
+		Retry: RetryPolicy{MaxAttempts: 4, InitialDelay: 2 * time.Second, MaxDelay: time.Minute,
 			TotalWaitCap: 5 * time.Minute, RetryBudget: 0.1, RetryBudgetFloor: 2},
 		Limits: []Limit{{Name: "in flight", MaxConcurrent: 4}},
-		Breaker: &BreakerPolicy{ConsecutiveFailures: 3, Cooldown: 2 * time.Minute,
+		Breaker: &BreakerPolicy{ConsecutiveFailures: 5, Cooldown: 2 * time.Minute,
 			Escalation: []time.Duration{10 * time.Minute, time.Hour}},
 	}
 }

@@ -22,7 +22,7 @@ func TestPresetTable(t *testing.T) {
 		inFlight, failures       int
 		cooldown                 time.Duration
 	}{
-		{Conservative(), "conservative", 3, 2 * time.Second, time.Minute, 5 * time.Minute, 0.1, 2, 4, 3, 2 * time.Minute},
+		{Conservative(), "conservative", 4, 2 * time.Second, time.Minute, 5 * time.Minute, 0.1, 2, 4, 5, 2 * time.Minute},
 		{Moderate(), "moderate", 5, time.Second, 30 * time.Second, 2 * time.Minute, 0.2, 10, 0, 5, time.Minute},
 		{Aggressive(), "aggressive", 8, 250 * time.Millisecond, 10 * time.Second, time.Minute, 0.5, 20, 0, 10, 15 * time.Second},
 	} {

@@ -88,6 +88,9 @@ func (c *call) answerProbe(ok bool) {
 // hold to the letter.
 func (c *call) admitScopes() error {
 	all := c.t.scopes()
+	if len(all) == 1 && all[0] == c.t.learned {
+		return c.admitLearnedAlone(all[0])
+	}
 	c.readTold(all)
 	c.learns, c.window, c.windowProbe = false, nil, false
 	var first *scope // the LearnedScope, under told limits
@@ -112,6 +115,19 @@ func (c *call) admitScopes() error {
 		}
 	}
 	return nil
+}
+
+// admitLearnedAlone is admitScopes for a transport whose one scope is
+// the LearnedScope New added, as New(base) makes it: no told limit, and
+// nothing to ask of a key that learned nothing.
+func (c *call) admitLearnedAlone(s *scope) error {
+	c.told, c.learns, c.window, c.windowProbe = scopes.Told{}, true, nil, false
+	key := s.key(c.req)
+	if s.Unpaced(key) {
+		return nil
+	}
+	r := c.scopeRequest()
+	return c.admitScope(&r, s, key)
 }
 
 // scopeKey is the request's key in s, and skip when s has nothing to

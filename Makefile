@@ -6,7 +6,7 @@ MODULES     := $(shell find . -name go.mod -not -path './.git/*' -printf '%h\n' 
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME    ?= 30s
 SOAKTIME    ?= 2m
-TEST_JOBS   ?= 4
+TEST_JOBS   ?= 3
 # the modules whose tests take longest start first
 SLOW_MODULES := . ./redis ./faults ./examples ./internal/release
 BENCHTIME   ?= 1s

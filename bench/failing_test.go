@@ -71,13 +71,8 @@ func TestEveryServerWith503sBehindIt(t *testing.T) {
 			c := contenderNamed(t, name)
 			t.Run(api.Name+"/"+name, func(t *testing.T) {
 				synctest.Test(t, func(t *testing.T) {
-					time.Sleep(time.Until(fakeStart)) // a Unix-time reset of this decade
 					s.Model = api.Model
-					srv, err := api.InProcess(s)
-					if err != nil {
-						t.Fatal(err)
-					}
-					defer srv.Close()
+					srv := startInProcess(t, api, s)
 					f := &failBehind{base: srv.Transport(), share: failShare, draws: rand.New(rand.NewPCG(0x5eed, 503))}
 					r := Run(context.Background(), s, c, failingServer{srv, f}, api.Ideal(s))
 					if r.Failed != 0 || r.Cut {

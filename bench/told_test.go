@@ -86,13 +86,8 @@ func TestToldTheLimitInProcess(t *testing.T) {
 		}
 		t.Run(api.Name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				time.Sleep(time.Until(fakeStart)) // a Unix-time reset of this decade
 				s.Model = api.Model
-				srv, err := api.InProcess(s)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer srv.Close()
+				srv := startInProcess(t, api, s)
 				r := Run(context.Background(), s, told, srv, api.Ideal(s))
 				failing := strings.Contains(api.Name, "503s")
 				switch {
@@ -167,4 +162,19 @@ func TestDefaultsLearnAMidSecondSlidingWindow(t *testing.T) {
 			}
 		})
 	}
+}
+
+// startInProcess starts api's in-process server for s inside a
+// testing/synctest bubble, its fake clock first moved to this decade (a
+// Unix-time reset of the 2000s would read as a delta); the server stops
+// when the test ends.
+func startInProcess(t *testing.T, api API, s Scenario) Server {
+	t.Helper()
+	time.Sleep(time.Until(fakeStart))
+	srv, err := api.InProcess(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	return srv
 }

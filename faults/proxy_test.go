@@ -1,11 +1,13 @@
 package faults
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
 	"github.com/prometheus/client_golang/prometheus"
@@ -71,12 +73,29 @@ func (p *proxy) add(t testing.TB, x toxic) {
 
 // remove takes x off the proxy; removing one that is not there is no
 // error, so that a soak can turn toxics off blindly.
+//
+// toxiproxy's RemoveToxic can block for good, holding the proxy's lock,
+// when a connection's destination died with data in the toxic's chain
+// (Shopify/toxiproxy#428, open): nothing then ends the test but go
+// test's timeout, ten minutes on. A removal that takes longer than
+// removeHangs ends the test binary at once, naming that cause.
 func (p *proxy) remove(t testing.TB, x toxic) {
 	t.Helper()
 	if p.p.Toxics.GetToxic(x.name()) == nil {
 		return
 	}
-	if err := p.p.Toxics.RemoveToxic(t.Context(), x.name()); err != nil {
-		t.Fatalf("removing the toxic %s: %v", x, err)
+	done := make(chan error, 1)
+	go func() { done <- p.p.Toxics.RemoveToxic(context.WithoutCancel(t.Context()), x.name()) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("removing the toxic %s: %v", x, err)
+		}
+	case <-time.After(removeHangs):
+		panic(fmt.Sprintf("%s: toxiproxy's RemoveToxic(%s) has not returned in %v: a link whose destination died with data in flight (Shopify/toxiproxy#428); not a fault of ratewise", t.Name(), x, removeHangs))
 	}
 }
+
+// removeHangs is how long a toxic's removal may take before remove takes
+// it for toxiproxy's hang: removals take milliseconds.
+const removeHangs = 30 * time.Second

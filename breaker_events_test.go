@@ -161,37 +161,6 @@ func TestBreakerEventLastsItsHint(t *testing.T) {
 	}
 }
 
-// TestBreakerRoundedHintIsOneEvent: a hint in whole seconds (a reset in
-// Unix seconds, rounded down) may end before the quota comes back: the
-// request sent as it ran out is refused, told the quota is back now. That
-// refusal is the same event; one refused a second later, or with a hint
-// of its own, is a new one.
-func TestBreakerRoundedHintIsOneEvent(t *testing.T) {
-	tests := []struct {
-		name   string
-		second step
-		after  time.Duration
-		want   uint32
-	}{
-		{name: "told now, as the hint ran out", second: answer(429, "Retry-After", "0"), after: 3 * time.Second, want: 1},
-		{name: "told now, a second after", second: answer(429, "Retry-After", "0"), after: 4 * time.Second, want: 2},
-		{name: "told to wait again", second: answer(429, "Retry-After", "3"), after: 3 * time.Second, want: 2},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				tr := breakerTransport(newScript(answer(429, "Retry-After", "3"), tt.second).mock(), BreakerPolicy{})
-				_, _ = callOnce(t, tr, noWait())
-				time.Sleep(tt.after)
-				_, _ = callOnce(t, tr, noWait())
-				if got := tr.KeyStatus(host).Breaker.ConsecutiveFailures; got != tt.want {
-					t.Errorf("failures = %d, want %d", got, tt.want)
-				}
-			})
-		})
-	}
-}
-
 // Shared breakers count events too: the siblings of a burst are not told
 // to the store, and each transport's events count across the fleet.
 func TestSharedBreakerCountsABurstOnce(t *testing.T) {

@@ -97,10 +97,9 @@ type state struct {
 	gen   atomic.Uint64
 	// events counts the rate-limit failures counted, one per event (see
 	// Ticket.Outcome); eventUntil (Unix nanoseconds) is when the hint of
-	// the last one ran out, and eventHinted says it had one.
-	events      atomic.Uint64
-	eventUntil  atomic.Int64
-	eventHinted atomic.Bool
+	// the last one ran out.
+	events     atomic.Uint64
+	eventUntil atomic.Int64
 
 	mu          sync.Mutex
 	state       store.State   // as gobreaker last reported it; guarded by mu

@@ -181,15 +181,8 @@ func (t *Ticket) newEvent(lasts time.Duration) bool {
 	st := &t.entry.State
 	now := time.Now()
 	probe := t.probe != nil || t.sharedProbe
-	until := st.eventUntil.Load()
-	if !probe && now.UnixNano() < until {
+	if !probe && now.UnixNano() < st.eventUntil.Load() {
 		return false // sent within the last event's hint
-	}
-	if !probe && lasts <= 0 && st.eventHinted.Load() && now.UnixNano() < until+int64(MinEventLength) {
-		// Refused as the last event's hint ran out, and told the quota is
-		// back now: that hint, in whole seconds (a Unix reset rounded
-		// down), ended early, and this is the same event.
-		return false
 	}
 	if probe {
 		st.events.Add(1)
@@ -197,7 +190,6 @@ func (t *Ticket) newEvent(lasts time.Duration) bool {
 		return false // sent before the last event was seen
 	}
 	st.eventUntil.Store(now.Add(max(lasts, MinEventLength)).UnixNano())
-	st.eventHinted.Store(lasts > 0)
 	return true
 }
 

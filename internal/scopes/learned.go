@@ -14,10 +14,11 @@ import (
 
 // learnedTurn is how an adaptive scope let a request go: the number it
 // is sent under when paced, by the scope's own pace or by the store's
-// (fleet); or in its key's slow start.
+// (fleet); or in its key's slow start, with others of the key in flight.
 type learnedTurn struct {
 	seq      uint64
 	starting bool
+	others   int
 	fleet    *fleetTurn
 }
 
@@ -100,9 +101,9 @@ func (s *Scope) admitOwn(r *Request, key string, st *State, deadline time.Time, 
 		case s.answered.Has(s.keyHash(key)) || !s.lazy.Load():
 			return learnedTurn{}, false, nil
 		}
-		wake := s.admitStarting(r, st, inStore)
+		others, wake := s.admitStarting(st, inStore)
 		if wake == nil {
-			return learnedTurn{starting: true}, false, nil
+			return learnedTurn{starting: true, others: others}, false, nil
 		}
 		if err := r.waitUntil(s, WaitTurn, wake, deadline, 0); err != nil {
 			return learnedTurn{}, false, s.waitError(err, key, deadline, r)
@@ -114,7 +115,8 @@ func (s *Scope) admitOwn(r *Request, key string, st *State, deadline time.Time, 
 }
 
 // admitStarting lets a request of a key in slow start (learn.Start) go,
-// when the key has room in flight for one more, and returns nil.
+// when the key has room in flight for one more, and returns how many of
+// the key's are in flight beside it, and nil.
 // Otherwise it returns a channel closed at the next answer of the key's
 // slow start, which may make room, or arm its pace; one already closed
 // when the pace was armed since the caller looked.
@@ -126,17 +128,13 @@ func (s *Scope) admitOwn(r *Request, key string, st *State, deadline time.Time, 
 // Left in slow start, each request waiting would be let go by the
 // refusal of the one before it: against a full queue, a whole wave
 // refused in an instant.
-func (s *Scope) admitStarting(r *Request, st *State, inStore bool) <-chan struct{} {
+func (s *Scope) admitStarting(st *State, inStore bool) (others int, wake <-chan struct{}) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if inStore && s.pacedInStore(st) || !inStore && st.adapt.Load() != nil {
-		return closedChan
+		return 0, closedChan
 	}
-	others, wait := st.start.Enter()
-	if wait == nil {
-		r.startOthers = others
-	}
-	return wait
+	return st.start.Enter()
 }
 
 // keyHash is key's hash in the answered slots (learn.Answered): odd, so
@@ -297,7 +295,6 @@ func (t Ticket) Finish(ctx context.Context, an Answer, closed bool, now time.Tim
 		t.scope.endStarting(&t.entry.State, t.startKey, ok, t.startOthers)
 	default:
 		read := readAnswer(an, now)
-		read.Hint = an.Hint
 		fx.Capped = t.a.Outcome(t.seq, read, now)
 		fx.HintPauses = t.a.HintPausesKey()
 		if closed {
@@ -344,14 +341,17 @@ func (s *Scope) arm(key string, st *State, now time.Time) *learn.Pacer {
 	return a
 }
 
-// readAnswer reads an answer for the learned pace: its outcome, and the
-// count of the server's quota its headers carry (see [learn.ReadAnswer]).
-// A request that got no response tells neither.
+// readAnswer reads an answer for the learned pace: its outcome, the
+// count of the server's quota its headers carry (see [learn.ReadAnswer])
+// and the refusal's hint as the call honours it. A request that got no
+// response tells neither.
 func readAnswer(an Answer, now time.Time) learn.Answer {
 	if an.Err != nil {
 		return learn.Answer{Remaining: -1, Flight: -1}
 	}
-	return learn.ReadAnswer(an.Resp, an.Refused, now)
+	read := learn.ReadAnswer(an.Resp, an.Refused, now)
+	read.Hint = an.Hint
+	return read
 }
 
 // Untracked tells the scope of a rate-limit signal in the answer to a
@@ -363,7 +363,6 @@ func readAnswer(an Answer, now time.Time) learn.Answer {
 // explains the refusal (see Effect.Capped).
 func (s *Scope) Untracked(r *Request, key string, an Answer, held Ticket, now time.Time) (capped bool) {
 	read := readAnswer(an, now)
-	read.Hint = an.Hint
 	if !read.Refused && read.Remaining < 0 {
 		return false // no signal after all
 	}

@@ -61,7 +61,7 @@ func (s *Scope) Admit(r *Request, key string) (Grant, error) {
 			s.states.Hold(e) // one hold for the ticket, until the answer
 			g.Ticket = Ticket{scope: s, entry: e, seq: turn.seq, fleet: turn.fleet}
 			if turn.starting {
-				g.Ticket.startKey, g.Ticket.startOthers = key, r.startOthers
+				g.Ticket.startKey, g.Ticket.startOthers = key, turn.others
 			} else if turn.fleet == nil {
 				g.Ticket.a = st.adapt.Load()
 			}
@@ -69,15 +69,15 @@ func (s *Scope) Admit(r *Request, key string) (Grant, error) {
 	} else {
 		g.Window, g.Probe, err = s.pace(r, key, st, deadline, cfg, 1, true)
 	}
-	if err != nil {
-		if g.Slot.entry != nil {
-			st.told.ReleaseSlot(cfg.MaxConcurrent)
-		}
+	switch {
+	case err != nil && g.Slot.Held():
+		g.Slot.Release()
+		return Grant{}, err
+	case err != nil:
 		s.states.Release(e)
 		return Grant{}, err
-	}
-	if g.Slot.entry == nil {
-		s.states.Release(e)
+	case !g.Slot.Held():
+		s.states.Release(e) // the slot, when there is one, holds e
 	}
 	return g, nil
 }

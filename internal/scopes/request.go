@@ -32,10 +32,6 @@ type Request struct {
 	// short. Left is what the budget has left to wait.
 	Wait func(w Wait) error
 	Left func() time.Duration
-
-	// startOthers is how many requests of its key were in flight when
-	// the request went in the key's slow start (see admitStarting).
-	startOthers int
 }
 
 // Told is what the told limits (a Rate, a MinSpacing or a Window) that

@@ -217,14 +217,13 @@ func sharedCeiling(cfg *Config, told *Told) float64 {
 func (t Ticket) tellShared(ctx context.Context, answer Answer, now time.Time) {
 	f := t.fleet
 	k := f.key
-	hint := answer.Hint
 	an := readAnswer(answer, now)
 	var buf [2]store.Outcome
 	outcomes := buf[:0]
 	told := countOf(t.seq, an)
 	switch {
 	case an.Refused:
-		told.Kind, told.Hint = store.Refused, hint
+		told.Kind, told.Hint = store.Refused, an.Hint
 		outcomes = append(outcomes, told)
 	case an.OK && f.tell:
 		told.Kind = store.Passed
@@ -252,17 +251,13 @@ func (t Ticket) tellShared(ctx context.Context, answer Answer, now time.Time) {
 	if len(outcomes) == 0 {
 		return
 	}
-	ceiling := t.scope.cfg.Load().ceiling()
-	if math.IsInf(ceiling, 1) {
-		ceiling = 0
-	}
+	ceiling := sharedCeiling(t.scope.cfg.Load(), &Told{})
 	a, serr := k.store.Learn(context.WithoutCancel(ctx), k.storeKey, &store.LearnAsk{Outcomes: outcomes, Ceiling: ceiling})
 	if serr == nil {
 		k.note(&a)
 		return
 	}
 	if an.Refused {
-		an.Hint = hint
 		t.scope.arm(f.name, &t.entry.State, now).Untracked(an, 0, now)
 	}
 }

@@ -82,12 +82,16 @@ const AnsweredSlots = 256
 type Answered [AnsweredSlots]atomic.Uint64
 
 // Has reports whether the key of hash h is marked answered.
-func (a *Answered) Has(h uint64) bool { return a[h%AnsweredSlots].Load() == h }
+func (a *Answered) Has(h uint64) bool { return a.slot(h).Load() == h }
 
 // Mark marks the key of hash h answered: it needs no slow start, and its
 // requests go unpaced.
-func (a *Answered) Mark(h uint64) { a[h%AnsweredSlots].Store(h) }
+func (a *Answered) Mark(h uint64) { a.slot(h).Store(h) }
 
 // Learning unmarks the key of hash h: it has learned something, and its
 // requests look up what.
-func (a *Answered) Learning(h uint64) { a[h%AnsweredSlots].Store(h &^ 1) }
+func (a *Answered) Learning(h uint64) { a.slot(h).Store(h &^ 1) }
+
+// slot is the slot of hash h, picked by its bits above the lowest: that
+// one is always set, and would leave every even slot unused.
+func (a *Answered) slot(h uint64) *atomic.Uint64 { return &a[(h>>1)%AnsweredSlots] }

@@ -74,7 +74,7 @@ func TestStartEndsAtStartDone(t *testing.T) {
 
 func TestAnsweredRemembersAKeyUntilItLearns(t *testing.T) {
 	var a Answered
-	const h, other = 2*AnsweredSlots + 7, 3*AnsweredSlots + 7 // odd, one slot
+	const h, other = 7, 2*AnsweredSlots + 7 // odd, one slot
 	if a.Has(h) {
 		t.Fatal("a key is answered before it is marked")
 	}
@@ -89,5 +89,20 @@ func TestAnsweredRemembersAKeyUntilItLearns(t *testing.T) {
 	a.Learning(other)
 	if a.Has(other) {
 		t.Error("a learning key is still answered")
+	}
+}
+
+// TestAnsweredUsesEverySlot: AnsweredSlots keys of consecutive odd
+// hashes, as a hash with its lowest bit set gives them, are remembered
+// all at once: none shares a slot.
+func TestAnsweredUsesEverySlot(t *testing.T) {
+	var a Answered
+	for i := range uint64(AnsweredSlots) {
+		a.Mark(2*i + 1)
+	}
+	for i := range uint64(AnsweredSlots) {
+		if !a.Has(2*i + 1) {
+			t.Fatalf("the key of hash %d was pushed out by another: odd hashes share slots", 2*i+1)
+		}
 	}
 }

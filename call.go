@@ -18,9 +18,11 @@ import (
 // This file is one call of RoundTrip: its state and its attempt loop,
 // whose steps are named here (send, classify, and the decision that a
 // response is final, or a call gives up) or in the files beside it:
-// call_body.go prepares the body, call_admit.go admits an attempt,
-// call_decide.go tells the layers how it went and decides on a retry, and
-// call_wait.go times every wait.
+// call_body.go prepares the body, call_prefetch.go asks a store the
+// attempt's questions at once, call_admit.go admits an attempt
+// (call_breaker.go through its breaker), call_decide.go tells the layers
+// how it went and decides on a retry, call_wait.go times every wait, and
+// call_trace.go reports each step to the hooks.
 
 // call is the state of one RoundTrip. It lives on RoundTrip's stack, so a
 // request that is not retried allocates nothing for it.
@@ -81,7 +83,7 @@ type call struct {
 	// window is the told Window scope that gave the attempt a turn of its
 	// count, at once with the window's others, and windowKey the
 	// attempt's key there: a refusal of it makes the window yield
-	// (yieldWindow). Nil when no window gave one (the last, with several).
+	// (scopes.Scope.Yield). Nil when no window gave one (the last, with several).
 	window    *scope
 	windowKey string
 	// windowProbe is set when that turn is the window's probe, whose

@@ -98,19 +98,16 @@ func (c *call) admitScopes() error {
 		first = c.t.learned
 	}
 	r := c.scopeRequest() // made here, out of the loop: it stays on the stack
-	for i := -1; i < len(all); i++ {
-		s := first
-		if i >= 0 {
-			s = all[i]
+	if first != nil {
+		if err := c.throughScope(&r, first); err != nil {
+			return err
 		}
-		if s == nil || i >= 0 && s == first {
+	}
+	for _, s := range all {
+		if s == first {
 			continue
 		}
-		key, skip := c.scopeKey(s)
-		if skip {
-			continue
-		}
-		if err := c.admitScope(&r, s, key); err != nil {
+		if err := c.throughScope(&r, s); err != nil {
 			return err
 		}
 	}
@@ -130,16 +127,14 @@ func (c *call) admitLearnedAlone(s *scope) error {
 	return c.admitScope(&r, s, key)
 }
 
-// scopeKey is the request's key in s, and skip when s has nothing to
-// admit: it does not apply to the request, or it learned nothing of the
-// key (scopes.Scope.Unpaced).
-func (c *call) scopeKey(s *scope) (key string, skip bool) {
+// throughScope takes the attempt through scope s, when s applies to it
+// (a key that learned nothing, s passes over: scopes.Scope.Admit).
+func (c *call) throughScope(r *scopes.Request, s *scope) error {
 	if !s.appliesTo(c.req) {
-		return "", true // not a request this scope limits
+		return nil // not a request this scope limits
 	}
 	c.learns = c.learns || s.Adaptive()
-	key = s.key(c.req)
-	return key, s.Unpaced(key)
+	return c.admitScope(r, s, s.key(c.req))
 }
 
 // admitScope takes the attempt through scope s under key, keeping what s

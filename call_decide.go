@@ -145,7 +145,10 @@ func (c *call) feedBack(rep *reply) {
 	// server that never refuses under the told limit keeps it, to the
 	// letter.
 	if c.learns && err == nil && (class.refusal() || !c.told.On && c.sampleQuota(resp)) {
-		c.learnUntracked(resp, class, hint)
+		if now.IsZero() {
+			now = time.Now()
+		}
+		c.learnUntracked(resp, class, hint, now)
 	}
 	if c.learns && err == nil && !class.refusal() && c.t.shared.Trials() {
 		if now.IsZero() {
@@ -158,7 +161,11 @@ func (c *call) feedBack(rep *reply) {
 	c.yielded = err == nil && class.refusal() && c.window != nil
 	if c.yielded {
 		c.windowProbe = false // the yield answers it
-		c.yieldWindow(rep.at)
+		// The window stands for the server's quota as a user read it; its
+		// refusal says the server counts more strictly, which a spread of
+		// the same quota answers sooner than the refusal's hint
+		// (scopes.Scope.Yield).
+		c.window.Yield(c.windowKey, rep.at)
 	} else {
 		c.answerProbe(err == nil)
 	}
@@ -196,49 +203,38 @@ func (c *call) feedBack(rep *reply) {
 	}
 }
 
-// yieldWindow makes the told window that gave the refused attempt its
-// turn yield (scopes.Scope.Yield): its key's turns are spread from now
-// on. The window stands for the server's quota as a user read it; that
-// the server refused it says it counts more strictly, which a spread of
-// the same quota answers sooner than the refusal's hint: a sliding-window
-// counter asks for the whole window, while it lets the quota's share
-// through every Window/(Burst−1). A turn of the spread, refused, is the
-// server's to pause as any other.
-func (c *call) yieldWindow(now time.Time) { c.window.Yield(c.windowKey, now) }
-
 // learnUntracked tells every adaptive scope the request passed unpaced
 // (its key had learned nothing when it was admitted, or a told limit
-// paced it) of a rate-limit signal in its answer: a refusal, or a count
-// of the server's quota. The key's learning starts with it. hint is the
-// refusal's wait hint.
-func (c *call) learnUntracked(resp *http.Response, class Class, hint time.Duration) {
-	now := time.Now()
+// paced it) of a rate-limit signal in its answer at now: a refusal, or a
+// count of the server's quota. The key's learning starts with it. hint is
+// the refusal's wait hint.
+func (c *call) learnUntracked(resp *http.Response, class Class, hint time.Duration, now time.Time) {
 	an := scopes.Answer{Resp: resp, Refused: class.refusal(), Hint: hint}
 	r := c.scopeRequest()
-	for _, s := range c.t.scopes() {
-		if !s.Adaptive() || !s.appliesTo(c.req) {
-			continue // not a scope that learns of this request
-		}
-		ticket, _ := c.adaptive.find(func(t scopes.Ticket) bool { return t.Of(s.Scope) })
-		if ticket.Paced() {
-			continue // paced: its ticket tells the scope
-		}
-		c.capped = s.Untracked(&r, s.key(c.req), an, ticket, now) || c.capped
-	}
+	c.eachUnpaced(func(s *scope, held scopes.Ticket) {
+		c.capped = s.Untracked(&r, s.key(c.req), an, held, now) || c.capped
+	})
 }
 
 // trialAnswered gives the answer to a request, neither refused nor an
 // error, to the trials of the keys it was sent unpaced under.
 func (c *call) trialAnswered(resp *http.Response, now time.Time) {
 	r := c.scopeRequest()
+	c.eachUnpaced(func(s *scope, _ scopes.Ticket) { s.TrialAnswered(&r, s.key(c.req), resp, now) })
+}
+
+// eachUnpaced calls f for every adaptive scope that applies to the
+// request and did not pace it, with the ticket of its slow start the
+// attempt holds, if any: their answers teach those scopes by hand.
+func (c *call) eachUnpaced(f func(s *scope, held scopes.Ticket)) {
 	for _, s := range c.t.scopes() {
 		if !s.Adaptive() || !s.appliesTo(c.req) {
 			continue
 		}
-		if t, _ := c.adaptive.find(func(t scopes.Ticket) bool { return t.Of(s.Scope) }); t.Paced() {
-			continue // paced: no trial's
+		held, _ := c.adaptive.find(func(t scopes.Ticket) bool { return t.Of(s.Scope) })
+		if !held.Paced() {
+			f(s, held)
 		}
-		s.TrialAnswered(&r, s.key(c.req), resp, now)
 	}
 }
 

@@ -54,10 +54,14 @@ func TestTrialTellsAShedderWithoutSlowing(t *testing.T) {
 	// Successes that come after the trial's span may be a refill's.
 	late := New(0, math.Inf(1), t0)
 	late.Untracked(refused, 0, t0)
+	if !late.shed.On() {
+		t.Fatal("a refusal before anything went through started no trial")
+	}
 	later := t0.Add(2 * TrialSpan)
 	late.Untracked(ok, 1, later)
 	late.Untracked(ok, 2, later)
-	if late.blind(later) {
-		t.Error("successes after the trial's span made the key blind")
+	if late.blind(later) || late.shed.On() || math.IsInf(late.rate(later), 1) {
+		t.Errorf("successes after the trial's span: blind %v, on trial %v, rate %.2f/s; want the trial ended as a rate's, paced",
+			late.blind(later), late.shed.On(), late.rate(later))
 	}
 }

@@ -3,10 +3,8 @@ package bench
 import (
 	"context"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -23,25 +21,17 @@ type failingServer struct {
 
 func (f failingServer) Transport() http.RoundTripper { return f.rt }
 
-// failBehind turns share of the 2xx answers of base into a bare 503,
-// drawn from a stream of a fixed seed, so that runs repeat.
+// failBehind turns a share of the 2xx answers of base into a bare 503,
+// as failing does behind a middleware (seededFailures).
 type failBehind struct {
 	base  http.RoundTripper
-	share float64
-	mu    sync.Mutex
-	draws *rand.Rand // guarded by mu
+	fails *seededFailures
 }
 
-func (f *failBehind) RoundTrip(req *http.Request) (*http.Response, error) {
+func (f failBehind) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := f.base.RoundTrip(req)
-	if err != nil || resp.StatusCode/100 != 2 {
+	if err != nil || resp.StatusCode/100 != 2 || !f.fails.next() {
 		return resp, err
-	}
-	f.mu.Lock()
-	fail := f.draws.Float64() < f.share
-	f.mu.Unlock()
-	if !fail {
-		return resp, nil
 	}
 	_, _ = io.Copy(io.Discard, resp.Body)
 	_ = resp.Body.Close()
@@ -73,7 +63,7 @@ func TestEveryServerWith503sBehindIt(t *testing.T) {
 				synctest.Test(t, func(t *testing.T) {
 					s.Model = api.Model
 					srv := startInProcess(t, api, s)
-					f := &failBehind{base: srv.Transport(), share: failShare, draws: rand.New(rand.NewPCG(0x5eed, 503))}
+					f := failBehind{base: srv.Transport(), fails: newSeededFailures(failShare)}
 					r := Run(context.Background(), s, c, failingServer{srv, f}, api.Ideal(s))
 					if r.Failed != 0 || r.Cut {
 						t.Errorf("%d of %d calls failed (cut %v), %d requests, %d refused; want none failed", r.Failed, s.Calls, r.Cut, r.Received, r.Refused)

@@ -124,21 +124,35 @@ func failingThrottled(s Scenario, next http.Handler) (http.Handler, func(), erro
 }
 
 // failing is next behind which a share of the requests fails with 503,
-// no Retry-After, each drawn from a stream of a fixed seed, so that runs
-// repeat.
+// no Retry-After (seededFailures).
 func failing(share float64, next http.Handler) http.Handler {
-	var mu sync.Mutex
-	draws := rand.New(rand.NewPCG(0x5eed, http.StatusServiceUnavailable)) // guarded by mu
+	draws := newSeededFailures(share)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		fail := draws.Float64() < share
-		mu.Unlock()
-		if fail {
+		if draws.next() {
 			http.Error(w, http.StatusText(http.StatusServiceUnavailable), http.StatusServiceUnavailable)
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// seededFailures says which requests fail, a share of them, each drawn
+// from a stream of a fixed seed, so that runs repeat.
+type seededFailures struct {
+	share float64
+	mu    sync.Mutex
+	draws *rand.Rand // guarded by mu
+}
+
+func newSeededFailures(share float64) *seededFailures {
+	return &seededFailures{share: share, draws: rand.New(rand.NewPCG(0x5eed, http.StatusServiceUnavailable))}
+}
+
+// next reports whether the next request fails.
+func (f *seededFailures) next() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.draws.Float64() < f.share
 }
 
 // chiThrottle is go-chi's Throttle: its throttler needs no goroutine, and

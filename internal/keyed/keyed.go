@@ -147,7 +147,8 @@ func (k *Map[S]) Acquire(key string, create bool) *Entry[S] {
 		}
 		e.refs.Add(-1) // evicted meanwhile: look it up
 	}
-	sh := k.shard(key)
+	h := maphash.String(k.seed, key)
+	sh := &k.shards[h%shardCount]
 	sh.mu.Lock()
 	e := sh.m[key]
 	if e != nil {
@@ -164,7 +165,7 @@ func (k *Map[S]) Acquire(key string, create bool) *Entry[S] {
 			}
 			return nil
 		}
-		e, created = k.create(sh, key)
+		e, created = k.create(sh, key, h)
 	}
 	if e.missed.Load() != 0 {
 		e.missed.Store(0)
@@ -181,13 +182,13 @@ func (k *Map[S]) Acquire(key string, create bool) *Entry[S] {
 	return e
 }
 
-// create adds key's entry to sh, held, unless another caller added it
-// meanwhile: then it holds that one. created reports which.
-func (k *Map[S]) create(sh *shard[S], key string) (e *Entry[S], created bool) {
+// create adds key's entry, of hash h, to sh, held, unless another caller
+// added it meanwhile: then it holds that one. created reports which.
+func (k *Map[S]) create(sh *shard[S], key string, h uint64) (e *Entry[S], created bool) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	if e = sh.m[key]; e == nil {
-		e, created = &Entry[S]{key: key, hash: maphash.String(k.seed, key)}, true
+		e, created = &Entry[S]{key: key, hash: h}, true
 		if k.init != nil {
 			k.init(&e.State)
 		}

@@ -39,10 +39,7 @@ func (b *Breakers) TryClean(t *Ticket, key string) bool {
 	st := &e.State
 	gen := st.gen.Load() // before clean, as TryLocal reads them
 	if st.clean.Load() && st.built.Load() == b.Config().gen {
-		if t.b != nil {
-			*t = Ticket{}
-		}
-		t.b, t.key, t.entry, t.fast, t.gen = b, key, e, true, gen
+		t.setFast(b, key, e, gen)
 		return true
 	}
 	b.states.Release(e)
@@ -57,13 +54,7 @@ func (b *Breakers) TryLocal(t *Ticket, key string, e *Entry) Verdict {
 	st := &e.State
 	gen := st.gen.Load()
 	if st.clean.Load() {
-		// Field by field: t is the zero Ticket, but for a caller that
-		// neither told nor cancelled the last one; a whole Ticket
-		// written through a pointer costs a write barrier per pointer.
-		if t.b != nil {
-			*t = Ticket{}
-		}
-		t.b, t.key, t.entry, t.fast, t.gen = b, key, e, true, gen
+		t.setFast(b, key, e, gen)
 		return Verdict{Go: true}
 	}
 	st.mu.Lock()
@@ -116,4 +107,15 @@ func probesTaken(st *state, seen uint64, fails int) Verdict {
 		st.woken = make(chan struct{})
 	}
 	return Verdict{Woken: st.woken, Failures: fails}
+}
+
+// setFast sets t, the caller's, to the ticket of an attempt a clean
+// breaker let go on the fast path. Field by field: t is the zero Ticket,
+// but for a caller that neither told nor cancelled the last one; a whole
+// Ticket written through a pointer costs a write barrier per pointer.
+func (t *Ticket) setFast(b *Breakers, key string, e *Entry, gen uint64) {
+	if t.b != nil {
+		*t = Ticket{}
+	}
+	t.b, t.key, t.entry, t.fast, t.gen = b, key, e, true, gen
 }

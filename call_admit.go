@@ -127,14 +127,19 @@ func (c *call) admitLearnedAlone(s *scope) error {
 	return c.admitScope(&r, s, key)
 }
 
-// throughScope takes the attempt through scope s, when s applies to it
-// (a key that learned nothing, s passes over: scopes.Scope.Admit).
+// throughScope takes the attempt through scope s, when s applies to it.
+// A key that learned nothing is passed over here, as Admit would, without
+// the call: it is most requests of a learning scope.
 func (c *call) throughScope(r *scopes.Request, s *scope) error {
 	if !s.appliesTo(c.req) {
 		return nil // not a request this scope limits
 	}
 	c.learns = c.learns || s.Adaptive()
-	return c.admitScope(r, s, s.key(c.req))
+	key := s.key(c.req)
+	if s.Unpaced(key) {
+		return nil
+	}
+	return c.admitScope(r, s, key)
 }
 
 // admitScope takes the attempt through scope s under key, keeping what s

@@ -121,16 +121,8 @@ func (t *Transport) Acquire(ctx context.Context, scopeName, key string, n int, m
 	if maxWait <= 0 {
 		cfg.FailFast = true
 	}
-	now := time.Now()
-	wait := max(maxWait, 0)
-	if l.MaxWait > 0 {
-		wait = min(wait, l.MaxWait)
-	}
-	if end, ok := ctx.Deadline(); ok {
-		wait = min(wait, end.Sub(now)-time.Nanosecond) // a wait must end before the deadline
-	}
 	r := c.scopeRequest()
-	err := s.Scope.Acquire(&r, key, n, now.Add(max(wait, 0)), &cfg)
+	err := s.Scope.Acquire(&r, key, n, &cfg)
 	if err != nil && ctx.Err() == nil {
 		// A wait that outgrew the deadline between the check and the
 		// wait (the clock moved) is a wait too long, as the check says.

@@ -83,12 +83,19 @@ func (s *Scope) Admit(r *Request, key string) (Grant, error) {
 }
 
 // Acquire takes n turns of key's pace for work that is not a request,
-// under cfg (the scope's, or a copy that fails fast), waiting until
-// deadline at most.
-func (s *Scope) Acquire(r *Request, key string, n int, deadline time.Time, cfg *Config) error {
+// under cfg (the scope's, or a copy that fails fast), waiting at most
+// what r's budget, cfg's MaxWait and r's context's deadline leave
+// (Request.maxWait): r's whole budget is the caller's own wait.
+func (s *Scope) Acquire(r *Request, key string, n int, cfg *Config) error {
 	e := s.states.Acquire(key, true)
 	defer s.states.Release(e)
 	s.caughtUp(&e.State)
+	now := time.Now()
+	var maxWaitEnd time.Time
+	if cfg.MaxWait > 0 {
+		maxWaitEnd = now.Add(cfg.MaxWait)
+	}
+	deadline := now.Add(r.maxWait(now, maxWaitEnd))
 	_, _, err := s.pace(r, key, &e.State, deadline, cfg, n, false)
 	return err
 }

@@ -162,19 +162,39 @@ func (c *call) run() (*http.Response, error) {
 		return nil, err
 	}
 	c.depositRetryShare()
+	return c.attemptLoop(nil)
+}
+
+// runSent is run of a call whose first attempt Transport.sendUnhelped
+// sent, as admitLearnedAlone would have let it go, and answered with
+// first: the loop goes on from the reading of that answer.
+func (c *call) runSent(first *reply, sent int64) (*http.Response, error) {
+	c.replayable, c.learns, c.attempts, c.sent = true, c.t.learned != nil, 1, sent
+	return c.attemptLoop(first)
+}
+
+// attemptLoop runs attempts until one's response is final or the call
+// gives up; first, when not nil, is the first attempt's answer, already
+// sent and classified.
+func (c *call) attemptLoop(first *reply) (*http.Response, error) {
 	defer c.returnUnsentRetry()
 	for {
-		if !c.ownPolicy {
-			c.policy = c.t.retry.Load()
+		var rep reply
+		if first != nil {
+			rep, first = *first, nil
+		} else {
+			if !c.ownPolicy {
+				c.policy = c.t.retry.Load()
+			}
+			if err := c.admit(); err != nil {
+				closeRequestBody(c.out)
+				c.giveUp(err)
+				return c.lastOr(err)
+			}
+			resp, err := c.send()
+			rep = reply{resp: resp, err: err, class: c.classify(resp, err)}
 		}
-		if err := c.admit(); err != nil {
-			closeRequestBody(c.out)
-			c.giveUp(err)
-			return c.lastOr(err)
-		}
-		resp, err := c.send()
-		class := c.classify(resp, err)
-		rep := reply{resp: resp, err: err, class: class}
+		resp, err, class := rep.resp, rep.err, rep.class
 		c.read(&rep)
 		if c.tracesResponses() {
 			c.traceResponse(&rep)
@@ -252,6 +272,10 @@ type reply struct {
 	// hinted is set when it gave one that could be read.
 	hint   time.Duration
 	hinted bool
+	// quota is set when the answer was drawn already to be read for a
+	// count of the server's quota (sampleQuota), before the call was
+	// made: it is not drawn again.
+	quota bool
 	// at is when the reply was read; zero when nothing needed the time:
 	// on a virtual machine a reading of the clock can cost as much as the
 	// rest of a request that needs no help.
@@ -337,7 +361,13 @@ func (c *call) send() (*http.Response, error) {
 	}
 	c.stats.recordAttempt()
 	c.ticket.Sent()
-	resp, err := c.t.base.RoundTrip(c.out)
+	return c.t.sendBase(c.out)
+}
+
+// sendBase sends req through the base RoundTripper, holding it to the
+// contract: a response or an error, never both nor neither.
+func (t *Transport) sendBase(req *http.Request) (*http.Response, error) {
+	resp, err := t.base.RoundTrip(req)
 	if err == nil && resp == nil {
 		err = errNoResponse
 	}

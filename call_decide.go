@@ -144,7 +144,7 @@ func (c *call) feedBack(rep *reply) {
 	// A request a told limit paces teaches only by its refusals: a
 	// server that never refuses under the told limit keeps it, to the
 	// letter.
-	if c.learns && err == nil && (class.refusal() || !c.told.On && c.sampleQuota(resp)) {
+	if c.learns && err == nil && (class.refusal() || !c.told.On && (rep.quota || c.sampleQuota(resp))) {
 		if now.IsZero() {
 			now = time.Now()
 		}
@@ -251,22 +251,26 @@ const quotaReadFirst = 64
 
 // sampleQuota reports whether resp, an answer to a request no adaptive
 // scope paced, is read for a count of the server's quota.
-func (c *call) sampleQuota(resp *http.Response) bool {
-	return len(resp.Header) > 0 && c.drawQuotaSample() // inlines: most answers carry no header at all here
-}
+func (c *call) sampleQuota(resp *http.Response) bool { return sampleQuota(resp, c.sent) }
 
-// drawQuotaSample reports whether this answer is one of those read for a
-// count: all of the transport's first, then one in quotaSampleEvery.
-func (c *call) drawQuotaSample() bool {
-	return c.sent <= quotaReadFirst || rand.Uint32()%quotaSampleEvery == 0
+// sampleQuota reports whether resp, the answer to the transport's sent-th
+// attempt, is read for a count of the server's quota: all of the
+// transport's first answers, then one in quotaSampleEvery.
+func sampleQuota(resp *http.Response, sent int64) bool {
+	// inlines: most answers carry no header at all here
+	return len(resp.Header) > 0 && (sent <= quotaReadFirst || rand.Uint32()%quotaSampleEvery == 0)
 }
 
 // depositRetryShare pays the share of a first attempt into its host's
 // retry balance, when the host has one (retry_budget.go).
-func (c *call) depositRetryShare() {
+func (c *call) depositRetryShare() { c.t.depositRetryShare(c.req, c.policy) }
+
+// depositRetryShare pays the share of req's first attempt under policy p
+// into its host's retry balance, when the host has one.
+func (t *Transport) depositRetryShare(req *http.Request, p *RetryPolicy) {
 	// No host has a balance until one retries: then nothing to look up.
-	if c.policy.RetryBudget >= 0 && c.t.retryBudgets.Len() > 0 {
-		c.t.creditRetry(c.req.URL.Host, c.policy.RetryBudget)
+	if p.RetryBudget >= 0 && t.retryBudgets.Len() > 0 {
+		t.creditRetry(req.URL.Host, p.RetryBudget)
 	}
 }
 

@@ -31,7 +31,11 @@
 // a store asked first (call_prefetch.go), a wait (call_wait.go), a
 // retry's budget (retry_budget.go), a trace or a logger (call_trace.go,
 // log.go). The engines behind the stages sit in internal/ packages that
-// know nothing of calls.
+// know nothing of calls. A call none of the layers acts on before it is
+// sent (transport.go's unhelped: no breaker, store, trace, told limit nor
+// pause, no pace its key learned, nothing in its context) sends its first
+// attempt straight away, and is made a call in call.go only when the
+// answer needs one: a retry, or something to learn.
 //
 // # Glossary
 //

@@ -191,15 +191,18 @@ func TestUnthrottledKeyIsSentUnpaced(t *testing.T) {
 // second, as ulule/limiter does, and no Retry-After. The window opens at
 // the first request.
 type countingServer struct {
-	mu        sync.Mutex
-	limit     int
-	window    time.Duration
-	noCounts  bool
-	unixReset bool
-	start     time.Time
-	used      int
-	at        []time.Time
-	refused   []time.Time
+	mu       sync.Mutex
+	limit    int
+	window   time.Duration
+	noCounts bool
+	// countsFrom, when set, is how few remaining the count must say
+	// before the server sends it, as some APIs warn only near the end.
+	countsFrom int
+	unixReset  bool
+	start      time.Time
+	used       int
+	at         []time.Time
+	refused    []time.Time
 }
 
 func (s *countingServer) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -222,7 +225,7 @@ func (s *countingServer) RoundTrip(req *http.Request) (*http.Response, error) {
 	if s.unixReset {
 		reset = strconv.FormatInt(s.start.Add(s.window).Unix(), 10)
 	}
-	if !s.noCounts {
+	if !s.noCounts && (s.countsFrom == 0 || s.limit-s.used <= s.countsFrom) {
 		h.Set("X-Ratelimit-Limit", strconv.Itoa(s.limit))
 		h.Set("X-Ratelimit-Remaining", strconv.Itoa(s.limit-s.used))
 		h.Set("X-Ratelimit-Reset", reset)
@@ -257,6 +260,24 @@ func TestScoutKeepsTheFirstWaveWithinTheCount(t *testing.T) {
 			t.Errorf("%d refused, %d failed, %d requests at once, %d more before the reset, done in %v; "+
 				"want at most the one try of the refill, none failed, the quota of 5 at once, the rest at the reset a minute on",
 				len(srv.refused), failed, atOnce, early, wall)
+		}
+	})
+}
+
+// TestLateCountIsReadOnAnUnpacedKey: a server that sends its count only
+// when little is left, after the key's slow start ended with nothing
+// learned and its requests went unpaced. The answers are still drawn to
+// be read for a count (one in quotaSampleEvery; 200 of them here), and
+// the one read stops the key before the quota runs out, rather than the
+// whole wave in flight being refused.
+func TestLateCountIsReadOnAnUnpacedKey(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := &countingServer{limit: 600, window: time.Minute, countsFrom: 200}
+		tr := New(srv)
+		wall, failed := goodput(tr, 8, 700)
+		if len(srv.refused) > 1 || failed != 0 || wall > time.Minute+time.Second {
+			t.Errorf("%d refused, %d failed, done in %v; want at most the one try of the refill, none failed, done at the reset a minute on",
+				len(srv.refused), failed, wall)
 		}
 	})
 }

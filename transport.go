@@ -205,8 +205,11 @@ func (t *Transport) CloseIdleConnections() {
 // previous response when its body was small enough (4 KiB) to keep. A
 // cancelled context ends the call with its error. req is not modified.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
-	var c call
 	o := optionsFrom(req.Context())
+	if o == nil && t.unhelped(req) {
+		return t.sendUnhelped(req)
+	}
+	var c call
 	c.init(t, req, o)
 	// A call that cannot start still ends, counted and traced.
 	var invalid error
@@ -224,6 +227,60 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, invalid
 	}
 	resp, err := c.run()
+	c.end(resp, err)
+	return resp, err
+}
+
+// unhelped reports whether the first attempt of req, a call with no
+// options in its context, is one none of t's layers acts on before it is
+// sent: no breaker, store, trace nor told limit, no key the pause gate
+// holds, no pace the key learned, and a body that can be sent again (or
+// none), so that nothing needs buffering. Most calls through New(base)
+// are: sendUnhelped spares them the call's bookkeeping.
+func (t *Transport) unhelped(req *http.Request) bool {
+	if t.breakers != nil || t.admitStore != nil || t.trace != nil || t.err != nil || req.URL == nil ||
+		req.Body != nil && req.Body != http.NoBody && req.GetBody == nil ||
+		t.gate != nil && !t.gate.Idle() {
+		return false
+	}
+	switch all := t.scopes(); {
+	case len(all) == 0:
+		return true
+	case len(all) == 1 && all[0] == t.learned:
+		return t.learned.Unpaced(t.learned.key(req))
+	}
+	return false
+}
+
+// sendUnhelped makes the call of req, which unhelped let through, by
+// sending its first attempt straight to the base. An answer no layer would
+// act on either (Final, no trial of the fleet's pace to answer, not drawn
+// to be read for a count of the server's quota) ends the call, counted as
+// call.end counts it; any other is read as the first attempt of a call,
+// from there on as every call's.
+func (t *Transport) sendUnhelped(req *http.Request) (*http.Response, error) {
+	p := t.retry.Load()
+	t.depositRetryShare(req, p)
+	sent := t.counters.attempts.Add(1)
+	resp, err := t.sendBase(req)
+	first := reply{resp: resp, err: err, class: Final}
+	if err == nil {
+		first.class = p.classify(resp, req)
+		if first.class == Final && (t.learned == nil || !t.shared.Trials()) {
+			first.quota = t.learned != nil && sampleQuota(resp, sent)
+			if !first.quota {
+				t.counters.recordEnd("")
+				return resp, nil
+			}
+		}
+		if first.class.refusal() {
+			t.counters.recordRateLimited(req.URL.Host)
+		}
+	}
+	var c call
+	c.init(t, req, nil)
+	c.policy, c.own = p, p.TotalWaitCap // the policy that classified the answer
+	resp, err = c.runSent(&first, sent)
 	c.end(resp, err)
 	return resp, err
 }

@@ -224,3 +224,32 @@ func TestDeadlineDuringAnAttemptClosesItsResponse(t *testing.T) {
 		s.assertAllClosed(t)
 	})
 }
+
+// A call with nothing in its context through New(base) sends its first
+// attempt with none of the layers' bookkeeping (sendUnhelped); what it
+// answers must still be read once, counted, and retried as any call's.
+func TestUnhelpedCallsAreClassifiedOnceAndCounted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newScript(answer(200), answer(503, "Retry-After", "1"), answer(429), answer(200))
+		var classified int
+		tr := New(s.mock(), WithRetry(RetryPolicy{Classify: func(r *http.Response) Class {
+			classified++
+			return DefaultClassify(r)
+		}}))
+		for range 2 {
+			resp, err := tr.RoundTrip(mustRequest(t, http.MethodGet, nil))
+			if err != nil || resp.StatusCode != 200 {
+				t.Fatalf("RoundTrip = %v, %v; want a 200", resp, err)
+			}
+			readAll(t, resp)
+		}
+		if classified != 4 || s.calls() != 4 {
+			t.Errorf("Classify called %d times over %d attempts, want once for each of 4", classified, s.calls())
+		}
+		st := tr.Stats()
+		if st.Calls != 2 || st.Attempts != 4 || st.Retries != 2 || st.Succeeded != 2 || st.RateLimitHits != 2 {
+			t.Errorf("Stats = %d calls, %d attempts, %d retries, %d succeeded, %d rate-limit hits; want 2, 4, 2, 2, 2",
+				st.Calls, st.Attempts, st.Retries, st.Succeeded, st.RateLimitHits)
+		}
+	})
+}

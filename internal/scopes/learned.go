@@ -322,23 +322,40 @@ func (t Ticket) Cancel() {
 // arm returns what the scope learned of key, whose state st is, making
 // it on the key's first rate-limit signal.
 func (s *Scope) arm(key string, st *State, now time.Time) *learn.Pacer {
+	var armed *learn.Pacer
+	s.armWith(key, st, now, func(a *learn.Pacer) bool { armed = a; return false })
+	return armed
+}
+
+// armWith is arm that hands what the scope learned of key to signal,
+// which teaches it the rate-limit signal at hand, and returns what
+// signal returns. The signal that makes the key's pace is taught before
+// the pace is published: a request admitted by the pace, answered in
+// the same instant, would otherwise be learned first, and a shedder's
+// first refusal, with nothing let through before it, taken for a rate's
+// (learn.Trial).
+func (s *Scope) armWith(key string, st *State, now time.Time, signal func(*learn.Pacer) bool) bool {
 	if a := st.adapt.Load(); a != nil {
-		return a
+		return signal(a)
 	}
 	cfg := s.cfg.Load()
 	a := learn.New(cfg.StartRate, cfg.ceiling(), now)
 	if s.Trace != nil {
 		a.SetTrace(s.Trace)
 	}
-	st.mu.Lock() // the slow start's successes so far, none missed nor counted twice
-	if !st.adapt.CompareAndSwap(nil, a) {
+	// Under st.mu, as every arming: the slow start's successes so far,
+	// none missed nor counted twice, and one pace made.
+	st.mu.Lock()
+	if was := st.adapt.Load(); was != nil {
 		st.mu.Unlock()
-		return st.adapt.Load()
+		return signal(was)
 	}
 	a.Adopt(st.start.Passed(), st.start.Out(), st.start.OKFlight())
+	got := signal(a)
+	st.adapt.Store(a)
 	st.mu.Unlock()
 	s.learning(key)
-	return a
+	return got
 }
 
 // readAnswer reads an answer for the learned pace: its outcome, the
@@ -371,14 +388,15 @@ func (s *Scope) Untracked(r *Request, key string, an Answer, held Ticket, now ti
 	if s.shared.Learned != nil && s.tellStoreUnpaced(r, key, &e.State, read) {
 		return false // the fleet's learned pace has it
 	}
-	a := s.arm(key, &e.State, now)
-	if r.Told.On {
-		a.SetTold(r.Told.Rate) // refused under a told limit: learn below it
-		e.State.toldGen.Store(s.shared.ToldGen.Load())
-	}
 	read.Flight = -1
 	if held.startKey != "" {
 		read.Flight = held.startOthers // sent in the key's slow start
 	}
-	return a.Untracked(read, r.Sent-1, now)
+	return s.armWith(key, &e.State, now, func(a *learn.Pacer) bool {
+		if r.Told.On {
+			a.SetTold(r.Told.Rate) // refused under a told limit: learn below it
+			e.State.toldGen.Store(s.shared.ToldGen.Load())
+		}
+		return a.Untracked(read, r.Sent-1, now)
+	})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -91,5 +92,36 @@ func TestSlotIsHeldUntilReleased(t *testing.T) {
 		t.Fatalf("after the release: %+v, %v; want the slot", g, err)
 	} else {
 		g.Slot.Release()
+	}
+}
+
+// The refusal that makes a key's pace is taught to it before the pace is
+// published: a request the new pace let go, answered in the same
+// instant, is learned after it. A shedder's first refusal, with nothing
+// let through before it, then starts its trial (learn.Trial) rather than
+// being read after two successes of that instant, as a rate's (which
+// slowed the key for minutes in about one run of a shedder in 1,500).
+func TestArmingRefusalIsTaughtBeforeThePaceIsPublished(t *testing.T) {
+	s := New("learned", true, false, time.Minute, Config{Config: limit.Config{Learned: true}}, new(Shared))
+	g, err := s.Admit(request(t), "k")
+	if err != nil || !g.Ticket.Held() {
+		t.Fatalf("Admit = %+v, %v; want a ticket of the key's slow start", g, err)
+	}
+	e := s.states.Acquire("k", false)
+	defer s.states.Release(e)
+	var trials, published int
+	s.Trace = func(format string, args ...any) {
+		if strings.HasPrefix(format, "trial:") {
+			trials++
+			if e.State.adapt.Load() != nil {
+				published++
+			}
+		}
+	}
+	refused := Answer{Resp: &http.Response{StatusCode: 429, Header: http.Header{}}, Refused: true}
+	s.Untracked(request(t), "k", refused, g.Ticket, time.Now())
+	if trials != 1 || published != 0 || e.State.adapt.Load() == nil {
+		t.Errorf("%d trials started, %d of them with the pace already published, pace published after: %v; want 1, 0, true",
+			trials, published, e.State.adapt.Load() != nil)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -91,8 +92,11 @@ func goodputOf(tr http.RoundTripper, workers, calls int, newReq func() *http.Req
 // 10% of the ideal time and 0.05 refusals a call from Retry-After alone,
 // 3% and 0.01 with rate-limit headers, no call failed. Without headers
 // nothing can keep the first wave of workers from a bucket smaller than
-// it (the key has learned nothing yet): its refusals come on top. With -v
-// it logs every decision of the pacer, for tuning.
+// it (the key has learned nothing yet): its refusals come on top. The
+// figures are the medians of three runs of each: the order in which fake
+// time wakes the requests of one instant moves a refusal or two (of 20
+// workers on 50/s, 300 runs of one took 1.00 to 1.02, 9 took 1.06 to 1.10
+// and one 1.11). With -v it logs every decision of the pacer, for tuning.
 func TestAdaptiveGoodputInFakeTime(t *testing.T) {
 	for _, sc := range []struct {
 		r           float64
@@ -101,26 +105,32 @@ func TestAdaptiveGoodputInFakeTime(t *testing.T) {
 		headers     bool
 	}{{50, 10, 20, 500, 0, false}, {20, 10, 50, 300, 0, false}, {50, 10, 200, 500, 0, false}, {50, 10, 20, 500, 5 * time.Millisecond, false},
 		{50, 10, 20, 500, 0, true}, {20, 10, 50, 300, 0, true}} {
-		synctest.Test(t, func(t *testing.T) {
-			srv := bucketAPI(sc.r, sc.burst, sc.latency, sc.headers)
-			tr := New(srv, WithRetry(RetryPolicy{MaxAttempts: 10}))
-			if testing.Verbose() {
-				traceLearning(tr, t.Logf)
-			}
-			wall, failed := goodput(tr, sc.w, sc.n)
-			ideal := float64(sc.n-sc.burst) / sc.r
-			ratio, refused := wall.Seconds()/ideal, float64(srv.Stats().Limited)/float64(sc.n)
-			maxRatio, maxRefused := 1.10, 0.05+float64(max(sc.w-sc.burst, 0))/float64(sc.n)
-			if sc.headers {
-				maxRatio, maxRefused = 1.03, 0.01
-			}
-			if failed > 0 {
-				t.Errorf("%g/s w=%d n=%d headers %v: %d calls failed, want none", sc.r, sc.w, sc.n, sc.headers, failed)
-			}
-			if ratio > maxRatio || refused > maxRefused {
-				figuref(t, "%g/s w=%d n=%d headers %v: %.2f of ideal, %.3f refused a call; want at most %.2f, %.2f",
-					sc.r, sc.w, sc.n, sc.headers, ratio, refused, maxRatio, maxRefused)
-			}
-		})
+		var ratios, refusals []float64
+		for range 3 {
+			synctest.Test(t, func(t *testing.T) {
+				srv := bucketAPI(sc.r, sc.burst, sc.latency, sc.headers)
+				tr := New(srv, WithRetry(RetryPolicy{MaxAttempts: 10}))
+				if testing.Verbose() {
+					traceLearning(tr, t.Logf)
+				}
+				wall, failed := goodput(tr, sc.w, sc.n)
+				if failed > 0 {
+					t.Errorf("%g/s w=%d n=%d headers %v: %d calls failed, want none", sc.r, sc.w, sc.n, sc.headers, failed)
+				}
+				ideal := float64(sc.n-sc.burst) / sc.r
+				ratios = append(ratios, wall.Seconds()/ideal)
+				refusals = append(refusals, float64(srv.Stats().Limited)/float64(sc.n))
+			})
+		}
+		slices.Sort(ratios)
+		slices.Sort(refusals)
+		maxRatio, maxRefused := 1.10, 0.05+float64(max(sc.w-sc.burst, 0))/float64(sc.n)
+		if sc.headers {
+			maxRatio, maxRefused = 1.03, 0.01
+		}
+		if ratios[1] > maxRatio || refusals[1] > maxRefused {
+			figuref(t, "%g/s w=%d n=%d headers %v: %.2f of ideal, %.3f refused a call (medians of %.2f, %.3f); want at most %.2f, %.2f",
+				sc.r, sc.w, sc.n, sc.headers, ratios[1], refusals[1], ratios, refusals, maxRatio, maxRefused)
+		}
 	}
 }

@@ -170,6 +170,12 @@ type countReset struct {
 	noBound bool
 }
 
+// turned reports whether a count at now saying reset is a new window's:
+// its reset is a window, a second at least, on from the one held.
+func (r *countReset) turned(reset time.Duration, now time.Time) bool {
+	return reset > 0 && !r.resetAt.IsZero() && now.Add(reset).Sub(r.resetAt) >= time.Second
+}
+
 // refusedAtReset takes in an answer at now whose count explained says
 // explains its refusal (none left), the reset of whose own count was due
 // (resetDue), with its wait hint. It reports whether the reset the counts
@@ -244,8 +250,8 @@ func (p *Pacer) counted(seq uint64, an Answer, now time.Time) (explained bool) {
 	// The server may take requests sent together in any order, and their
 	// answers may overtake each other: of counts that come close together,
 	// or come for a request sent before the one counted, the lowest is the
-	// latest.
-	settled := now.Sub(c.at) >= countSettle
+	// latest, unless its reset is a window on from the one held (turned).
+	settled := now.Sub(c.at) >= countSettle || c.turned(an.Reset, now)
 	if an.Remaining > c.remaining && (!settled || seq < c.seq) {
 		return explained
 	}

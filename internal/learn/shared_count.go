@@ -84,8 +84,11 @@ func (s *Shared) counted(o store.Outcome, now time.Time) (explained bool) {
 	}
 	// A count of a turn taken before the one counted is older news;
 	// of counts that come close together, or not paced (whose order is
-	// not known: replicas tell them late), the lowest is the latest.
-	settled := now.Sub(c.at) >= countSettle
+	// not known: replicas tell them late), the lowest is the latest,
+	// unless its reset is a window on from the one held: the window
+	// turned, and the count is the new window's (the old one's lowest,
+	// taken for the new window's first, reads as a sliding window's).
+	settled := now.Sub(c.at) >= countSettle || c.turned(o.Reset, now)
 	if o.Seq != 0 && o.Seq < c.cseq || o.Remaining > c.remaining && (!settled || o.Seq == 0) {
 		return explained
 	}

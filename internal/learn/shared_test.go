@@ -246,3 +246,51 @@ func TestSharedBlindGoesUnpacedForAWhile(t *testing.T) {
 		t.Errorf("a refusal once the hold is over: %+v, want the key paced again", a)
 	}
 }
+
+// A window turns within moments of its last count: the new window's
+// counts, higher, are its own, not older news to leave for the lowest.
+// Left, the first of them taken was the new window's last (1 of 50
+// left), read as a sliding window that gave back little at its turn, and
+// the fleet paced its refill inside the window, refused at every turn
+// (one transport with a store against a fixed window with a Unix reset
+// failed calls in about one run in 200).
+func TestSharedNewWindowsCountIsItsOwn(t *testing.T) {
+	var s Shared
+	counted := func(seq uint64, remaining int, reset time.Duration) store.Outcome {
+		return store.Outcome{Seq: seq, Kind: store.Answered, Counted: true, Remaining: remaining, Limit: 50, Reset: reset}
+	}
+	tell(&s, sharedT0, counted(0, 3, time.Second))
+	var seqs []uint64
+	for range 3 {
+		seqs = append(seqs, takeAt(&s, sharedT0, time.Minute).Seq)
+	}
+	turn := sharedT0.Add(time.Second)
+	tell(&s, turn.Add(-2*time.Millisecond), counted(seqs[2], 0, 2*time.Millisecond))
+	// The window turned; its counts come at once, the highest first.
+	var next []uint64
+	for range 3 {
+		a := takeAt(&s, turn, time.Minute)
+		if !a.Took || a.Wait != 0 {
+			t.Fatalf("at the window's turn: %+v, want a turn now", a)
+		}
+		next = append(next, a.Seq)
+	}
+	tell(&s, turn, counted(next[0], 49, time.Second), counted(next[1], 48, time.Second), counted(next[2], 1, time.Second))
+	if a := takeAt(&s, turn, time.Minute); !a.Took || a.Wait != 0 {
+		t.Errorf("after the new window's count of 1 left: %+v, want its last turn now", a)
+	}
+	// The refill limit/reset would promise is tried once, and refused: a
+	// window's, which refills nothing until its reset.
+	at, tried := turn, takeAt(&s, turn, time.Minute)
+	for i := 0; !tried.Took && i < 3; i++ {
+		at = at.Add(tried.Wait)
+		tried = takeAt(&s, at, time.Minute)
+	}
+	if !tried.Took || at.Sub(turn) > 100*time.Millisecond {
+		t.Fatalf("the try of the refill, %v after the turn: %+v, want a turn then", at.Sub(turn), tried)
+	}
+	tell(&s, at, store.Outcome{Seq: tried.Seq, Kind: store.Refused, Counted: true, Remaining: 0, Limit: 50, Reset: turn.Add(time.Second).Sub(at)})
+	if a := takeAt(&s, at, time.Minute); a.Took || at.Add(a.Wait).Before(turn.Add(time.Second)) {
+		t.Errorf("after the refill's refusal: %+v, want no turn until the window's reset, %v on", a, turn.Add(time.Second).Sub(at))
+	}
+}

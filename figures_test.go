@@ -28,6 +28,31 @@ func figuref(t *testing.T, format string, args ...any) {
 	t.Errorf(format, args...)
 }
 
+// holdsInTwoOfThree runs a simulation in fake time, run, which reports
+// what it measured and whether its figures held: once and, when they
+// missed, twice more. figuref reports the runs that missed when two of
+// the three did: the order fake time wakes one instant's goroutines in
+// moves a refusal or two, and the odd run past a figure held to the
+// letter says nothing of a change, while a change that moves the figures
+// misses in most runs. What run asserts beyond its figures (no call
+// failed) it reports itself, in every run.
+func holdsInTwoOfThree(t *testing.T, run func() (measured string, held bool)) {
+	t.Helper()
+	measured, held := run()
+	if held {
+		return
+	}
+	missed := []string{measured}
+	for range 2 {
+		if measured, held := run(); !held {
+			missed = append(missed, measured)
+		}
+	}
+	if len(missed) >= 2 {
+		figuref(t, "missed in %d of 3 runs: %s", len(missed), strings.Join(missed, "; "))
+	}
+}
+
 // figuresOnly runs the tests that hold a figure alone: make test's plain
 // run, which the race detector's run of every test precedes.
 var figuresOnly = flag.Bool("figures", false, "run only the tests that hold a figure (call figuref), as make test's run without -race does")

@@ -58,6 +58,10 @@ type Transport struct {
 	// is paced as told, the scopes that apply to it say (admitScopes).
 	noLearning bool
 	learned    *scope
+	// plain is set by New when the transport has no breaker, store nor
+	// trace, and every option was valid: its calls may go unhelped (see
+	// unhelped), which the rest asks of each request.
+	plain bool
 	reloadMu   sync.Mutex // serializes SetLimit and AddLimit
 	// err is the first invalid option; every RoundTrip returns it so that
 	// a bad configuration is loud rather than silently replaced.
@@ -107,6 +111,7 @@ func New(base http.RoundTripper, opts ...Option) *Transport {
 			b.SetNotify(engineNotify(notify))
 		}
 	}
+	t.plain = t.breakers == nil && t.store == nil && t.admitStore == nil && t.trace == nil && t.err == nil
 	return t
 }
 
@@ -206,7 +211,7 @@ func (t *Transport) CloseIdleConnections() {
 // cancelled context ends the call with its error. req is not modified.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	o := optionsFrom(req.Context())
-	if o == nil && t.unhelped(req) {
+	if t.plain && o == nil && t.unhelped(req) {
 		return t.sendUnhelped(req)
 	}
 	var c call
@@ -232,14 +237,14 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // unhelped reports whether the first attempt of req, a call with no
-// options in its context, is one none of t's layers acts on before it is
-// sent: no breaker, store, trace nor told limit, no key the pause gate
-// holds, no pace the key learned, and a body that can be sent again (or
-// none), so that nothing needs buffering. Most calls through New(base)
-// are: sendUnhelped spares them the call's bookkeeping.
+// options in its context through a plain transport (no breaker, store,
+// trace nor invalid option), is one none of t's layers acts on before it
+// is sent: no told limit, no key the pause gate holds, no pace the key
+// learned, and a body that can be sent again (or none), so that nothing
+// needs buffering. Most calls through New(base) are: sendUnhelped spares
+// them the call's bookkeeping.
 func (t *Transport) unhelped(req *http.Request) bool {
-	if t.breakers != nil || t.admitStore != nil || t.trace != nil || t.err != nil || req.URL == nil ||
-		req.Body != nil && req.Body != http.NoBody && req.GetBody == nil ||
+	if req.URL == nil || req.Body != nil && req.Body != http.NoBody && req.GetBody == nil ||
 		t.gate != nil && !t.gate.Idle() {
 		return false
 	}

@@ -26,12 +26,14 @@ import (
 // binary, started again with RATEWISE_FLEET_WORKER set, runs fleetWorker
 // instead of the tests and prints what it did as JSON.
 //
-// The tests that call t.Parallel spend their seconds waiting in real time
-// (the processes of a fleet, cooldowns, a Redis frozen or stopped), on
-// the CPU little, each with a Redis of its own: they run all at once,
+// The tests that call t.Parallel (the fleets' and the cluster's) spend
+// their seconds waiting in real time, on their processes' starts, a pause,
+// a cooldown, and on the CPU little, each with a Redis of its own; what
+// they hold are counts and a rate over seconds. They run all at once,
 // -parallel being realTimeParallel here rather than GOMAXPROCS unless
 // given. The tests that press the CPU, or hold a bound a busy CPU could
-// stretch, run alone before them.
+// stretch (a store's Timeout of 200 ms that must not pass, an outage
+// counted once), run alone before them.
 func TestMain(m *testing.M) {
 	if os.Getenv("RATEWISE_FLEET_WORKER") != "" {
 		os.Exit(fleetWorker())

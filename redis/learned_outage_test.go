@@ -46,7 +46,6 @@ func (s *syncBuffer) String() string {
 // request can keep (not 0, not negative), which the transports take their
 // turns from.
 func TestLearnedPaceThroughRedisOutages(t *testing.T) {
-	t.Parallel()
 	srv := redistest.Start(t)
 	client := srv.Client()
 	defer client.Close()

@@ -59,7 +59,6 @@ func get(tr http.RoundTripper, url string) error {
 // local state or fail closed as configured, the outage is counted once,
 // and sharing resumes after Recheck.
 func TestRedisStoppedMidRun(t *testing.T) {
-	t.Parallel()
 	for _, tt := range []struct {
 		name      string
 		policy    Failure
@@ -67,7 +66,6 @@ func TestRedisStoppedMidRun(t *testing.T) {
 	}{{"fallback local", FallbackLocal, false}, {"fail closed", FailClosed, false},
 		{"WithStore, fallback local", FallbackLocal, true}, {"WithStore, fail closed", FailClosed, true}} {
 		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel() // each with its Redis, its server and its transport
 			srv := redistest.Start(t)
 			client := srv.Client()
 			defer client.Close()

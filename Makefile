@@ -6,9 +6,9 @@ MODULES     := $(shell find . -name go.mod -not -path './.git/*' -printf '%h\n' 
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME    ?= 30s
 SOAKTIME    ?= 2m
-TEST_JOBS   ?= 3
+TEST_JOBS   ?= 4
 # the modules whose tests take longest start first
-SLOW_MODULES := . ./redis ./faults ./examples ./internal/release
+SLOW_MODULES := ./faults . ./redis ./examples ./internal/release ./bench
 BENCHTIME   ?= 1s
 
 .PHONY: test soak lint deps api tidy fuzz bench bench-fast redis-server nginx

@@ -22,6 +22,7 @@ import (
 // replicas given the store by WithStore keep one limit. Every key the
 // store wrote expires.
 func TestClusterKeepsEveryOperation(t *testing.T) {
+	t.Parallel()
 	cluster := redistest.StartCluster(t)
 	client := cluster.Client()
 	defer client.Close()

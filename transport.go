@@ -244,17 +244,13 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 // needs buffering. Most calls through New(base) are: sendUnhelped spares
 // them the call's bookkeeping.
 func (t *Transport) unhelped(req *http.Request) bool {
-	if req.URL == nil || req.Body != nil && req.Body != http.NoBody && req.GetBody == nil ||
+	all := t.scopes() // first: most transports with a limit of their own fail here
+	if len(all) > 1 || len(all) == 1 && all[0] != t.learned ||
+		req.URL == nil || req.Body != nil && req.Body != http.NoBody && req.GetBody == nil ||
 		t.gate != nil && !t.gate.Idle() {
 		return false
 	}
-	switch all := t.scopes(); {
-	case len(all) == 0:
-		return true
-	case len(all) == 1 && all[0] == t.learned:
-		return t.learned.Unpaced(t.learned.key(req))
-	}
-	return false
+	return len(all) == 0 || t.learned.Unpaced(t.learned.key(req))
 }
 
 // sendUnhelped makes the call of req, which unhelped let through, by

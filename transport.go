@@ -61,8 +61,8 @@ type Transport struct {
 	// plain is set by New when the transport has no breaker, store nor
 	// trace, and every option was valid: its calls may go unhelped (see
 	// unhelped), which the rest asks of each request.
-	plain bool
-	reloadMu   sync.Mutex // serializes SetLimit and AddLimit
+	plain    bool
+	reloadMu sync.Mutex // serializes SetLimit and AddLimit
 	// err is the first invalid option; every RoundTrip returns it so that
 	// a bad configuration is loud rather than silently replaced.
 	err error

@@ -51,7 +51,9 @@ const learnLuaCount = `
     elseif refusedNow and x.seq > s.cseq and x.seq - s.cseq > s.crem then
       s.cnob = 1
     end
-    local settled = now - s.cat >= SETTLE
+    -- (a count whose reset is a window on from the one held is the new
+    -- window's: learn's countReset.turned)
+    local settled = now - s.cat >= SETTLE or (x.reset > 0 and s.creset ~= 0 and now + x.reset - s.creset >= 1)
     if (x.seq ~= 0 and x.seq < s.cseq) or (x.rem > s.crem and ((not settled) or x.seq == 0)) then
       return explained
     end

@@ -180,9 +180,7 @@ func (c *call) attemptLoop(first *reply) (*http.Response, error) {
 	defer c.returnUnsentRetry()
 	for {
 		var rep reply
-		if first != nil {
-			rep, first = *first, nil
-		} else {
+		if first == nil {
 			if !c.ownPolicy {
 				c.policy = c.t.retry.Load()
 			}
@@ -191,8 +189,10 @@ func (c *call) attemptLoop(first *reply) (*http.Response, error) {
 				c.giveUp(err)
 				return c.lastOr(err)
 			}
-			resp, err := c.send()
-			rep = reply{resp: resp, err: err, class: c.classify(resp, err)}
+			rep.resp, rep.err = c.send()
+			rep.class = c.classify(rep.resp, rep.err)
+		} else {
+			rep, first = *first, nil
 		}
 		resp, err, class := rep.resp, rep.err, rep.class
 		c.read(&rep)

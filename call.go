@@ -166,9 +166,11 @@ func (c *call) run() (*http.Response, error) {
 }
 
 // runSent is run of a call whose first attempt Transport.sendUnhelped
-// sent, as admitLearnedAlone would have let it go, and answered with
-// first: the loop goes on from the reading of that answer.
-func (c *call) runSent(first *reply, sent int64) (*http.Response, error) {
+// sent, as admitLearnedAlone would have let it go, the transport's sent-th,
+// and answered with first, which policy p classified: the loop goes on
+// from the reading of that answer, under p.
+func (c *call) runSent(first *reply, sent int64, p *RetryPolicy) (*http.Response, error) {
+	c.policy, c.own = p, p.TotalWaitCap
 	c.replayable, c.learns, c.attempts, c.sent = true, c.t.learned != nil, 1, sent
 	return c.attemptLoop(first)
 }

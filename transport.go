@@ -280,8 +280,7 @@ func (t *Transport) sendUnhelped(req *http.Request) (*http.Response, error) {
 	}
 	var c call
 	c.init(t, req, nil)
-	c.policy, c.own = p, p.TotalWaitCap // the policy that classified the answer
-	resp, err = c.runSent(&first, sent)
+	resp, err = c.runSent(&first, sent, p)
 	c.end(resp, err)
 	return resp, err
 }

@@ -3,7 +3,6 @@ package redis
 import (
 	"encoding/json"
 	"errors"
-	flags "flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -25,31 +24,13 @@ import (
 // The fleet tests run each replica as its own OS process: this test
 // binary, started again with RATEWISE_FLEET_WORKER set, runs fleetWorker
 // instead of the tests and prints what it did as JSON.
-//
-// The tests that call t.Parallel (the fleets' and the cluster's) spend
-// their seconds waiting in real time, on their processes' starts, a pause,
-// a cooldown, and on the CPU little, each with a Redis of its own; what
-// they hold are counts and a rate over seconds. They run all at once,
-// -parallel being realTimeParallel here rather than GOMAXPROCS unless
-// given. The tests that press the CPU, or hold a bound a busy CPU could
-// stretch (a store's Timeout of 200 ms that must not pass, an outage
-// counted once), run alone before them.
+
 func TestMain(m *testing.M) {
 	if os.Getenv("RATEWISE_FLEET_WORKER") != "" {
 		os.Exit(fleetWorker())
 	}
-	flags.Parse()
-	parallelGiven := false
-	flags.Visit(func(f *flags.Flag) { parallelGiven = parallelGiven || f.Name == "test.parallel" })
-	if !parallelGiven {
-		_ = flags.Set("test.parallel", strconv.Itoa(realTimeParallel))
-	}
 	goleak.VerifyTestMain(m)
 }
-
-// realTimeParallel is how many of the parallel tests below run at once:
-// all of them.
-const realTimeParallel = 8
 
 // workerReport is what a worker prints.
 type workerReport struct {
@@ -235,7 +216,6 @@ func startWorker(t *testing.T, redisAddr, url string, w worker) func() workerRep
 // or by WithStore with a breaker, whose calls ask Redis once), send 20
 // requests a second together, within 5%, refused only in the first second.
 func TestFleetOfThreeProcessesHoldsOneLimit(t *testing.T) {
-	t.Parallel()
 	for _, mode := range []string{"limit", "store"} {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel() // each mode has its Redis, its server and its processes
@@ -282,7 +262,6 @@ func fleetHoldsOneLimit(t *testing.T, mode string) {
 }
 
 func TestFleetPausesTogether(t *testing.T) {
-	t.Parallel()
 	srv := redistest.Start(t)
 	api := startFleetServer(t)
 	start := time.Now().Add(time.Second)
@@ -337,6 +316,9 @@ func TestFleetPausesTogether(t *testing.T) {
 	t.Logf("a's pause was shared %v after the server's 429", known.Sub(refusedAt).Round(time.Millisecond))
 }
 
+// TestFleetSharesABreakerAcrossRestarts spends most of its time waiting
+// out the 4 s cooldown, and holds states (open, then closed by the probe),
+// not a time or a rate: it runs in parallel, beside the cluster's test.
 func TestFleetSharesABreakerAcrossRestarts(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)

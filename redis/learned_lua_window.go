@@ -5,11 +5,14 @@ package redis
 // learnLuaWindow is becomeWindowed and windowRefused.
 const learnLuaWindow = `
   local function becomeWindowed(opens)
+    s.held = 0
     if opens == 0 or opens <= now then
       opens = now + WPROBE_START
+    else
+      s.held = opens - now
     end
     s.mode = WINDOWED
-    s.opens, s.prb, s.held = opens, WPROBE_START, opens - now
+    s.opens, s.prb = opens, WPROBE_START
     s.quota, s.conf, s.fore, s.per, s.opat, s.aseq = 0, 0, 0, 0, 0, 0
     if s.ppaced == 0 then
       s.quota = s.pfirst
@@ -47,7 +50,10 @@ const learnLuaWindow = `
       used = seq - s.wseq - 1
     end
     if used < 2 or used * 4 < s.quota * 3 then
-      local held = math.max(s.held, s.per)
+      local held = s.held
+      if held <= 0 then
+        held = s.per
+      end
       local quota = s.quota
       if quota >= 2 and held >= MIN_SAMPLE then
         local low = (quota - 1) / held

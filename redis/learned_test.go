@@ -196,3 +196,57 @@ func answerDiff(got, want store.LearnAnswer, now time.Time) string {
 	}
 	return ""
 }
+
+// A window the fleet left unused for two minutes, then a turn that gave
+// less than its quota: the script, as the reference, paces the key at
+// what the last window gave over the hint that held it (the case of
+// learn's TestSharedSlidingSeedIsNotSlowedByAnIdleTurn, which the random
+// draws above do not reach).
+func TestLearnScriptSeedsASlidingWindowFromItsHint(t *testing.T) {
+	srv := redistest.Start(t)
+	client := srv.Client()
+	defer client.Close()
+	s := New(client, Options{})
+	start := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	var ref learn.Shared
+	const hint = 10 * time.Second
+	ask := func(now time.Time, a store.LearnAsk) store.LearnAnswer {
+		t.Helper()
+		want := ref.Learn(now, &a)
+		got, err := s.learnAt(context.Background(), "idle-window", &a, now.Sub(start).Seconds()+60)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := answerDiff(got, want, now); diff != "" {
+			t.Fatalf("at %v, ask %+v: %s\nscript:    %+v\nreference: %+v", now.Sub(start), a, diff, got, want)
+		}
+		return got
+	}
+	take := store.LearnAsk{Take: true, MaxWait: time.Minute}
+	// turns takes n turns at now, each let through, and one more the
+	// server refuses with the hint.
+	turns := func(now time.Time, n int) store.LearnAnswer {
+		t.Helper()
+		for i := range n + 1 {
+			a := ask(now, take)
+			if !a.Took {
+				t.Fatalf("turn %d at %v: %+v, want it taken", i+1, now.Sub(start), a)
+			}
+			if i == n {
+				return ask(now, store.LearnAsk{Outcomes: []store.Outcome{{Seq: a.Seq, Kind: store.Refused, Hint: hint}}})
+			}
+			ask(now, store.LearnAsk{Outcomes: []store.Outcome{{Seq: a.Seq, Kind: store.Passed}}})
+		}
+		panic("unreachable")
+	}
+	ask(start, store.LearnAsk{Outcomes: []store.Outcome{{Kind: store.Refused, Hint: hint, Passed: 30}}})
+	opens := start.Add(hint)
+	a := ask(opens, take)
+	ask(opens, store.LearnAsk{Outcomes: []store.Outcome{{Seq: a.Seq, Kind: store.Passed}}})
+	later := opens.Add(2 * time.Minute)
+	turns(later, 28)
+	a = turns(later.Add(hint), 2)
+	if low := 28 / 10.0; a.State.Windowed || math.Abs(a.State.Rate-low) > 1e-6 {
+		t.Errorf("once no window: %+v, want paced at %.3f/s, 29 over the 10s hint", a.State, low)
+	}
+}

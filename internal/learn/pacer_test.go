@@ -188,3 +188,41 @@ func TestSetTraceSeesDecisions(t *testing.T) {
 		t.Errorf("the trace saw %q, want the refusal's decrease", lines)
 	}
 }
+
+// A window the key left unused for a while (its demand fell, or a breaker
+// held it) and then a turn that gave less than its quota: the key is no
+// window, and paces at what the last window gave over the hint that held
+// it, not over the time the key left it unused, a pace far below the
+// server's that it would keep.
+func TestAdaptiveSlidingSeedIsNotSlowedByAnIdleTurn(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	hinted := Answer{Refused: true, Remaining: -1, Hint: 10 * time.Second}
+	a := New(0, math.Inf(1), time.Time{})
+	// sendN sends n requests from now, each let through, then one the
+	// server refuses with a hint of 10s, and returns when that was.
+	sendN := func(now time.Time, n int) time.Time {
+		var seq uint64
+		for range n {
+			seq, now = sendAt(t, a, now)
+			a.Outcome(seq, succeeded, now)
+		}
+		seq, now = sendAt(t, a, now)
+		a.Outcome(seq, hinted, now)
+		return now
+	}
+	now := sendN(t0, 30) // the first window: 30, then held 10s
+	if a.WindowHeldUntil().IsZero() {
+		t.Fatal("a refusal with a hint of 10s did not hold the key as a window's")
+	}
+	// The window turns: one request, then nothing for two minutes, then
+	// the rest of the quota and its refusal.
+	seq, now := sendAt(t, a, now)
+	a.Outcome(seq, succeeded, now)
+	now = sendN(now.Add(2*time.Minute), 28)
+	// The next turn gives 2: a sliding window, whose last turn gave 29
+	// and held the key 10s.
+	now = sendN(now, 2)
+	if got, low := a.rate(now), 28/10.0; math.Abs(got-low) > 1e-9 {
+		t.Errorf("pace once no window = %.3f/s, want %.3f/s: 29 over the 10s the hint held the key, not over the 2m the key left the turn unused", got, low)
+	}
+}

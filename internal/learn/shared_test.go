@@ -294,3 +294,41 @@ func TestSharedNewWindowsCountIsItsOwn(t *testing.T) {
 		t.Errorf("after the refill's refusal: %+v, want no turn until the window's reset, %v on", a, turn.Add(time.Second).Sub(at))
 	}
 }
+
+// A fleet's window it left unused for a while, then a turn that gave less
+// than its quota: the key is paced at what the last window gave over the
+// hint that held it, as a Pacer is (TestAdaptiveSlidingSeedIsNotSlowedByAnIdleTurn).
+func TestSharedSlidingSeedIsNotSlowedByAnIdleTurn(t *testing.T) {
+	var s Shared
+	const hint = 10 * time.Second
+	tell(&s, sharedT0, store.Outcome{Kind: store.Refused, Hint: hint, Passed: 30})
+	// turns takes n turns at now, each let through, and one more the
+	// server refuses with a hint of 10s.
+	turns := func(now time.Time, n int) store.LearnAnswer {
+		for i := range n + 1 {
+			a := takeAt(&s, now, time.Minute)
+			if !a.Took || a.Wait != 0 {
+				t.Fatalf("turn %d at %v: %+v, want it taken now", i+1, now.Sub(sharedT0), a)
+			}
+			if i == n {
+				return tell(&s, now, refusal(a.Seq, hint))
+			}
+			tell(&s, now, store.Outcome{Seq: a.Seq, Kind: store.Passed})
+		}
+		panic("unreachable")
+	}
+	// The window turns: one turn, then nothing for two minutes, then the
+	// rest of the quota and its refusal.
+	opens := sharedT0.Add(hint)
+	a := takeAt(&s, opens, time.Minute)
+	tell(&s, opens, store.Outcome{Seq: a.Seq, Kind: store.Passed})
+	later := opens.Add(2 * time.Minute)
+	if a := turns(later, 28); a.State.Quota != 29 {
+		t.Fatalf("the window's refusal: %+v, want a quota of 29", a.State)
+	}
+	// The next turn gives 2: a sliding window.
+	a = turns(later.Add(hint), 2)
+	if got, low := a.State.Rate, 28/10.0; a.State.Windowed || math.Abs(got-low) > 1e-9 {
+		t.Errorf("once no window: %+v, want paced at %.3f/s: 29 over the 10s the hint held the key, not over the 2m the fleet left the turn unused", a.State, low)
+	}
+}

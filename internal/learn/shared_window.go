@@ -10,11 +10,14 @@ import (
 
 // becomeWindowed starts holding the key until opens, as a window's.
 func (s *Shared) becomeWindowed(opens, now time.Time) {
+	s.held = 0 // how long the hint holds the key; none without one
 	if opens.IsZero() || !opens.After(now) {
 		opens = now.Add(windowProbeStart)
+	} else {
+		s.held = opens.Sub(now)
 	}
 	s.mode = sharedWindowed
-	s.opens, s.probe, s.held = opens, windowProbeStart, opens.Sub(now)
+	s.opens, s.probe = opens, windowProbeStart
 	s.quota, s.confirmed, s.foretold, s.period, s.openedAt, s.askSeq = 0, false, false, 0, time.Time{}, 0
 	if s.passedPaced == 0 {
 		// Nothing paced has passed yet: the window that ran out is the
@@ -67,7 +70,7 @@ func (s *Shared) windowRefused(seq uint64, sibling bool, target time.Time, top f
 		used = int(seq - s.winSeq - 1)
 	}
 	if used < 2 || used*4 < s.quota*3 {
-		held := max(s.held, s.period)
+		held := s.seedSpan()
 		quota := s.quota
 		if quota >= 2 && held >= adaptiveMinSample {
 			// What the last window gave, over how long it held the key:

@@ -68,7 +68,8 @@ type windowTurns struct {
 	period   time.Duration
 	foretold bool
 	// held is how long the last hint held the key: a window's length,
-	// about, when its refusal came as its quota ran out.
+	// about, when its refusal came as its quota ran out; zero while no
+	// refusal of the window said when to come back.
 	held time.Duration
 }
 
@@ -85,6 +86,19 @@ func (w *windowTurns) closeAt(target, now time.Time) {
 		w.probe = windowProbeStart
 		w.opens = now.Add(w.probe)
 	}
+}
+
+// seedSpan is how long the last window held the key, over which what it
+// gave measures a sliding window's rate once the key learns it is no
+// window: the last hint, when there was one, else the period. The hint is
+// the server's word; a period counts the time the key left a turn unused
+// (idle, or held by a breaker), and a pace measured over that would stay
+// far below the server's for good.
+func (w *windowTurns) seedSpan() time.Duration {
+	if w.held > 0 {
+		return w.held
+	}
+	return w.period
 }
 
 // windowRefused takes in a refusal of a windowed key, with p.mu held;
@@ -127,7 +141,7 @@ func (p *Pacer) windowRefused(target, now time.Time) bool {
 	// whose turns give what the last one left.
 	if w.used < 2 || w.used*4 < w.quota*3 {
 		p.win = nil
-		if held := max(w.held, w.period); w.quota >= 2 && held >= adaptiveMinSample {
+		if held := w.seedSpan(); w.quota >= 2 && held >= adaptiveMinSample {
 			// What the last window gave, over how long it was held: the
 			// long-run rate of a sliding window, which the pace starts from.
 			p.seedQuota, p.seedSpan = w.quota, held
@@ -143,13 +157,16 @@ func (p *Pacer) windowRefused(target, now time.Time) bool {
 // becomeWindowed starts holding the key until opens, as a window's, with
 // p.mu held.
 func (p *Pacer) becomeWindowed(opens, now time.Time) {
+	var held time.Duration // how long the hint holds the key; none without one
 	if opens.IsZero() || !opens.After(now) {
 		opens = now.Add(windowProbeStart)
+	} else {
+		held = opens.Sub(now)
 	}
 	if p.trace != nil {
 		p.trace("%v windowed: opens in %v", now.Sub(p.firstSend).Round(time.Millisecond), opens.Sub(now))
 	}
-	p.win = &learnedWindow{windowTurns: windowTurns{opens: opens, probe: windowProbeStart, held: opens.Sub(now)}}
+	p.win = &learnedWindow{windowTurns: windowTurns{opens: opens, probe: windowProbeStart, held: held}}
 	switch {
 	case p.successes > 0:
 	case p.untrackedOK > 0:

@@ -29,9 +29,11 @@ local F = {'mode', 'seq', 'tat', 'last', 'slack', 'prob', 'from', 'to', 'hold', 
   'cut', 'empty', 'eseq', 'sref', 'lhint', 'dry', 'dryf', 'dryt', 'notw', 'opens', 'quota', 'conf', 'fore',
   'wseq', 'opat', 'per', 'prb', 'held', 'aseq', 'auntil', 'bunt', 'bhold', 'pfirst', 'ppaced',
   'cnt', 'crem', 'clim', 'cseq', 'cat', 'creset', 'crst', 'crefl', 'cnob', 'cretry', 'cearly', 'ccut', 'copen',
-  'creask', 'cper', 'cask', 'caskt', 'crefu', 'csat', 'csseq', 'csrefu', 'csrem'}
+  'creask', 'cper', 'cask', 'caskt', 'crefu', 'csat', 'csseq', 'csrefu', 'csrem', 'cnat', 'cnseq', 'cnrefu', 'cnrem',
+  'rcnt'}
 local CF = {'cnt', 'crem', 'clim', 'cseq', 'cat', 'creset', 'crst', 'crefl', 'cnob', 'cretry', 'cearly', 'ccut',
-  'copen', 'creask', 'cper', 'cask', 'caskt', 'crefu', 'csat', 'csseq', 'csrefu', 'csrem'}
+  'copen', 'creask', 'cper', 'cask', 'caskt', 'crefu', 'csat', 'csseq', 'csrefu', 'csrem', 'cnat', 'cnseq', 'cnrefu',
+  'cnrem'}
 local UNPACED, PACED, WINDOWED, BLIND = 0, 1, 2, 3
 local REFUSED, PASSED, BLINDV, RATED, UNDECIDED, UNPACEDV, ANSWERED = 1, 2, 3, 4, 5, 6, 7
 local EARLY_STEP, EARLY_MAX, SETTLE, MAX_REASK, SAMPLE_SPAN = 0.05, 0.2, 0.01, 60, 4
@@ -97,6 +99,7 @@ const learnLuaTail = `
       end
     elseif kind == REFUSED then
       passedBefore(x.passed)
+      s.rcnt = explained and 1 or 0
       if explained then
         if seq ~= 0 and seq == s.aseq then
           s.aseq = 0
@@ -234,7 +237,11 @@ const learnLuaTail = `
   elseif s.mode == BLIND then
     blind = 1
   end
-  return {paced, a.took, string.format('%.17g', a.wait), a.seq, string.format('%.17g', a.rate), a.tell, s.notw,
+  local overstate = 0
+  if s.notw == 1 or (s.cnt == 1 and s.rcnt == 1) then
+    overstate = 1
+  end
+  return {paced, a.took, string.format('%.17g', a.wait), a.seq, string.format('%.17g', a.rate), a.tell, overstate,
     windowed, quota, string.format('%.17g', held), blind, string.format('%.17g', ratenow), s.cnt}
 end
 `

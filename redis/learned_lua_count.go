@@ -61,13 +61,13 @@ const learnLuaCount = `
     if (not refusedNow) and resetPassed and x.reset > 0 and now + x.reset - s.creset >= 1 and x.rem * 2 < x.limit then
       s.crefl, s.cnob, s.cearly = 1, 0, 0
       s.cper = math.floor(now + x.reset - s.creset + 0.5)
-      s.csat = 0
+      s.csat, s.cnat = 0, 0
     end
     if remaining > s.crem and s.crefl == 0 then
       if s.creset == 0 or now < s.creset then
         s.crefl = 1
       else
-        s.creset, s.cearly, s.cretry, s.csat = 0, 0, 0, 0
+        s.creset, s.cearly, s.cretry, s.csat, s.cnat = 0, 0, 0, 0, 0
         if s.ccut == 1 then
           s.copen = now
         end
@@ -75,8 +75,12 @@ const learnLuaCount = `
     end
     if s.csat == 0 then
       s.csat, s.csseq, s.csrefu, s.csrem = now, math.max(s.cseq, x.seq), s.crefu, remaining
-    elseif now - s.csat >= SAMPLE_SPAN then
-      s.csat, s.csseq, s.csrefu, s.csrem = s.cat, s.cseq, s.crefu, s.crem
+      s.cnat, s.cnseq, s.cnrefu, s.cnrem = 0, 0, 0, 0
+    elseif now - s.csat >= SAMPLE_SPAN and s.cnat ~= 0 then
+      s.csat, s.csseq, s.csrefu, s.csrem = s.cnat, s.cnseq, s.cnrefu, s.cnrem
+      s.cnat, s.cnseq, s.cnrefu, s.cnrem = s.cat, s.cseq, s.crefu, s.crem
+    elseif now - s.csat >= SAMPLE_SPAN / 2 and s.cnat == 0 then
+      s.cnat, s.cnseq, s.cnrefu, s.cnrem = s.cat, s.cseq, s.crefu, s.crem
     end
     s.cseq = math.max(s.cseq, x.seq)
     if x.seq == 0 then

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ratewise/ratewise/internal/learn"
+	"github.com/ratewise/ratewise/internal/learn/learntest"
 	"github.com/ratewise/ratewise/redis/redistest"
 	"github.com/ratewise/ratewise/store"
 )
@@ -203,25 +204,9 @@ func answerDiff(got, want store.LearnAnswer, now time.Time) string {
 // learn's TestSharedSlidingSeedIsNotSlowedByAnIdleTurn, which the random
 // draws above do not reach).
 func TestLearnScriptSeedsASlidingWindowFromItsHint(t *testing.T) {
-	srv := redistest.Start(t)
-	client := srv.Client()
-	defer client.Close()
-	s := New(client, Options{})
 	start := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
-	var ref learn.Shared
+	ask := mirrored(t, start)
 	const hint = 10 * time.Second
-	ask := func(now time.Time, a store.LearnAsk) store.LearnAnswer {
-		t.Helper()
-		want := ref.Learn(now, &a)
-		got, err := s.learnAt(context.Background(), "idle-window", &a, now.Sub(start).Seconds()+60)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if diff := answerDiff(got, want, now); diff != "" {
-			t.Fatalf("at %v, ask %+v: %s\nscript:    %+v\nreference: %+v", now.Sub(start), a, diff, got, want)
-		}
-		return got
-	}
 	take := store.LearnAsk{Take: true, MaxWait: time.Minute}
 	// turns takes n turns at now, each let through, and one more the
 	// server refuses with the hint.
@@ -248,5 +233,69 @@ func TestLearnScriptSeedsASlidingWindowFromItsHint(t *testing.T) {
 	a = turns(later.Add(hint), 2)
 	if low := 28 / 10.0; a.State.Windowed || math.Abs(a.State.Rate-low) > 1e-6 {
 		t.Errorf("once no window: %+v, want paced at %.3f/s, 29 over the 10s hint", a.State, low)
+	}
+}
+
+// mirrored returns a function that asks the script and the reference
+// (learn.Shared) the same of one key at now, fails the test where their
+// answers differ, and returns the script's. Times are sent as seconds
+// since a minute before start.
+func mirrored(t *testing.T, start time.Time) func(now time.Time, a store.LearnAsk) store.LearnAnswer {
+	srv := redistest.Start(t)
+	client := srv.Client()
+	t.Cleanup(func() { client.Close() })
+	s := New(client, Options{})
+	var ref learn.Shared
+	return func(now time.Time, a store.LearnAsk) store.LearnAnswer {
+		t.Helper()
+		want := ref.Learn(now, &a)
+		got, err := s.learnAt(context.Background(), "mirrored", &a, now.Sub(start).Seconds()+60)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := answerDiff(got, want, now); diff != "" {
+			t.Fatalf("at %v, ask %+v: %s\nscript:    %+v\nreference: %+v", now.Sub(start), a, diff, got, want)
+		}
+		return got
+	}
+}
+
+// A fleet paced by the counts of a sliding-window counter that says none
+// is left while it lets 50 a second through: the script, as the
+// reference, keeps measuring the refill when the count it measures from
+// is replaced, and no turn is refused past the first seconds (the case
+// of learn's TestSharedCountRefillSurvivesItsSampleReplaced).
+func TestLearnScriptKeepsACountsRefillMeasured(t *testing.T) {
+	start := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	ask := mirrored(t, start)
+	server := learntest.SlidingCounter{Limit: 50}
+	refused, passed, stray := 0, 0, false
+	for now := start; now.Before(start.Add(20 * time.Second)); {
+		a := ask(now, store.LearnAsk{Take: true, MaxWait: time.Minute})
+		if a.Paced && !a.Took {
+			// Asked again a little past the wait: at its very end, the
+			// credit the script computes in float seconds and the
+			// reference in nanoseconds round either side of a turn.
+			now = now.Add(a.Wait + 100*time.Microsecond)
+			continue
+		}
+		o := server.Answer(a.Seq, now)
+		if !stray && now.After(start.Add(1500*time.Millisecond)) {
+			// One turn another client took: refused beyond the count, it
+			// shows limit/reset no refill to count on, and the refill is
+			// what the counts measure from then on.
+			stray = true
+			o.Kind, o.Remaining, o.Hint = store.Refused, 0, time.Second
+		}
+		switch {
+		case o.Kind != store.Refused:
+			passed++
+		case now.After(start.Add(3 * time.Second)):
+			refused++
+		}
+		ask(now, store.LearnAsk{Outcomes: []store.Outcome{o}})
+	}
+	if refused > 0 || passed < 19*50 {
+		t.Errorf("%d turns passed in 20s, %d refused after the first 3s: want 950 at least, and none refused", passed, refused)
 	}
 }

@@ -39,15 +39,23 @@ type sharedCount struct {
 	// out of date, holding the others until askUntil.
 	askSeq   uint64
 	askUntil time.Time
-	// refusals counts the refusals told with a count; an earlier count
-	// of this window, at sampleAt, of turn sampleSeq with sampleRefusals
-	// of them and sampleRemaining left, is what the refill is measured
-	// over: the turns since, less those refused, passed.
-	refusals        int64
-	sampleAt        time.Time
-	sampleSeq       uint64
-	sampleRefusals  int64
-	sampleRemaining int
+	// refusals counts the refusals told with a count; sample, an earlier
+	// count of this window, is what the refill is measured over: the
+	// turns since, less those refused, passed. newer is a count half a
+	// countSampleSpan younger, which replaces it once it is that old, so
+	// that the measure always spans half of one at least (a Pacer keeps
+	// countSamples).
+	refusals      int64
+	sample, newer turnSample
+}
+
+// turnSample is a fleet's count the refill is measured from: taken at at, by
+// turn seq, with refusals told so far and remaining left.
+type turnSample struct {
+	at        time.Time
+	seq       uint64
+	refusals  int64
+	remaining int
 }
 
 // countSampleSpan is how old the count the refill is measured from grows
@@ -100,7 +108,7 @@ func (s *Shared) counted(o store.Outcome, now time.Time) (explained bool) {
 		// by bit, its limit a period.
 		c.refills, c.noBound, c.early = true, false, 0
 		c.period = now.Add(o.Reset).Sub(c.resetAt).Round(time.Second)
-		c.sampleAt = time.Time{}
+		c.sample, c.newer = turnSample{}, turnSample{}
 	}
 	if grew := remaining > c.remaining; grew && !c.refills {
 		if c.resetAt.IsZero() || now.Before(c.resetAt) {
@@ -108,17 +116,21 @@ func (s *Shared) counted(o store.Outcome, now time.Time) (explained bool) {
 		} else {
 			// A window turned: the next reset is another instant, and
 			// what came back at once is no refill to measure.
-			c.resetAt, c.early, c.retryAt, c.sampleAt = time.Time{}, 0, time.Time{}, time.Time{}
+			c.resetAt, c.early, c.retryAt = time.Time{}, 0, time.Time{}
+			c.sample, c.newer = turnSample{}, turnSample{}
 			if c.cut {
 				c.opened = now
 			}
 		}
 	}
-	switch {
-	case c.sampleAt.IsZero():
-		c.sampleAt, c.sampleSeq, c.sampleRefusals, c.sampleRemaining = now, max(c.cseq, o.Seq), c.refusals, remaining
-	case now.Sub(c.sampleAt) >= countSampleSpan:
-		c.sampleAt, c.sampleSeq, c.sampleRefusals, c.sampleRemaining = c.at, c.cseq, c.refusals, c.remaining
+	last := turnSample{at: c.at, seq: c.cseq, refusals: c.refusals, remaining: c.remaining}
+	switch age := now.Sub(c.sample.at); {
+	case c.sample.at.IsZero():
+		c.sample, c.newer = turnSample{at: now, seq: max(c.cseq, o.Seq), refusals: c.refusals, remaining: remaining}, turnSample{}
+	case age >= countSampleSpan && !c.newer.at.IsZero():
+		c.sample, c.newer = c.newer, last
+	case age >= countSampleSpan/2 && c.newer.at.IsZero():
+		c.newer = last
 	}
 	c.cseq = max(c.cseq, o.Seq)
 	if o.Seq == 0 {
@@ -156,9 +168,9 @@ func (c *sharedCount) refill() float64 {
 	case c.limit > c.remaining && c.reset > 0:
 		r = float64(c.limit-c.remaining) / c.reset.Seconds()
 	}
-	if span := c.at.Sub(c.sampleAt).Seconds(); !c.sampleAt.IsZero() && span >= adaptiveMinSample.Seconds() {
-		passed := float64(c.cseq) - float64(c.sampleSeq) - float64(c.refusals-c.sampleRefusals)
-		measured := (passed + float64(c.remaining-c.sampleRemaining) - 1) / span
+	if span := c.at.Sub(c.sample.at).Seconds(); !c.sample.at.IsZero() && span >= adaptiveMinSample.Seconds() {
+		passed := float64(c.cseq) - float64(c.sample.seq) - float64(c.refusals-c.sample.refusals)
+		measured := (passed + float64(c.remaining-c.sample.remaining) - 1) / span
 		r = math.Max(r, measured)
 	}
 	return math.Min(r, 1e6)

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ratewise/ratewise/internal/learn/learntest"
 	"github.com/ratewise/ratewise/store"
 )
 
@@ -330,5 +331,61 @@ func TestSharedSlidingSeedIsNotSlowedByAnIdleTurn(t *testing.T) {
 	a = turns(later.Add(hint), 2)
 	if got, low := a.State.Rate, 28/10.0; a.State.Windowed || math.Abs(got-low) > 1e-9 {
 		t.Errorf("once no window: %+v, want paced at %.3f/s: 29 over the 10s the hint held the key, not over the 2m the fleet left the turn unused", a.State, low)
+	}
+}
+
+// A fleet paced by the counts of a sliding-window counter (as go-chi's
+// httprate keeps one), which says none is left while it lets 50 a second through: the refill the counts
+// measure keeps the turns at the server's rate, and when the count the
+// measure spans from is replaced, the next measure spans long enough
+// too. (Replaced by the last count, 20ms old, it measured nothing: a turn
+// went at once, was refused, and its hint of the whole window held the
+// key a second, every 4 seconds.)
+func TestSharedCountRefillSurvivesItsSampleReplaced(t *testing.T) {
+	var s Shared
+	const limit = 50
+	server := learntest.SlidingCounter{Limit: limit}
+	now := sharedT0
+	answer := func(seq uint64) store.Outcome { return server.Answer(seq, now) }
+	refused, passed := 0, 0
+	var told []store.Outcome // told with the next turn asked for, as a transport does
+	for now.Before(sharedT0.Add(20 * time.Second)) {
+		a := s.Learn(now, &store.LearnAsk{Take: true, MaxWait: time.Minute, Outcomes: told})
+		told = nil
+		if a.Paced && !a.Took {
+			now = now.Add(a.Wait)
+			continue
+		}
+		o := answer(a.Seq)
+		switch {
+		case o.Kind != store.Refused:
+			passed++
+		case now.After(sharedT0.Add(3 * time.Second)):
+			refused++
+		}
+		told = append(told, o)
+	}
+	if refused > 0 {
+		t.Errorf("%d turns refused after the first 3s (%d passed), want none: the count's refill kept", refused, passed)
+	}
+	if want := 19 * limit; passed < want {
+		t.Errorf("%d turns passed in 20s, want %d at least: the server's 50 a second", passed, want)
+	}
+}
+
+// A refusal the fleet's count explains (it said none was left) pauses no
+// one for its hint, as a Pacer's does not (HintPausesKey): the count says
+// when turns may go. One the count does not explain may.
+func TestSharedCountedRefusalsHintPausesNoOne(t *testing.T) {
+	var s Shared
+	counted := store.Outcome{Kind: store.Answered, Counted: true, Remaining: 5, Limit: 10, Reset: time.Second}
+	tell(&s, sharedT0, counted)
+	a := tell(&s, sharedT0, store.Outcome{Kind: store.Refused, Hint: 10 * time.Second, Counted: true, Remaining: 3, Limit: 10, Reset: time.Second})
+	if a.HintsOverstate {
+		t.Errorf("a refusal with 3 left by its count: %+v, want its hint to pause the key", a)
+	}
+	a = tell(&s, sharedT0, store.Outcome{Kind: store.Refused, Hint: 10 * time.Second, Counted: true, Remaining: 0, Limit: 10, Reset: time.Second})
+	if !a.HintsOverstate {
+		t.Errorf("a refusal with none left by its count: %+v, want its hint to pause no one", a)
 	}
 }

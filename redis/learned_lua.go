@@ -29,8 +29,7 @@ local F = {'mode', 'seq', 'tat', 'last', 'slack', 'prob', 'from', 'to', 'hold', 
   'cut', 'empty', 'eseq', 'sref', 'lhint', 'dry', 'dryf', 'dryt', 'notw', 'opens', 'quota', 'conf', 'fore',
   'wseq', 'opat', 'per', 'prb', 'held', 'aseq', 'auntil', 'bunt', 'bhold', 'pfirst', 'ppaced',
   'cnt', 'crem', 'clim', 'cseq', 'cat', 'creset', 'crst', 'crefl', 'cnob', 'cretry', 'cearly', 'ccut', 'copen',
-  'creask', 'cper', 'cask', 'caskt', 'crefu', 'csat', 'csseq', 'csrefu', 'csrem', 'cnat', 'cnseq', 'cnrefu', 'cnrem',
-  'rcnt'}
+  'creask', 'cper', 'cask', 'caskt', 'crefu', 'csat', 'csseq', 'csrefu', 'csrem', 'cnat', 'cnseq', 'cnrefu', 'cnrem'}
 local CF = {'cnt', 'crem', 'clim', 'cseq', 'cat', 'creset', 'crst', 'crefl', 'cnob', 'cretry', 'cearly', 'ccut',
   'copen', 'creask', 'cper', 'cask', 'caskt', 'crefu', 'csat', 'csseq', 'csrefu', 'csrem', 'cnat', 'cnseq', 'cnrefu',
   'cnrem'}
@@ -99,7 +98,6 @@ const learnLuaTail = `
       end
     elseif kind == REFUSED then
       passedBefore(x.passed)
-      s.rcnt = explained and 1 or 0
       if explained then
         if seq ~= 0 and seq == s.aseq then
           s.aseq = 0
@@ -237,11 +235,7 @@ const learnLuaTail = `
   elseif s.mode == BLIND then
     blind = 1
   end
-  local overstate = 0
-  if s.notw == 1 or (s.cnt == 1 and s.rcnt == 1) then
-    overstate = 1
-  end
-  return {paced, a.took, string.format('%.17g', a.wait), a.seq, string.format('%.17g', a.rate), a.tell, overstate,
+  return {paced, a.took, string.format('%.17g', a.wait), a.seq, string.format('%.17g', a.rate), a.tell, s.notw,
     windowed, quota, string.format('%.17g', held), blind, string.format('%.17g', ratenow), s.cnt}
 end
 `

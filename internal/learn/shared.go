@@ -113,10 +113,8 @@ type Shared struct {
 	blindHold Hold
 
 	// count is the last count of the server's quota an answer carried
-	// (see shared_count.go); refusalCounted is set when it explained the
-	// last refusal: it said nothing was left.
-	count          sharedCount
-	refusalCounted bool
+	// (see shared_count.go).
+	count sharedCount
 }
 
 // Learn takes in ask's outcomes, then, when ask.Take is set, takes the
@@ -137,10 +135,7 @@ func (s *Shared) Learn(now time.Time, ask *store.LearnAsk) store.LearnAnswer {
 		s.take(&a, ask.MaxWait, top, now)
 	}
 	a.Paced = s.mode == sharedPaced || s.mode == sharedWindowed || s.count.counted && s.mode != sharedBlind
-	// As a Pacer's (HintPausesKey): a long hint pauses no one once the
-	// hints proved to overstate, nor when the count explained the
-	// refusal: the count says when turns may go.
-	a.HintsOverstate = s.notWindowed || s.count.counted && s.refusalCounted
+	a.HintsOverstate = s.notWindowed
 	a.State = s.state(top, now)
 	a.State.Counted = s.count.counted
 	return a

@@ -22,7 +22,6 @@ func (s *Shared) outcome(o store.Outcome, top float64, now time.Time) {
 		}
 	case store.Refused:
 		s.passedBefore(o.Passed)
-		s.refusalCounted = explained
 		if explained {
 			// The count said nothing was left: the count, not a pace,
 			// answers it.

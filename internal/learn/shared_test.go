@@ -372,20 +372,3 @@ func TestSharedCountRefillSurvivesItsSampleReplaced(t *testing.T) {
 		t.Errorf("%d turns passed in 20s, want %d at least: the server's 50 a second", passed, want)
 	}
 }
-
-// A refusal the fleet's count explains (it said none was left) pauses no
-// one for its hint, as a Pacer's does not (HintPausesKey): the count says
-// when turns may go. One the count does not explain may.
-func TestSharedCountedRefusalsHintPausesNoOne(t *testing.T) {
-	var s Shared
-	counted := store.Outcome{Kind: store.Answered, Counted: true, Remaining: 5, Limit: 10, Reset: time.Second}
-	tell(&s, sharedT0, counted)
-	a := tell(&s, sharedT0, store.Outcome{Kind: store.Refused, Hint: 10 * time.Second, Counted: true, Remaining: 3, Limit: 10, Reset: time.Second})
-	if a.HintsOverstate {
-		t.Errorf("a refusal with 3 left by its count: %+v, want its hint to pause the key", a)
-	}
-	a = tell(&s, sharedT0, store.Outcome{Kind: store.Refused, Hint: 10 * time.Second, Counted: true, Remaining: 0, Limit: 10, Reset: time.Second})
-	if !a.HintsOverstate {
-		t.Errorf("a refusal with none left by its count: %+v, want its hint to pause no one", a)
-	}
-}

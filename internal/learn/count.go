@@ -205,6 +205,9 @@ func (r *countReset) refusedAtReset(explained, resetDue bool, hint time.Duration
 	return resetPassed, pastReset, earlyAsk
 }
 
+// countSample is an earlier count the refill is measured from, a
+// Pacer's or a fleet's: taken at at, when the key had consumed so much of
+// the quota, with remaining left.
 type countSample struct {
 	at        time.Time
 	consumed  int64

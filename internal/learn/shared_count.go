@@ -41,22 +41,18 @@ type sharedCount struct {
 	askUntil time.Time
 	// refusals counts the refusals told with a count; sample, an earlier
 	// count of this window, is what the refill is measured over: the
-	// turns since, less those refused, passed. newer is a count half a
+	// turns since, less those refused, passed (consumed, as a Pacer's
+	// count keeps it: turns less refusals). newer is a count half a
 	// countSampleSpan younger, which replaces it once it is that old, so
 	// that the measure always spans half of one at least (a Pacer keeps
 	// countSamples).
 	refusals      int64
-	sample, newer turnSample
+	sample, newer countSample
 }
 
-// turnSample is a fleet's count the refill is measured from: taken at at, by
-// turn seq, with refusals told so far and remaining left.
-type turnSample struct {
-	at        time.Time
-	seq       uint64
-	refusals  int64
-	remaining int
-}
+// consumed is what the fleet's turns up to seq took of the quota: those
+// not refused, of the ones whose outcome was told.
+func (c *sharedCount) consumed(seq uint64) int64 { return int64(seq) - c.refusals }
 
 // countSampleSpan is how old the count the refill is measured from grows
 // before a later one replaces it: a Pacer keeps counts over as long.
@@ -108,7 +104,7 @@ func (s *Shared) counted(o store.Outcome, now time.Time) (explained bool) {
 		// by bit, its limit a period.
 		c.refills, c.noBound, c.early = true, false, 0
 		c.period = now.Add(o.Reset).Sub(c.resetAt).Round(time.Second)
-		c.sample, c.newer = turnSample{}, turnSample{}
+		c.sample, c.newer = countSample{}, countSample{}
 	}
 	if grew := remaining > c.remaining; grew && !c.refills {
 		if c.resetAt.IsZero() || now.Before(c.resetAt) {
@@ -117,16 +113,16 @@ func (s *Shared) counted(o store.Outcome, now time.Time) (explained bool) {
 			// A window turned: the next reset is another instant, and
 			// what came back at once is no refill to measure.
 			c.resetAt, c.early, c.retryAt = time.Time{}, 0, time.Time{}
-			c.sample, c.newer = turnSample{}, turnSample{}
+			c.sample, c.newer = countSample{}, countSample{}
 			if c.cut {
 				c.opened = now
 			}
 		}
 	}
-	last := turnSample{at: c.at, seq: c.cseq, refusals: c.refusals, remaining: c.remaining}
+	last := countSample{at: c.at, consumed: c.consumed(c.cseq), remaining: c.remaining}
 	switch age := now.Sub(c.sample.at); {
 	case c.sample.at.IsZero():
-		c.sample, c.newer = turnSample{at: now, seq: max(c.cseq, o.Seq), refusals: c.refusals, remaining: remaining}, turnSample{}
+		c.sample, c.newer = countSample{at: now, consumed: c.consumed(max(c.cseq, o.Seq)), remaining: remaining}, countSample{}
 	case age >= countSampleSpan && !c.newer.at.IsZero():
 		c.sample, c.newer = c.newer, last
 	case age >= countSampleSpan/2 && c.newer.at.IsZero():
@@ -169,8 +165,8 @@ func (c *sharedCount) refill() float64 {
 		r = float64(c.limit-c.remaining) / c.reset.Seconds()
 	}
 	if span := c.at.Sub(c.sample.at).Seconds(); !c.sample.at.IsZero() && span >= adaptiveMinSample.Seconds() {
-		passed := float64(c.cseq) - float64(c.sample.seq) - float64(c.refusals-c.sample.refusals)
-		measured := (passed + float64(c.remaining-c.sample.remaining) - 1) / span
+		passed := c.consumed(c.cseq) - c.sample.consumed
+		measured := float64(passed+int64(c.remaining-c.sample.remaining)-1) / span
 		r = math.Max(r, measured)
 	}
 	return math.Min(r, 1e6)

@@ -75,13 +75,7 @@ func TestClusterKeepsEveryOperation(t *testing.T) {
 	}
 
 	err := client.ForEachMaster(ctx, func(ctx context.Context, master *goredis.Client) error {
-		keys, err := master.Keys(ctx, "c:*").Result()
-		for _, k := range keys {
-			if ttl := master.PTTL(ctx, k).Val(); ttl < 0 && ttl != keyGone {
-				t.Errorf("key %s has no expiry", k)
-			}
-		}
-		return err
+		return reportKeysWithoutExpiry(t, ctx, master, "c:*")
 	})
 	if err != nil {
 		t.Fatal(err)

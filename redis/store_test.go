@@ -149,16 +149,22 @@ const keyGone = -2
 // assertAllExpire fails when a key matching pattern has no expiry.
 func assertAllExpire(t *testing.T, client *goredis.Client, pattern string) {
 	t.Helper()
-	ctx := context.Background()
-	keys, err := client.Keys(ctx, pattern).Result()
-	if err != nil {
+	if err := reportKeysWithoutExpiry(t, context.Background(), client, pattern); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// reportKeysWithoutExpiry reports, each as an error of t, the keys of
+// client matching pattern that have no expiry. It may run beside others
+// (a cluster's masters, at once).
+func reportKeysWithoutExpiry(t *testing.T, ctx context.Context, client *goredis.Client, pattern string) error {
+	keys, err := client.Keys(ctx, pattern).Result()
 	for _, k := range keys {
 		if ttl := client.PTTL(ctx, k).Val(); ttl < 0 && ttl != keyGone {
 			t.Errorf("key %s has no expiry", k)
 		}
 	}
+	return err
 }
 
 func TestStoresWithOnePrefixShareState(t *testing.T) {

@@ -191,7 +191,11 @@ func (a *api) take(key string) (verdict, time.Time, keyLimit) {
 		lim = a.newKey()
 		a.keys[key] = lim
 	}
-	now := time.Now()
+	// The wall clock alone: the headers name wall-clock times (a Unix
+	// reset), and a wait measured on the monotonic clock added to the
+	// wall clock's now drifts past a window's end by the nanoseconds the
+	// two clocks part, which ResetUnix rounds up to a whole second.
+	now := time.Now().Round(0)
 	return lim.take(now), now, lim
 }
 

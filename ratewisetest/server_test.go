@@ -3,6 +3,7 @@ package ratewisetest
 import (
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -296,5 +297,40 @@ func TestURLIsLoopback(t *testing.T) {
 	s := newServer(t, Config{})
 	if !strings.HasPrefix(s.URL, "http://127.0.0.1:") {
 		t.Errorf("URL = %q, want http://127.0.0.1:port", s.URL)
+	}
+}
+
+// TestUnixResetIsTheWindowsEnd checks, on a real loopback server and the
+// real clock, that every answer of one fixed window names the same
+// X-RateLimit-Reset, the window's end. A server that measured the wait to
+// the end on the monotonic clock and added it to the wall clock's now
+// named the second after the end in about half its answers, whenever the
+// two clocks had drifted apart by a nanosecond since the window opened:
+// a client that honours the reset then lost a whole window. A window of
+// an hour keeps every request of the test inside one window but once an
+// hour; no request waits.
+func TestUnixResetIsTheWindowsEnd(t *testing.T) {
+	s := newServer(t, Config{Model: FixedWindow, Limit: 100, Window: time.Hour,
+		PublishHeaders: true, Reset: ResetUnix, RetryAfter: RetryAfterNone})
+	resets := map[string]int{}
+	for range 400 {
+		resp, err := http.Get(s.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		resets[resp.Header.Get("X-RateLimit-Reset")]++
+	}
+	if len(resets) > 2 { // 2: the hour may turn during the test
+		t.Errorf("X-RateLimit-Reset took %d values in one window, want 1: %v", len(resets), resets)
+	}
+	for reset := range resets {
+		sec, err := strconv.ParseInt(reset, 10, 64)
+		if err != nil {
+			t.Fatalf("X-RateLimit-Reset %q is no Unix time", reset)
+		}
+		if sec%3600 != 0 {
+			t.Errorf("X-RateLimit-Reset = %d, %d s past the hour: not the window's end", sec, sec%3600)
+		}
 	}
 }

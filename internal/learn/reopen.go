@@ -75,6 +75,9 @@ func (p *Pacer) reopened(now time.Time) (goes bool, full <-chan struct{}) {
 // search goes on.
 func (p *Pacer) reopenAnswered(ok bool, now time.Time) {
 	r := &p.reopen
+	if r.n == 0 {
+		return // a sibling answered after the reopening ended
+	}
 	if !ok {
 		r.left, r.n = 0, 0
 		return

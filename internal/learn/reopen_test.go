@@ -87,14 +87,15 @@ func TestReopeningTellsAWindow(t *testing.T) {
 }
 
 // TestReopeningOfABucket: a bucket that refilled less than the reopening
-// refuses one of it: the reopening ends there, and the key is paced, not
+// refuses one of it: the reopening ends there (the successes of its wave
+// answered after the refusal change nothing), and the key is paced, not
 // windowed; and one that refilled what it gave lets the test request
 // through: no window either.
 func TestReopeningOfABucket(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	a := reopenedKey(t0)
 	opens := t0.Add(time.Second)
-	sent, _ := sendReopening(t, a, opens, func(i int) bool { return i < 5 })
+	sent, _ := sendReopening(t, a, opens, func(i int) bool { return i != 5 })
 	if sent >= 50 {
 		t.Fatalf("the reopening sent all %d requests though the 6th was refused; want it ended at its wave", sent)
 	}

@@ -289,6 +289,7 @@ func (p *Pacer) Unpaced(passed bool, others int) {
 	p.untrackedOut = max(p.untrackedOut-1, 0)
 	p.wakeHead() // it may wait for room in the cap
 	if passed {
+		p.reopenStraggler()
 		p.untrackedOK++
 		p.freshOK++
 		if others >= 0 {
@@ -346,8 +347,11 @@ func (p *Pacer) learn(seq uint64, newEvent bool, an Answer, now time.Time) (capp
 	if an.OK && known {
 		p.capSucceeded(k)
 	}
-	if known && sent.reopen && (an.OK || an.Refused) {
+	switch {
+	case known && sent.reopen && (an.OK || an.Refused):
 		p.reopenAnswered(an.OK, now)
+	case an.OK:
+		p.reopenEarly(seq, now)
 	}
 	dry := (an.OK || an.Refused) && p.reopenTested(seq, an.Refused)
 	if an.Refused {

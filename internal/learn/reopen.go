@@ -3,7 +3,8 @@ package learn
 import "time"
 
 // This file is how a key reopens when the pause its first refusal's
-// hint asked for ends, before it has measured anything. A server that
+// hint asked for ends, or when a request sent since is let through
+// sooner, before it has measured anything. A server that
 // let n requests through at once, then refused with a hint, most likely
 // lets as many through at once when the hint is over: a window's quota
 // comes back whole, a bucket has refilled up to its burst. Plain retries
@@ -32,6 +33,10 @@ type reopening struct {
 	since  time.Time // the first refusal: the bucket, if one, was empty then
 	n      int       // requests in the reopening
 	passed int       // of them, let through
+	// readyAt is the last request sent when the reopening was readied:
+	// the success of a later one, before the hint ends, says the server
+	// turned or refilled sooner, and the reopening starts then.
+	readyAt uint64
 	// testSeq is the last request sent when the reopening's last success
 	// came: a refusal of a later one, with no success between, says the
 	// server refills nothing. 0 while no test stands.
@@ -47,7 +52,39 @@ func (p *Pacer) startReopening(hint time.Duration, now time.Time) {
 		return
 	}
 	n := min(passed, StartDone)
-	p.reopen = reopening{left: n, at: now.Add(hint), open: 1, since: now, n: n}
+	p.reopen = reopening{left: n, at: now.Add(hint), open: 1, since: now, n: n, readyAt: p.sent}
+}
+
+// reopenEarly starts the key's reopening at now, with p.mu held, when
+// request seq, sent after it was readied and not in it, was let through
+// before the hint ended: a window that turned sooner than the hint,
+// rounded up to whole seconds, said, or a bucket that refilled a token.
+func (p *Pacer) reopenEarly(seq uint64, now time.Time) {
+	// (seq 0 and those up to readyAt were sent before the first refusal.)
+	r := &p.reopen
+	if r.left == 0 || r.passed > 0 || r.testSeq > 0 {
+		return
+	}
+	if seq <= r.readyAt {
+		p.reopenStraggler()
+		return
+	}
+	if now.Before(r.at) {
+		r.at = now
+		if p.trace != nil {
+			p.trace("%v reopens early: %d", now.Sub(p.firstSend).Round(time.Millisecond), r.n)
+		}
+	}
+}
+
+// reopenStraggler counts in the reopening, with p.mu held, a request
+// sent before the first refusal and let through after it: the server let
+// one more through at once.
+func (p *Pacer) reopenStraggler() {
+	if r := &p.reopen; r.left > 0 && r.passed == 0 && r.n < StartDone {
+		r.n++
+		r.left++
+	}
 }
 
 // reopened reports whether the head of the line goes as the key's
@@ -79,6 +116,9 @@ func (p *Pacer) reopenAnswered(ok bool, now time.Time) {
 		return // a sibling answered after the reopening ended
 	}
 	if !ok {
+		if p.trace != nil {
+			p.trace("%v reopening refused after %d of %d", now.Sub(p.firstSend).Round(time.Millisecond), r.passed, r.n)
+		}
 		r.left, r.n = 0, 0
 		return
 	}
@@ -89,6 +129,9 @@ func (p *Pacer) reopenAnswered(ok bool, now time.Time) {
 	// A bucket refilled n in the span: two of its intervals on, it holds
 	// two tokens.
 	r.testSeq = p.sent
+	if p.trace != nil {
+		p.trace("%v reopened: %d passed; test after %v", now.Sub(p.firstSend).Round(time.Millisecond), r.n, 2*now.Sub(r.since)/time.Duration(r.n))
+	}
 	p.next = laterOf(p.next, now.Add(2*now.Sub(r.since)/time.Duration(r.n)))
 }
 
@@ -101,6 +144,9 @@ func (p *Pacer) reopenTested(seq uint64, refused bool) bool {
 		return false
 	}
 	r.testSeq = 0
+	if p.trace != nil {
+		p.trace("reopening tested: refused %v", refused)
+	}
 	return refused
 }
 

@@ -87,6 +87,21 @@ func TestReopeningTellsAWindow(t *testing.T) {
 	}
 }
 
+// TestReopeningCountsStragglers: requests sent before the first refusal
+// and let through after it count in the reopening: it sends as many.
+func TestReopeningCountsStragglers(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	a := New(0, math.Inf(1), t0)
+	a.Adopt(50, 3, 19)
+	a.Untracked(Answer{Refused: true, Remaining: -1, Hint: time.Second, Flight: -1}, 0, t0)
+	for range 3 {
+		a.Unpaced(true, 19)
+	}
+	if sent, _ := sendReopening(t, a, t0.Add(time.Second), func(int) bool { return true }); sent != 53 {
+		t.Fatalf("the reopening sent %d; want the 53 let through before and after the first refusal", sent)
+	}
+}
+
 // TestReopeningOfABucket: a bucket that refilled less than the reopening
 // refuses one of it: the reopening ends there (the successes of its wave
 // answered after the refusal change nothing), and the key is paced, not

@@ -198,41 +198,6 @@ func TestLearnedWindowHoldsWithoutAsking(t *testing.T) {
 	}
 }
 
-// TestLearnedWindowReopensAtOnce: a fixed window of 50 a second whose
-// refusals carry Retry-After in whole seconds, with a millisecond or two
-// of latency, as on loopback, and the run starting at any point of a
-// window. The first window's refusals all come in one round trip and
-// pause the key; when the pause ends, the 50 the window gave go again
-// at once, as plain retries would, rather than at a pace searched from
-// its start, which spread them over most of a second, so that the
-// window's refusal came late in it and every later turn was used late
-// (9.50 s then, 9.14 s now, WithoutLearning() 9.5 to 10.2 s). 500 calls
-// of 20 workers take at most 9.2 s, and no longer than WithoutLearning().
-func TestLearnedWindowReopensAtOnce(t *testing.T) {
-	for _, phase := range []time.Duration{0, 750 * time.Millisecond} {
-		t.Run(fmt.Sprint("started ", phase, " into a window"), func(t *testing.T) {
-			run := func(opts ...Option) (time.Duration, int) {
-				var wall time.Duration
-				var failed int
-				synctest.Test(t, func(t *testing.T) {
-					sleepToThisDecade(phase)
-					srv := ratewisetest.NewBucket(ratewisetest.Config{Model: ratewisetest.FixedWindow, Limit: 50,
-						Window: time.Second, Latency: time.Millisecond, LatencyJitter: time.Millisecond})
-					wall, failed = goodput(New(srv, opts...), 20, 500)
-				})
-				return wall, failed
-			}
-			wall, failed := run()
-			plain, _ := run(WithoutLearning())
-			t.Logf("500 calls in %v, WithoutLearning() %v", wall, plain)
-			if failed > 0 || wall > 9200*time.Millisecond || wall > plain {
-				figuref(t, "500 calls took %v, %d failed, WithoutLearning() %v; want at most 9.2 s, none failed, and no longer",
-					wall, failed, plain)
-			}
-		})
-	}
-}
-
 // TestLearningCostsNoCallToALoadShedder: a server that refuses two
 // requests in three whatever the pace, with a 429 and no hint. Slowing
 // down cures nothing there: the key learns as much, gives its pace back,

@@ -78,21 +78,11 @@ func (p *Pacer) TakeAlone(now time.Time) (uint64, bool) {
 // takeLocked is take with p.mu held.
 func (p *Pacer) takeLocked(now time.Time) (seq uint64, delay time.Duration, ready <-chan struct{}, sent bool) {
 	p.resume(now)
-	reopen, full := p.reopened(now)
-	if full != nil {
-		return 0, 0, full, false
-	}
-	if delay, ready := p.wait(now); !reopen && (delay > 0 || ready != nil) {
+	if delay, ready := p.wait(now); delay > 0 || ready != nil {
 		return 0, delay, ready, false
 	}
 	r := p.rate(now)
-	switch {
-	case reopen:
-		// Unpaced: the pace starts from the last of the reopening.
-		if p.reopen.left--; p.reopen.left == 0 {
-			p.next = now.Add(interval(r))
-		}
-	case !math.IsInf(r, 1):
+	if !math.IsInf(r, 1) {
 		// A head a little late keeps the learned cadence, which timers
 		// firing late would otherwise slow; a ceiling is kept to the
 		// letter, a full interval after every request. A head that comes
@@ -111,8 +101,8 @@ func (p *Pacer) takeLocked(now time.Time) (seq uint64, delay time.Duration, read
 		}
 	}
 	p.sent++
-	how := sending{flight: int32(p.inFlight + p.untrackedOut), reopen: reopen}
-	if !reopen && !p.unpaced && !math.IsInf(r, 1) {
+	how := sending{flight: int32(p.inFlight + p.untrackedOut)}
+	if !p.unpaced && !math.IsInf(r, 1) {
 		how.pace = r
 	}
 	p.sentWith[p.sent%uint64(len(p.sentWith))] = how

@@ -156,9 +156,6 @@ type Pacer struct {
 
 	// unpaced is set until the first refusal: nothing learned yet.
 	unpaced bool
-	// reopen lets the key go unpaced for a while when its first
-	// refusal's hint ends (see reopen.go).
-	reopen reopening
 	// freshOK counts the successes since the key last started learning:
 	// since its first request, or since it went blind. shed is a
 	// refusal's trial (see shed.go).
@@ -289,7 +286,6 @@ func (p *Pacer) Unpaced(passed bool, others int) {
 	p.untrackedOut = max(p.untrackedOut-1, 0)
 	p.wakeHead() // it may wait for room in the cap
 	if passed {
-		p.reopenStraggler()
 		p.untrackedOK++
 		p.freshOK++
 		if others >= 0 {
@@ -347,13 +343,6 @@ func (p *Pacer) learn(seq uint64, newEvent bool, an Answer, now time.Time) (capp
 	if an.OK && known {
 		p.capSucceeded(k)
 	}
-	switch {
-	case known && sent.reopen && (an.OK || an.Refused):
-		p.reopenAnswered(an.OK, now)
-	case an.OK:
-		p.reopenEarly(seq, now)
-	}
-	dry := (an.OK || an.Refused) && p.reopenTested(seq, an.Refused)
 	if an.Refused {
 		p.refusalCounted = explained
 	}
@@ -373,7 +362,7 @@ func (p *Pacer) learn(seq uint64, newEvent bool, an Answer, now time.Time) (capp
 		if !p.blind(now) && p.startTrial(an.Hint, now) {
 			return false
 		}
-		p.refused(newEvent, dry, an.Hint, now)
+		p.refused(newEvent, an.Hint, now)
 	}
 	return false
 }
@@ -384,7 +373,6 @@ func (p *Pacer) learn(seq uint64, newEvent bool, an Answer, now time.Time) (capp
 type sending struct {
 	pace   float64
 	flight int32
-	reopen bool // sent in the key's reopening (see reopen.go)
 }
 
 // sentAs returns how request seq was sent, with p.mu held, and false for

@@ -10,10 +10,8 @@ import (
 // enough apart, measures the server between them; a refusal that comes
 // however slowly the key goes is not about rate (blind.go).
 
-// refused learns from a refusal no count explains, with p.mu held;
-// proven says it shows already that the server refills nothing between
-// its turns (see reopen.go).
-func (p *Pacer) refused(newEvent, proven bool, hint time.Duration, now time.Time) {
+// refused learns from a refusal no count explains, with p.mu held.
+func (p *Pacer) refused(newEvent bool, hint time.Duration, now time.Time) {
 	if p.blind(now) {
 		return // left to the retries, their backoff and the breaker
 	}
@@ -50,7 +48,7 @@ func (p *Pacer) refused(newEvent, proven bool, hint time.Duration, now time.Time
 	if newEvent {
 		p.dry++
 	}
-	dry := proven || p.dry >= windowDryRefusals && now.Sub(p.dryFrom) >= windowDrySpan
+	dry := p.dry >= windowDryRefusals && now.Sub(p.dryFrom) >= windowDrySpan
 	switch {
 	case !p.notWindowed && math.IsInf(p.told, 1) && (dry || hint > time.Second):
 		p.becomeWindowed(p.dryTarget, now)
@@ -110,7 +108,6 @@ func (p *Pacer) decrease(hint time.Duration, now time.Time) {
 			start = math.Max(adaptiveProbeStart/hint.Seconds(), adaptiveMinRate)
 		}
 		p.search(math.Min(start, p.ceiling), p.top())
-		p.startReopening(hint, now)
 	case p.probing:
 		// Refused again too soon to measure: back off half, probe on.
 		p.rampFrom, p.succeeding = p.floored(p.cutTo(p.rate(now), 0.5, hint)), 0

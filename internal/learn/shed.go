@@ -160,7 +160,7 @@ func (p *Pacer) trial(ok bool, now time.Time) bool {
 		if p.trace != nil {
 			p.trace("trial: %d of %d let through after the refusal: a rate", p.shed.passed, p.shed.n)
 		}
-		p.refused(true, false, 0, now)
+		p.refused(true, 0, now)
 	}
 	return true
 }

@@ -314,7 +314,7 @@ func (p *Pacer) learn(seq uint64, newEvent bool, an Answer, now time.Time) (capp
 		p.lastSuccess = now
 		p.dryTarget, p.dry, p.dryFrom = time.Time{}, 0, time.Time{}
 		if p.win != nil {
-			p.win.succeeded(now)
+			p.win.succeeded(seq, p.cutAt)
 		}
 	}
 	// Under told limits the key learns a pace from refusals alone: a

@@ -49,6 +49,10 @@ type learnedWindow struct {
 	// the quota is the transport's guess, and a hint may not be a turn.
 	confirmed bool
 	used      int // successes since the window reopened
+	// openSeq is the last request sent before the window reopened: a
+	// success of a later one, sent before the refusal that closed it and
+	// answered after, was the window's too (see succeeded).
+	openSeq uint64
 	windowTurns
 }
 
@@ -196,10 +200,17 @@ func (p *Pacer) WindowHeldUntil() time.Time {
 	return p.win.opens
 }
 
-// windowSucceeded counts a success of a windowed key, with p.mu held.
-func (w *learnedWindow) succeeded(now time.Time) {
-	if w.opens.IsZero() {
+// succeeded counts the success of request seq of a windowed key, with
+// p.mu held; closedAt is the last request sent when the window closed. A
+// request sent in the window and answered after the refusal that closed
+// it raises the quota the refusal counted: answers race, and the one
+// refused may come back before others the window let through.
+func (w *learnedWindow) succeeded(seq, closedAt uint64) {
+	switch {
+	case w.opens.IsZero():
 		w.used++
+	case w.confirmed && seq > w.openSeq && seq <= closedAt:
+		w.quota++
 	}
 }
 
@@ -217,7 +228,7 @@ func (w *learnedWindow) wait(p *Pacer, now time.Time) (time.Duration, <-chan str
 				w.period = p
 			}
 		}
-		w.opens, w.used, w.openedAt = time.Time{}, 0, now
+		w.opens, w.used, w.openedAt, w.openSeq = time.Time{}, 0, now, p.sent
 	}
 	switch {
 	case w.quota > 0 && w.used+p.inFlight >= w.quota && p.inFlight > 0:

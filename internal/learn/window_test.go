@@ -1,6 +1,7 @@
 package learn
 
 import (
+	"math"
 	"testing"
 	"time"
 )
@@ -27,5 +28,48 @@ func TestWindowCountsAnswersThatCameAfterItsRefusal(t *testing.T) {
 	w.succeeded(180, closedAt)
 	if w.used != 1 || w.quota != 50 {
 		t.Fatalf("an open window counted used %d, quota %d; want 1 and 50", w.used, w.quota)
+	}
+}
+
+// TestWindowSendsTheQuotaItGaveWhenAnswersRace drives a Pacer through
+// the race on loopback: a window lets 50 requests through, but the 50th
+// is answered after the refusal of the 51st, which counts 49. When the
+// window reopens, the key sends 50 at once, not 49 for every turn after.
+func TestWindowSendsTheQuotaItGaveWhenAnswersRace(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	a := New(0, math.Inf(1), t0)
+	// A first refusal asking for 2 s holds the key as a window's.
+	a.Untracked(Answer{Refused: true, Remaining: -1, Hint: 2 * time.Second, Flight: -1}, 0, t0)
+	opens := t0.Add(2 * time.Second)
+	first, _ := sendAt(t, a, opens) // asks alone whether the window turned
+	a.Outcome(first, succeeded, opens)
+	var seqs []uint64
+	for range 50 {
+		seq, _ := sendAt(t, a, opens)
+		seqs = append(seqs, seq)
+	}
+	for _, seq := range seqs[:48] {
+		a.Outcome(seq, succeeded, opens)
+	}
+	closed := opens.Add(5 * time.Millisecond)
+	a.Outcome(seqs[49], Answer{Refused: true, Remaining: -1, Hint: time.Second}, closed)
+	a.Outcome(seqs[48], succeeded, closed) // the window's 50th, answered late
+	reopens := a.WindowHeldUntil()
+	if !reopens.After(closed) {
+		t.Fatalf("the key is not held after the window's refusal (until %v)", reopens.Sub(t0))
+	}
+	sent := 0
+	for {
+		_, delay, ready, went := a.Take(reopens)
+		if !went {
+			if delay <= 0 && ready == nil {
+				t.Fatal("Take neither sent nor said what to wait for")
+			}
+			break
+		}
+		sent++
+	}
+	if sent != 50 {
+		t.Fatalf("the reopened window sent %d at once; want the 50 the last one gave", sent)
 	}
 }

@@ -198,6 +198,46 @@ func TestLearnedWindowHoldsWithoutAsking(t *testing.T) {
 	}
 }
 
+// TestLearnedWindowOverALinkIsNoCap: a fixed window of 50 a second, 3 to
+// 6 ms away, 20 workers. The first window's refusals come all at once to
+// requests sent with 19 others in flight, as many as most of those the
+// slow start let through had: that is a window's way, and the key never
+// takes it for a cap on its requests in flight, whatever the phase of
+// the window it starts in. (Taken for a cap of 19, the key went unpaced,
+// held to 19 in flight, and its next windows' turns were refused in a
+// burst each: 0.16 refusals a call, from 0.09.)
+func TestLearnedWindowOverALinkIsNoCap(t *testing.T) {
+	for _, phase := range []time.Duration{0, 250 * time.Millisecond, 750 * time.Millisecond} {
+		synctest.Test(t, func(t *testing.T) {
+			sleepToThisDecade(phase)
+			srv := ratewisetest.NewBucket(ratewisetest.Config{Model: ratewisetest.FixedWindow, Limit: 50, Window: time.Second,
+				Latency: 3 * time.Millisecond, LatencyJitter: 3 * time.Millisecond})
+			tr := New(srv)
+			done := make(chan struct{})
+			var capped int
+			go func() {
+				for {
+					select {
+					case <-done:
+						return
+					case <-time.After(5 * time.Millisecond):
+						capped = max(capped, tr.KeyStatus("api.test").Scopes[0].InFlightCap)
+					}
+				}
+			}()
+			_, failed := goodput(tr, 20, 500)
+			close(done)
+			synctest.Wait()
+			if failed > 0 {
+				t.Errorf("phase %v: %d calls failed, want none", phase, failed)
+			}
+			if capped != 0 {
+				t.Errorf("phase %v: the key took the window for a cap of %d in flight, want no cap", phase, capped)
+			}
+		})
+	}
+}
+
 // TestLearningCostsNoCallToALoadShedder: a server that refuses two
 // requests in three whatever the pace, with a 429 and no hint. Slowing
 // down cures nothing there: the key learns as much, gives its pace back,

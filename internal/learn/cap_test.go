@@ -56,6 +56,32 @@ func TestLongHintsAreNoCap(t *testing.T) {
 	}
 }
 
+// TestFirstWindowIsNoCap: a fixed window of 50 a second, 20 workers. The
+// key's slow start let 50 through, 31 of them with 19 others in flight,
+// then the window ran out and the 20 in flight were refused at once, as
+// many others in flight as those let through had. The next window let 50
+// through with fewer in flight and refused one with 1 other. That is a
+// window's way, not a cap of 19 in flight: as many went through with 19
+// others as were refused with them.
+func TestFirstWindowIsNoCap(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	a := New(0, math.Inf(1), t0)
+	a.Adopt(50, 20, 19, 31)
+	refused := Answer{Refused: true, Remaining: -1, Flight: 19, Hint: time.Second}
+	for range 20 {
+		a.Untracked(refused, 0, t0)
+		a.Unpaced(false, 19)
+	}
+	next := t0.Add(time.Second)
+	for i := range 50 {
+		a.Untracked(Answer{OK: true, Remaining: -1, Flight: i % 2}, 0, next)
+	}
+	a.Untracked(Answer{Refused: true, Remaining: -1, Flight: 1, Hint: 600 * time.Millisecond}, 0, next)
+	if a.flightCap != 0 {
+		t.Errorf("capped at %d in flight; want no cap: as many of the first window went through with 19 others as were refused", a.flightCap)
+	}
+}
+
 // capped returns a Pacer that learned a cap of 5 from a slow start: let
 // through twice with 3 others in flight, refused with 5 and 6.
 func capped(t *testing.T, t0 time.Time) *Pacer {
@@ -139,7 +165,7 @@ func TestSlowStartStrayIsNoLowerCap(t *testing.T) {
 	a := New(0, math.Inf(1), t0)
 	// Armed by the stray: 3 let through, the most with 3 others in
 	// flight; 8 of the round out, the stray among them.
-	a.Adopt(3, 8, 3)
+	a.Adopt(3, 8, 3, 1)
 	a.Untracked(Answer{Refused: true, Remaining: -1, Flight: 4}, 0, t0)
 	a.Unpaced(false, 4)
 	a.Untracked(Answer{Refused: true, Remaining: -1, Flight: 6}, 0, t0)

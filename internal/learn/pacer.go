@@ -261,19 +261,28 @@ func (p *Pacer) Untracked(an Answer, sentBefore int64, now time.Time) (capped bo
 }
 
 // Adopt takes in what the key did before it was armed: passed requests
-// it did not pace were let through, the one with the most others in
-// flight with passedWith of them, and out are still in flight. What
-// the server let through is, when the key's first window runs out, that
-// window's quota; those in flight count among the key's in flight, which
-// a cap of the server's holds to. Each of them, answered, ends with
-// Unpaced. They teach the pace nothing else, sent unpaced.
-func (p *Pacer) Adopt(passed, out, passedWith int) {
+// it did not pace were let through, atMost of them with passedWith others
+// in flight, the most any had, the rest with fewer; and out are still in
+// flight. What the server let through is, when the key's first window
+// runs out, that window's quota; those in flight count among the key's
+// in flight, which a cap of the server's holds to. Each of them, answered,
+// ends with Unpaced. They teach the pace nothing else, sent unpaced.
+//
+// Every one let through with passedWith others counts against a cap of
+// passedWith or fewer: a first window's refusals, which come all at once
+// to requests sent with as many in flight, are not a cap's when as many
+// went through so.
+func (p *Pacer) Adopt(passed, out, passedWith, atMost int) {
 	p.mu.Lock()
 	p.untrackedOK += passed
 	p.freshOK += passed
 	p.untrackedOut += out
-	for range min(passed, capMinOK) {
-		p.flights.note(passedWith, true) // the most in flight it passed with
+	atMost = min(max(atMost, 0), passed)
+	for range atMost {
+		p.flights.note(passedWith, true)
+	}
+	for range min(passed-atMost, capMinOK) {
+		p.flights.note(0, true) // with fewer others: at least none
 	}
 	p.mu.Unlock()
 }

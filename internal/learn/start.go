@@ -24,6 +24,7 @@ const StartDone = 256
 type Start struct {
 	open, out int // requests that may be in flight, and that are
 	okFlight  int // the most in flight, others, a request was let through with
+	okAtMost  int // how many were let through with okFlight others
 	wake      chan struct{}
 }
 
@@ -51,7 +52,12 @@ func (s *Start) End(succeeded bool, others int) (done bool) {
 	s.out--
 	if succeeded {
 		s.open = max(s.open, 1) + 1
-		s.okFlight = max(s.okFlight, others)
+		switch {
+		case others > s.okFlight:
+			s.okFlight, s.okAtMost = others, 1
+		case others == s.okFlight:
+			s.okAtMost++
+		}
 	}
 	if s.wake != nil {
 		close(s.wake)
@@ -69,6 +75,10 @@ func (s *Start) Out() int { return s.out }
 // OKFlight is the most of the key's requests in flight, others, that a
 // request of its slow start was let through with.
 func (s *Start) OKFlight() int { return s.okFlight }
+
+// OKAtMost is how many requests of the slow start were let through with
+// OKFlight others in flight.
+func (s *Start) OKAtMost() int { return s.okAtMost }
 
 // AnsweredSlots is how many keys an Answered remembers without keeping a
 // state for them. Two keys that share a slot take turns: the one pushed

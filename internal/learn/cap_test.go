@@ -56,6 +56,18 @@ func TestLongHintsAreNoCap(t *testing.T) {
 	}
 }
 
+// slowStart is a key's slow start that let through, for each count of
+// others in flight, that many, and has out in flight.
+func slowStart(out int, okWith map[int]int) *Start {
+	s := &Start{out: out}
+	for k, n := range okWith {
+		s.okWith[k] = uint8(n)
+		s.open += n
+	}
+	s.open++
+	return s
+}
+
 // TestFirstWindowIsNoCap: a fixed window of 50 a second, 20 workers. The
 // key's slow start let 50 through, 31 of them with 19 others in flight,
 // then the window ran out and the 20 in flight were refused at once, as
@@ -66,7 +78,7 @@ func TestLongHintsAreNoCap(t *testing.T) {
 func TestFirstWindowIsNoCap(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	a := New(0, math.Inf(1), t0)
-	a.Adopt(50, 20, 19, 31)
+	a.Adopt(slowStart(20, map[int]int{0: 1, 1: 2, 3: 4, 7: 8, 15: 4, 19: 31}))
 	refused := Answer{Refused: true, Remaining: -1, Flight: 19, Hint: time.Second}
 	for range 20 {
 		a.Untracked(refused, 0, t0)
@@ -165,7 +177,7 @@ func TestSlowStartStrayIsNoLowerCap(t *testing.T) {
 	a := New(0, math.Inf(1), t0)
 	// Armed by the stray: 3 let through, the most with 3 others in
 	// flight; 8 of the round out, the stray among them.
-	a.Adopt(3, 8, 3, 1)
+	a.Adopt(slowStart(8, map[int]int{0: 1, 1: 1, 3: 1}))
 	a.Untracked(Answer{Refused: true, Remaining: -1, Flight: 4}, 0, t0)
 	a.Unpaced(false, 4)
 	a.Untracked(Answer{Refused: true, Remaining: -1, Flight: 6}, 0, t0)

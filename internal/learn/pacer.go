@@ -260,29 +260,28 @@ func (p *Pacer) Untracked(an Answer, sentBefore int64, now time.Time) (capped bo
 	return p.learn(0, p.lastEmpty.IsZero(), an, now)
 }
 
-// Adopt takes in what the key did before it was armed: passed requests
-// it did not pace were let through, atMost of them with passedWith others
-// in flight, the most any had, the rest with fewer; and out are still in
-// flight. What the server let through is, when the key's first window
+// Adopt takes in what the key did before it was armed, in its slow start
+// st: the requests it let through, which it did not pace, and those still
+// in flight. What the server let through is, when the key's first window
 // runs out, that window's quota; those in flight count among the key's
-// in flight, which a cap of the server's holds to. Each of them, answered,
-// ends with Unpaced. They teach the pace nothing else, sent unpaced.
+// in flight, which a cap of the server's holds to. Each of them,
+// answered, ends with Unpaced. They teach the pace nothing else, sent
+// unpaced.
 //
-// Every one let through with passedWith others counts against a cap of
-// passedWith or fewer: a first window's refusals, which come all at once
-// to requests sent with as many in flight, are not a cap's when as many
-// went through so.
-func (p *Pacer) Adopt(passed, out, passedWith, atMost int) {
+// Every one let through counts in the flights, with as many others in
+// flight as it was sent with: a first window's refusals, which come all
+// at once to requests sent with as many in flight as the slow start had,
+// are no cap when as many went through so.
+func (p *Pacer) Adopt(st *Start) {
 	p.mu.Lock()
+	passed := st.Passed()
 	p.untrackedOK += passed
 	p.freshOK += passed
-	p.untrackedOut += out
-	atMost = min(max(atMost, 0), passed)
-	for range atMost {
-		p.flights.note(passedWith, true)
-	}
-	for range min(passed-atMost, capMinOK) {
-		p.flights.note(0, true) // with fewer others: at least none
+	p.untrackedOut += st.Out()
+	for k := range capFlights {
+		for range st.OKWith(k) {
+			p.flights.note(k, true)
+		}
 	}
 	p.mu.Unlock()
 }

@@ -16,7 +16,7 @@ func TestPacerTakesAnyOrderOfAnswers(t *testing.T) {
 	for seed := uint64(1); seed <= 300; seed++ {
 		rng := rand.New(rand.NewPCG(seed, 7))
 		a := New(0, math.Inf(1), t0)
-		a.Adopt(rng.IntN(60), 0, rng.IntN(20), rng.IntN(10))
+		a.Adopt(slowStart(0, map[int]int{0: rng.IntN(3), rng.IntN(20): rng.IntN(60)}))
 		now := t0
 		var out []uint64
 		for step := 0; step < 400; step++ {

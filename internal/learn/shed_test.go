@@ -45,7 +45,7 @@ func TestTrialTellsAShedderWithoutSlowing(t *testing.T) {
 
 	// A burst let through first is a rate's: no trial, paced at once.
 	fresh := New(0, math.Inf(1), t0)
-	fresh.Adopt(10, 0, 9, 1)
+	fresh.Adopt(slowStart(0, map[int]int{0: 1, 1: 2, 3: 4, 9: 3}))
 	fresh.Untracked(refused, 10, t0)
 	if fresh.shed.On() || math.IsInf(fresh.rate(t0), 1) {
 		t.Errorf("fresh bucket: on trial %v, rate %.2f/s; want paced at once", fresh.shed.On(), fresh.rate(t0))

@@ -1,6 +1,9 @@
 package learn
 
-import "sync/atomic"
+import (
+	"math"
+	"sync/atomic"
+)
 
 // This file is a key's slow start, how a key that has learned nothing
 // opens up: its first request goes alone, and each success lets one more
@@ -23,9 +26,11 @@ const StartDone = 256
 // sent nothing.
 type Start struct {
 	open, out int // requests that may be in flight, and that are
-	okFlight  int // the most in flight, others, a request was let through with
-	okAtMost  int // how many were let through with okFlight others
-	wake      chan struct{}
+	// okWith counts the requests let through by how many others were in
+	// flight beside them (capFlights−1 for that many or more), as a
+	// Pacer's flights do: armed, the key reads a cap from them.
+	okWith [capFlights]uint8
+	wake   chan struct{}
 }
 
 // Enter lets a request go when the key has room in flight for one more:
@@ -52,11 +57,8 @@ func (s *Start) End(succeeded bool, others int) (done bool) {
 	s.out--
 	if succeeded {
 		s.open = max(s.open, 1) + 1
-		switch {
-		case others > s.okFlight:
-			s.okFlight, s.okAtMost = others, 1
-		case others == s.okFlight:
-			s.okAtMost++
+		if k := min(max(others, 0), capFlights-1); s.okWith[k] < math.MaxUint8 {
+			s.okWith[k]++
 		}
 	}
 	if s.wake != nil {
@@ -72,13 +74,15 @@ func (s *Start) Passed() int { return max(s.open-1, 0) }
 // Out is how many requests of the slow start are in flight.
 func (s *Start) Out() int { return s.out }
 
-// OKFlight is the most of the key's requests in flight, others, that a
-// request of its slow start was let through with.
-func (s *Start) OKFlight() int { return s.okFlight }
-
-// OKAtMost is how many requests of the slow start were let through with
-// OKFlight others in flight.
-func (s *Start) OKAtMost() int { return s.okAtMost }
+// OKWith is how many requests of the slow start were let through with
+// others in flight beside them (capFlights−1 counts that many or more),
+// up to 255.
+func (s *Start) OKWith(others int) int {
+	if others < 0 || others >= capFlights {
+		return 0
+	}
+	return int(s.okWith[others])
+}
 
 // AnsweredSlots is how many keys an Answered remembers without keeping a
 // state for them. Two keys that share a slot take turns: the one pushed

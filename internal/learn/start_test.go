@@ -37,8 +37,15 @@ func TestStartDoublesEachRoundTrip(t *testing.T) {
 			s.End(true, sent-1)
 		}
 	}
-	if s.Passed() != 7 || s.Out() != 0 || s.OKFlight() != 3 || s.OKAtMost() != 4 {
-		t.Errorf("Passed %d, Out %d, OKFlight %d, OKAtMost %d; want 7, 0, 3, 4", s.Passed(), s.Out(), s.OKFlight(), s.OKAtMost())
+	if s.Passed() != 7 || s.Out() != 0 {
+		t.Errorf("Passed %d, Out %d; want 7, 0", s.Passed(), s.Out())
+	}
+	// By the others End was told of: the first alone, the round of two
+	// with 1 other each, the round of four with 3.
+	for others, want := range []int{1, 2, 0, 4, 0} {
+		if got := s.OKWith(others); got != want {
+			t.Errorf("OKWith(%d) = %d, want %d", others, got, want)
+		}
 	}
 }
 

@@ -350,7 +350,7 @@ func (s *Scope) armWith(key string, st *State, now time.Time, signal func(*learn
 		st.mu.Unlock()
 		return signal(was)
 	}
-	a.Adopt(st.start.Passed(), st.start.Out(), st.start.OKFlight(), st.start.OKAtMost())
+	a.Adopt(&st.start)
 	got := signal(a)
 	st.adapt.Store(a)
 	st.mu.Unlock()

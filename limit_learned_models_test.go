@@ -198,6 +198,34 @@ func TestLearnedWindowHoldsWithoutAsking(t *testing.T) {
 	}
 }
 
+// TestLearnedWindowThatTurnsSoonAfterItRunsOut: a fixed window of 50 a
+// second whose first turn comes 130 to 200 ms after the key's first
+// request. The first window's hint (Retry-After: 1) holds the key past
+// the turn, and the second window's 50 go in a burst when it ends: the
+// window runs out, and turns again, less than windowDrySpan later. The
+// key is dry long enough all the same, measured by the rate the burst
+// went through at, and keeps to the window: 500 calls of 20 workers take
+// at most 1.05 of the 9 s the windows allow, where a key that took the
+// window for a bucket climbed to its rate for the rest of the batch
+// (13.9 to 19.1 s).
+func TestLearnedWindowThatTurnsSoonAfterItRunsOut(t *testing.T) {
+	for _, phase := range []time.Duration{800 * time.Millisecond, 830 * time.Millisecond, 860 * time.Millisecond} {
+		synctest.Test(t, func(t *testing.T) {
+			sleepToThisDecade(phase)
+			cfg := ratewisetest.Config{Model: ratewisetest.FixedWindow, Limit: 50, Window: time.Second}
+			srv := ratewisetest.NewBucket(cfg)
+			wall, failed := goodput(New(srv), 20, 500)
+			if failed > 0 {
+				t.Errorf("phase %v: %d calls failed, want none", phase, failed)
+			}
+			if ideal := cfg.Ideal(500); wall.Seconds() > 1.05*ideal.Seconds() {
+				figuref(t, "phase %v: 500 calls took %v, %.2f of the ideal %v; want at most 1.05",
+					phase, wall, wall.Seconds()/ideal.Seconds(), ideal)
+			}
+		})
+	}
+}
+
 // TestLearnedWindowOverALinkIsNoCap: a fixed window of 50 a second, 3 to
 // 6 ms away, 20 workers. The first window's refusals come all at once to
 // requests sent with 19 others in flight, as many as most of those the

@@ -126,8 +126,12 @@ type Pacer struct {
 	untrackedOut int
 	// dry counts the refusals since the last success, the first of them
 	// at dryFrom: a streak long enough says the server refills nothing.
-	dry     int
-	dryFrom time.Time
+	// dryShown is the rate the server let requests through at before the
+	// streak (refillShown), 0 when unknown: a bucket that refills at it
+	// is not dry for several of its intervals.
+	dry      int
+	dryFrom  time.Time
+	dryShown float64
 
 	// sentWith is how each of the last requests was sent, by its number
 	// (see sentAs).
@@ -320,7 +324,7 @@ func (p *Pacer) learn(seq uint64, newEvent bool, an Answer, now time.Time) (capp
 			p.succeeding += credit
 		}
 		p.lastSuccess = now
-		p.dryTarget, p.dry, p.dryFrom = time.Time{}, 0, time.Time{}
+		p.dryTarget, p.dry, p.dryFrom, p.dryShown = time.Time{}, 0, time.Time{}, 0
 		if p.win != nil {
 			p.win.succeeded(seq, p.cutAt)
 		}

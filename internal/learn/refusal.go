@@ -40,21 +40,37 @@ func (p *Pacer) refused(newEvent bool, hint time.Duration, now time.Time) {
 	// Refused again and again, nothing let through for a while: the
 	// server refills nothing, a window's way. (A refusal or two could be
 	// other clients taking what it refilled, or a search that went too
-	// fast.) A pause of more than a second the server asks for is one
-	// too, until it shows otherwise.
+	// fast.) A while is windowDrySpan, or less when the server let
+	// requests through fast just before: as long as it took to let
+	// windowDryIntervals of them through. A pause of more than a second
+	// the server asks for is one too, until it shows otherwise.
 	if p.dryFrom.IsZero() {
-		p.dryFrom = now
+		p.dryFrom, p.dryShown = now, p.refillShown(now)
 	}
 	if newEvent {
 		p.dry++
 	}
-	dry := p.dry >= windowDryRefusals && now.Sub(p.dryFrom) >= windowDrySpan
+	span := now.Sub(p.dryFrom)
+	dry := p.dry >= windowDryRefusals && (span >= windowDrySpan || span.Seconds()*p.dryShown >= windowDryIntervals)
 	switch {
 	case !p.notWindowed && math.IsInf(p.told, 1) && (dry || hint > time.Second):
 		p.becomeWindowed(p.dryTarget, now)
 	case newEvent:
 		p.decrease(hint, now)
 	}
+}
+
+// refillShown is the rate the server let the key's requests through at
+// between its last refusal and now, with p.mu held: what a bucket, empty
+// at that refusal, must refill at least. 0 when there was no refusal
+// before, or too few went through to tell.
+func (p *Pacer) refillShown(now time.Time) float64 {
+	span := now.Sub(p.lastEmpty)
+	s := p.successes - p.successesAtEmpty
+	if p.lastEmpty.IsZero() || span <= 0 || s <= windowDryIntervals {
+		return 0
+	}
+	return float64(s-1) / span.Seconds()
 }
 
 // floorRate is the slowest a refusal cuts a pace to: one request a

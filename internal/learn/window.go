@@ -35,6 +35,14 @@ const (
 	// through to show that the server refills nothing between its turns.
 	windowDrySpan     = 2 * adaptiveMinSample
 	windowDryRefusals = 3
+	// windowDryIntervals is how many intervals of the rate the server let
+	// requests through at just before (refillShown) nothing must be let
+	// through, when that is shorter than windowDrySpan: a bucket that
+	// refilled at that rate would have let one through by then. A window
+	// that turns soon after its quota ran out may never stay dry for
+	// windowDrySpan, and a key that took it for a bucket would climb to
+	// its rate for the rest of its batch.
+	windowDryIntervals = 3
 	// windowProbeStart is the first wait before asking again whether a
 	// window that said nothing of its end has turned; it doubles with each
 	// refusal, up to windowProbeMax.

@@ -59,9 +59,11 @@ func TestLongHintsAreNoCap(t *testing.T) {
 // slowStart is a key's slow start that let through, for each count of
 // others in flight, that many, and has out in flight.
 func slowStart(out int, okWith map[int]int) *Start {
-	s := &Start{out: out}
+	s := &Start{out: out, okWith: new([capFlights]uint8)}
 	for k, n := range okWith {
-		s.okWith[k] = uint8(n)
+		if k > 0 {
+			s.okWith[k] = uint8(n)
+		}
 		s.open += n
 	}
 	s.open++

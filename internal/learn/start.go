@@ -28,8 +28,11 @@ type Start struct {
 	open, out int // requests that may be in flight, and that are
 	// okWith counts the requests let through by how many others were in
 	// flight beside them (capFlights−1 for that many or more), as a
-	// Pacer's flights do: armed, the key reads a cap from them.
-	okWith [capFlights]uint8
+	// Pacer's flights do: armed, the key reads a cap from them. Those let
+	// through alone are the rest of Passed. It is made at the first let
+	// through beside others: most keys never have two in flight, and every
+	// key of every scope keeps a Start.
+	okWith *[capFlights]uint8
 	wake   chan struct{}
 }
 
@@ -57,8 +60,13 @@ func (s *Start) End(succeeded bool, others int) (done bool) {
 	s.out--
 	if succeeded {
 		s.open = max(s.open, 1) + 1
-		if k := min(max(others, 0), capFlights-1); s.okWith[k] < math.MaxUint8 {
-			s.okWith[k]++
+		if k := min(others, capFlights-1); k > 0 {
+			if s.okWith == nil {
+				s.okWith = new([capFlights]uint8)
+			}
+			if s.okWith[k] < math.MaxUint8 {
+				s.okWith[k]++
+			}
 		}
 	}
 	if s.wake != nil {
@@ -75,10 +83,21 @@ func (s *Start) Passed() int { return max(s.open-1, 0) }
 func (s *Start) Out() int { return s.out }
 
 // OKWith is how many requests of the slow start were let through with
-// others in flight beside them (capFlights−1 counts that many or more),
-// up to 255.
+// others in flight beside them (capFlights−1 counts that many or more;
+// each count stops at 255).
 func (s *Start) OKWith(others int) int {
-	if others < 0 || others >= capFlights {
+	switch {
+	case others < 0 || others >= capFlights:
+		return 0
+	case others == 0:
+		n := s.Passed()
+		if s.okWith != nil {
+			for _, c := range s.okWith[1:] {
+				n -= int(c)
+			}
+		}
+		return max(n, 0)
+	case s.okWith == nil:
 		return 0
 	}
 	return int(s.okWith[others])

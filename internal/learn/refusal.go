@@ -50,8 +50,7 @@ func (p *Pacer) refused(newEvent bool, hint time.Duration, now time.Time) {
 	if newEvent {
 		p.dry++
 	}
-	span := now.Sub(p.dryFrom)
-	dry := p.dry >= windowDryRefusals && (span >= windowDrySpan || span.Seconds()*p.dryShown >= windowDryIntervals)
+	dry := windowDry(p.dry, now.Sub(p.dryFrom), p.dryShown)
 	switch {
 	case !p.notWindowed && math.IsInf(p.told, 1) && (dry || hint > time.Second):
 		p.becomeWindowed(p.dryTarget, now)
@@ -61,16 +60,13 @@ func (p *Pacer) refused(newEvent bool, hint time.Duration, now time.Time) {
 }
 
 // refillShown is the rate the server let the key's requests through at
-// between its last refusal and now, with p.mu held: what a bucket, empty
-// at that refusal, must refill at least. 0 when there was no refusal
-// before, or too few went through to tell.
+// between its last refusal and now, with p.mu held (refillRate); 0 when
+// there was no refusal before.
 func (p *Pacer) refillShown(now time.Time) float64 {
-	span := now.Sub(p.lastEmpty)
-	s := p.successes - p.successesAtEmpty
-	if p.lastEmpty.IsZero() || span <= 0 || s <= windowDryIntervals {
+	if p.lastEmpty.IsZero() {
 		return 0
 	}
-	return float64(s-1) / span.Seconds()
+	return refillRate(p.successes-p.successesAtEmpty, now.Sub(p.lastEmpty))
 }
 
 // floorRate is the slowest a refusal cuts a pace to: one request a

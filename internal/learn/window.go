@@ -50,6 +50,24 @@ const (
 	windowProbeMax   = time.Minute
 )
 
+// windowDry reports whether dry refusals in a row, over span, with
+// nothing let through, show a server that refills nothing between its
+// turns; shown is the rate it let requests through at just before them
+// (refillRate), 0 when unknown.
+func windowDry(dry int, span time.Duration, shown float64) bool {
+	return dry >= windowDryRefusals && (span >= windowDrySpan || span.Seconds()*shown >= windowDryIntervals)
+}
+
+// refillRate is the rate passed requests let through over span show, in
+// requests a second: what a bucket, empty at the span's start, refills at
+// least. 0 when too few went through to tell.
+func refillRate(passed int64, span time.Duration) float64 {
+	if span <= 0 || passed <= windowDryIntervals {
+		return 0
+	}
+	return float64(passed-1) / span.Seconds()
+}
+
 // learnedWindow is what a windowed key learned of its server's window.
 type learnedWindow struct {
 	quota int // what the last window let through; 0 before one was counted

@@ -87,10 +87,13 @@ type Shared struct {
 
 	// The refusals since turns last went through: dry of them since
 	// dryFrom; dryTarget is the earliest instant their hints said to come
-	// back. notWindowed is set once a window gave less than two turns.
+	// back; dryShown is the rate the turns before them went through at
+	// (refillRate). notWindowed is set once a window gave less than two
+	// turns.
 	dry         int
 	dryFrom     time.Time
 	dryTarget   time.Time
+	dryShown    float64
 	notWindowed bool
 	// passedFirst sums what the fleet's transports let through before
 	// each saw its first refusal of the key (Outcome.Passed), and

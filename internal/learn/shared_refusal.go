@@ -94,14 +94,17 @@ func (s *Shared) refused(seq uint64, hint time.Duration, top float64, now time.T
 	passed := s.passedSince(seq)
 	s.passedPaced += max(passed, 0)
 	if passed > 0 || s.dryFrom.IsZero() {
-		s.dry, s.dryFrom, s.dryTarget = 0, now, time.Time{}
+		s.dry, s.dryFrom, s.dryTarget, s.dryShown = 0, now, time.Time{}, 0
+		if !s.lastEmpty.IsZero() {
+			s.dryShown = refillRate(int64(passed), now.Sub(s.lastEmpty))
+		}
 	}
 	if !target.IsZero() && (s.dryTarget.IsZero() || target.Before(s.dryTarget)) {
 		s.dryTarget = target
 	}
 	s.dry++
 	s.lastHint = hint
-	dry := s.dry >= windowDryRefusals && now.Sub(s.dryFrom) >= windowDrySpan
+	dry := windowDry(s.dry, now.Sub(s.dryFrom), s.dryShown)
 	if !s.notWindowed && math.IsInf(top, 1) && (dry || hint > time.Second) {
 		s.becomeWindowed(s.dryTarget, now)
 	} else {

@@ -20,14 +20,17 @@ import (
 // key sends what the last window gave at once, as a client that knows the
 // window does, and one request more to learn when the next one turns.
 // Once two turns have shown the window's period, and a window has given
-// its quota, the key asks no more: it holds its requests from the quota's
-// end to the next turn the period says, and sends the quota again then,
-// without a refusal a window. Only a refusal says the limit changed: a
-// turn the period foretold that the server had not made yet is learned
-// from its hint again. A window that gives less than two requests, or
-// well under the last one's quota, is no window: a slow bucket, or a
-// sliding window whose hint overstates the wait, which the learned pace
-// answers instead, from the last window's quota over its length.
+// its quota, the key holds its requests from the quota's end to the next
+// turn the period says, and sends the quota again then, without a refusal
+// a window. Only a refusal says the limit changed: a turn the period
+// foretold that the server had not made yet is learned from its hint
+// again. Now and then, ever more seldom, a window that gave its quota
+// asks whether it gives more (quotaProbe): a quota learned low, from a
+// window that had little left, would otherwise hold the key below its
+// server for good. A window that gives less than two requests, or well
+// under the last one's quota, is no window: a slow bucket, or a sliding
+// window whose hint overstates the wait, which the learned pace answers
+// instead, from the last window's quota over its length.
 
 const (
 	// windowDrySpan and windowDryRefusals are how long, and through how
@@ -48,6 +51,10 @@ const (
 	// refusal, up to windowProbeMax.
 	windowProbeStart = 100 * time.Millisecond
 	windowProbeMax   = time.Minute
+	// quotaProbeSpan bounds how long a window's quota goes unasked: the
+	// windows between two asks double while they find nothing more, up
+	// to as many as fit in it (adaptiveMaxHold, as a learned pace holds).
+	quotaProbeSpan = adaptiveMaxHold
 )
 
 // windowDry reports whether dry refusals in a row, over span, with
@@ -79,7 +86,65 @@ type learnedWindow struct {
 	// success of a later one, sent before the refusal that closed it and
 	// answered after, was the window's too (see succeeded).
 	openSeq uint64
+	ask     quotaProbe
 	windowTurns
+}
+
+// quotaProbe is how a learned window asks whether its server gives more
+// than the quota it learned. A window that asks goes on once its quota
+// was let through: one request more, then two, then four, each batch once
+// the last was let through, until one is refused. A window that found
+// nothing more costs one refusal, and the next ask comes twice as many
+// windows later, up to quotaProbeSpan; one that found more is asked again
+// at the next turn. The first quota of a window learned from refusals is
+// what it gave at the instant the key came back: a sliding window's
+// leftover, or a window that turned a little later, can make it a
+// fraction of what the server gives.
+type quotaProbe struct {
+	gap   int // windows from one ask to the next; 0 until the first ask
+	since int // windows since the last ask
+	extra int // what the window may let through beyond its quota now; 0 when it does not ask
+}
+
+// turned counts a turn of a window whose quota and period are known: the
+// window that begins asks when its turn to has come.
+func (q *quotaProbe) turned() {
+	q.since++
+	if q.since >= max(q.gap, 1) {
+		q.since, q.extra = 0, 1
+	}
+}
+
+// allowance is what a window of quota may let through now.
+func (q *quotaProbe) allowance(quota int) int { return quota + q.extra }
+
+// grow lets an asking window whose allowance was let through ask for as
+// much again, and reports whether it asks.
+func (q *quotaProbe) grow() bool {
+	if q.extra == 0 {
+		return false
+	}
+	q.extra *= 2
+	return true
+}
+
+// answered ends an ask at the window's refusal: found says the window let
+// more than its quota through. period is the window's length.
+func (q *quotaProbe) answered(found bool, period time.Duration) {
+	if q.extra == 0 {
+		return
+	}
+	q.extra, q.since = 0, 0
+	most := 1
+	if period > 0 {
+		most = max(int(math.Round(float64(quotaProbeSpan)/float64(period))), 1)
+	}
+	switch {
+	case found:
+		q.gap = 1
+	default:
+		q.gap = min(max(2*q.gap, 2), most)
+	}
 }
 
 // windowTurns is when a learned window turns, as a Pacer's learnedWindow
@@ -178,8 +243,19 @@ func (p *Pacer) windowRefused(target, now time.Time) bool {
 		}
 		return false
 	}
+	asked := w.ask.extra > 0 && w.confirmed
+	found := w.used > w.quota
+	w.ask.answered(found, w.period)
 	w.quota, w.confirmed, w.foretold = w.used, true, false
 	p.cutAt = p.sent // requests on their way are refused with it
+	if asked && !found && w.period > 0 {
+		// An ask the window refused came after its quota: the turn the
+		// period foretells is when it reopens, which a hint in whole
+		// seconds may overstate by most of a window.
+		if turn := w.openedAt.Add(w.period + windowMargin); target.IsZero() || turn.Before(target) {
+			target = turn
+		}
+	}
 	w.closeAt(target, now)
 	return true
 }
@@ -255,11 +331,21 @@ func (w *learnedWindow) wait(p *Pacer, now time.Time) (time.Duration, <-chan str
 			}
 		}
 		w.opens, w.used, w.openedAt, w.openSeq = time.Time{}, 0, now, p.sent
+		if w.confirmed && w.period > 0 {
+			w.ask.turned()
+		}
+	}
+	allowed := w.quota // an ask goes once the quota was let through
+	if w.used >= w.quota {
+		allowed = w.ask.allowance(w.quota)
 	}
 	switch {
-	case w.quota > 0 && w.used+p.inFlight >= w.quota && p.inFlight > 0:
+	case w.quota > 0 && w.used+p.inFlight >= allowed && p.inFlight > 0:
 		return 0, p.answered() // the last window's quota is on its way
-	case w.confirmed && w.period > 0 && w.quota > 0 && w.used >= w.quota:
+	case w.confirmed && w.period > 0 && w.quota > 0 && w.used >= allowed:
+		if w.ask.grow() {
+			return 0, nil // what the window was asked for came: ask for as much again
+		}
 		// The quota is spent and the period says when the next turn
 		// comes: hold until then rather than ask.
 		w.opens, w.foretold = w.openedAt.Add(w.period+windowMargin), true

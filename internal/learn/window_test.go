@@ -2,6 +2,7 @@ package learn
 
 import (
 	"math"
+	"slices"
 	"testing"
 	"time"
 )
@@ -72,4 +73,68 @@ func TestWindowSendsTheQuotaItGaveWhenAnswersRace(t *testing.T) {
 	if sent != 50 {
 		t.Fatalf("the reopened window sent %d at once; want the 50 the last one gave", sent)
 	}
+}
+
+// TestWindowAsksWhetherItGivesMore: a window learned from refusals takes
+// the quota of the first window it saw give one, which may be what a
+// sliding window had left, 2 of its 50. The key then asks, now and then,
+// whether a window gives more than it learned: it finds the 50 within a
+// turn, and, the windows giving no more than that, asks ever more seldom,
+// each ask costing one refusal. (Without asking, the key sent 2 a window
+// for good: 20 times the least time of a batch.)
+func TestWindowAsksWhetherItGivesMore(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	a := New(0, math.Inf(1), t0)
+	// A first refusal asking for 2 s holds the key as a window's.
+	a.Untracked(Answer{Refused: true, Remaining: -1, Hint: 2 * time.Second, Flight: -1}, 0, t0)
+	turn := t0.Add(2 * time.Second)
+	sent, refusals := serveWindow(t, a, turn, 2, turn.Add(time.Second))
+	if sent != 3 || refusals != 1 {
+		t.Fatalf("the first window: %d sent, %d refused; want 3 and 1", sent, refusals)
+	}
+	var perWindow []int
+	total := 0
+	for range 30 {
+		turn = turn.Add(time.Second)
+		at := turn
+		if held := a.WindowHeldUntil(); held.After(at) {
+			at = held
+		}
+		sent, refusals := serveWindow(t, a, at, 50, turn.Add(time.Second))
+		perWindow = append(perWindow, sent-refusals)
+		total += refusals
+	}
+	if perWindow[1] != 50 || slices.Min(perWindow[1:]) != 50 {
+		t.Fatalf("let through a window: %v; want 50 from the second on", perWindow)
+	}
+	t.Logf("let through a window: %v; %d refusals", perWindow, total)
+	if total > 7 {
+		t.Fatalf("%d refusals in 30 windows of 50 (%v let through); want the asks of a quota it knows at most 7", total, perWindow)
+	}
+}
+
+// serveWindow is a window of a server that lets gives requests through
+// from now, and refuses the rest until next: the key sends what it lets
+// go at now, each answered at once. It returns how many the key sent, and
+// how many of them were refused.
+func serveWindow(t *testing.T, a *Pacer, now time.Time, gives int, next time.Time) (sent, refusals int) {
+	t.Helper()
+	for range 1000 {
+		seq, delay, ready, went := a.Take(now)
+		if !went {
+			if delay <= 0 && ready == nil {
+				t.Fatal("Take neither sent nor said what to wait for")
+			}
+			return sent, refusals
+		}
+		sent++
+		if sent <= gives {
+			a.Outcome(seq, succeeded, now)
+			continue
+		}
+		refusals++
+		a.Outcome(seq, Answer{Refused: true, Remaining: -1, Hint: next.Sub(now)}, now)
+	}
+	t.Fatal("the key sent 1000 in a window")
+	return sent, refusals
 }

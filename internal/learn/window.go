@@ -24,8 +24,8 @@ import (
 // turn the period says, and sends the quota again then, without a refusal
 // a window. Only a refusal says the limit changed: a turn the period
 // foretold that the server had not made yet is learned from its hint
-// again. Now and then, ever more seldom, a window that gave its quota
-// asks whether it gives more (quotaProbe): a quota learned low, from a
+// again. The first windows that give their quota ask whether they give
+// more (quotaProbe), until one gives no more: a quota learned low, from a
 // window that had little left, would otherwise hold the key below its
 // server for good. A window that gives less than two requests, or well
 // under the last one's quota, is no window: a slow bucket, or a sliding
@@ -51,10 +51,6 @@ const (
 	// refusal, up to windowProbeMax.
 	windowProbeStart = 100 * time.Millisecond
 	windowProbeMax   = time.Minute
-	// quotaProbeSpan bounds how long a window's quota goes unasked: the
-	// windows between two asks double while they find nothing more, up
-	// to as many as fit in it (adaptiveMaxHold, as a learned pace holds).
-	quotaProbeSpan = adaptiveMaxHold
 )
 
 // windowDry reports whether dry refusals in a row, over span, with
@@ -87,31 +83,41 @@ type learnedWindow struct {
 	// answered after, was the window's too (see succeeded).
 	openSeq uint64
 	ask     quotaProbe
+	// rephased is set when the hint of an ask's refusal moved the next
+	// turn earlier than the period foretold: the key's phase, not its
+	// period.
+	rephased bool
+	// closedOnAsk is set when an ask closed the window: its refusals are
+	// retried in the key's line, which holds them until the turn the
+	// period foretells, sooner than their hints may say.
+	closedOnAsk bool
 	windowTurns
 }
 
 // quotaProbe is how a learned window asks whether its server gives more
-// than the quota it learned. A window that asks goes on once its quota
-// was let through: one request more, then two, then four, each batch once
-// the last was let through, until one is refused. A window that found
-// nothing more costs one refusal, and the next ask comes twice as many
-// windows later, up to quotaProbeSpan; one that found more is asked again
-// at the next turn. The first quota of a window learned from refusals is
-// what it gave at the instant the key came back: a sliding window's
-// leftover, or a window that turned a little later, can make it a
-// fraction of what the server gives.
+// than the quota it learned. The first quota of a window learned from
+// refusals is what it gave at the instant the key came back: a sliding
+// window's leftover can make it a fraction of what the server gives, and
+// a key that held to it would stay there for good. So from the first turn
+// the period foretells, a window asks, once its quota was let through:
+// one request more, then two, then four, each batch once the last was let
+// through, until one is refused. A window that found more asks again at
+// the next turn; the first that finds nothing more, at the cost of one
+// refusal, settles the quota, and the key asks no more. A first window
+// that gave what the key guessed of it, or more, settles it at once: its
+// quota is no leftover. (Asking again and again would find a limit the
+// server raised, but clients of a fleet that share no store would take
+// from each other what each left, and starve those that pace.)
 type quotaProbe struct {
-	gap   int // windows from one ask to the next; 0 until the first ask
-	since int // windows since the last ask
-	extra int // what the window may let through beyond its quota now; 0 when it does not ask
+	settled bool // an ask found nothing more: the key asks no more
+	extra   int  // what the window may let through beyond its quota now; 0 when it does not ask
 }
 
-// turned counts a turn of a window whose quota and period are known: the
-// window that begins asks when its turn to has come.
+// turned starts a window whose quota and period are known: it asks
+// unless the quota is settled.
 func (q *quotaProbe) turned() {
-	q.since++
-	if q.since >= max(q.gap, 1) {
-		q.since, q.extra = 0, 1
+	if !q.settled {
+		q.extra = 1
 	}
 }
 
@@ -128,23 +134,13 @@ func (q *quotaProbe) grow() bool {
 	return true
 }
 
-// answered ends an ask at the window's refusal: found says the window let
-// more than its quota through. period is the window's length.
-func (q *quotaProbe) answered(found bool, period time.Duration) {
+// answered ends an ask: found says the window let more than its quota
+// through.
+func (q *quotaProbe) answered(found bool) {
 	if q.extra == 0 {
 		return
 	}
-	q.extra, q.since = 0, 0
-	most := 1
-	if period > 0 {
-		most = max(int(math.Round(float64(quotaProbeSpan)/float64(period))), 1)
-	}
-	switch {
-	case found:
-		q.gap = 1
-	default:
-		q.gap = min(max(2*q.gap, 2), most)
-	}
+	q.extra, q.settled = 0, !found
 }
 
 // windowTurns is when a learned window turns, as a Pacer's learnedWindow
@@ -245,14 +241,23 @@ func (p *Pacer) windowRefused(target, now time.Time) bool {
 	}
 	asked := w.ask.extra > 0 && w.confirmed
 	found := w.used > w.quota
-	w.ask.answered(found, w.period)
+	w.ask.answered(found)
+	if !w.confirmed && w.quota > 0 && w.used >= w.quota {
+		w.ask.settled = true // the first window gave what the key guessed, or more
+	}
 	w.quota, w.confirmed, w.foretold = w.used, true, false
 	p.cutAt = p.sent // requests on their way are refused with it
-	if asked && !found && w.period > 0 {
-		// An ask the window refused came after its quota: the turn the
-		// period foretells is when it reopens, which a hint in whole
-		// seconds may overstate by most of a window.
-		if turn := w.openedAt.Add(w.period + windowMargin); target.IsZero() || turn.Before(target) {
+	w.closedOnAsk = asked && w.period > 0
+	if w.closedOnAsk {
+		// An ask the window refused came after its quota, amid the
+		// window: the turn the period foretells is when it reopens, which
+		// a hint in whole seconds may overstate by most of a window. A
+		// hint that says an earlier turn corrects the key's phase, learned
+		// from hints that said the turns late: the time to that turn is
+		// no period.
+		turn := w.openedAt.Add(w.period + windowMargin)
+		w.rephased = !target.IsZero() && target.Before(turn)
+		if !w.rephased {
 			target = turn
 		}
 	}
@@ -325,26 +330,43 @@ func (w *learnedWindow) wait(p *Pacer, now time.Time) (time.Duration, <-chan str
 			return w.opens.Sub(now), nil
 		}
 		// The window has turned, as far as the key can tell.
-		if !w.openedAt.IsZero() {
+		if !w.openedAt.IsZero() && !w.rephased {
 			if p := now.Sub(w.openedAt); w.period == 0 || p < w.period {
 				w.period = p
 			}
 		}
-		w.opens, w.used, w.openedAt, w.openSeq = time.Time{}, 0, now, p.sent
+		w.opens, w.used, w.openedAt, w.openSeq, w.rephased, w.closedOnAsk = time.Time{}, 0, now, p.sent, false, false
 		if w.confirmed && w.period > 0 {
 			w.ask.turned()
 		}
 	}
-	allowed := w.quota // an ask goes once the quota was let through
-	if w.used >= w.quota {
+	// An ask goes once the quota was let through, from a sixteenth of a
+	// period after the turn: by then the clients of a fleet, whose turns
+	// come within a few milliseconds of each other, sent their quotas,
+	// and a request a fixed window lets through came from what they
+	// left. It ends a quarter of a period after the turn: the key's turns
+	// are learned from hints in whole seconds, which say them late, and
+	// an ask later in the window could meet the server's next turn and
+	// take its quota for more of this one's.
+	allowed, askAt, askEnd := w.quota, w.openedAt.Add(w.period/16), w.openedAt.Add(w.period/4)
+	if w.ask.extra > 0 && !now.Before(askEnd) {
+		// Asked until the end without a refusal: the window gave it all.
+		w.ask.answered(w.used > w.quota)
+		w.quota = max(w.quota, w.used)
+	}
+	asking := w.ask.extra > 0 && w.used >= w.quota && !now.Before(askAt)
+	if asking {
 		allowed = w.ask.allowance(w.quota)
 	}
 	switch {
 	case w.quota > 0 && w.used+p.inFlight >= allowed && p.inFlight > 0:
 		return 0, p.answered() // the last window's quota is on its way
 	case w.confirmed && w.period > 0 && w.quota > 0 && w.used >= allowed:
-		if w.ask.grow() {
+		switch {
+		case asking && w.ask.grow():
 			return 0, nil // what the window was asked for came: ask for as much again
+		case w.ask.extra > 0 && !asking:
+			return askAt.Sub(now), nil
 		}
 		// The quota is spent and the period says when the next turn
 		// comes: hold until then rather than ask.

@@ -103,11 +103,16 @@ type learnedWindow struct {
 // one request more, then two, then four, each batch once the last was let
 // through, until one is refused. A window that found more asks again at
 // the next turn; the first that finds nothing more, at the cost of one
-// refusal, settles the quota, and the key asks no more. A first window
-// that gave what the key guessed of it, or more, settles it at once: its
-// quota is no leftover. (Asking again and again would find a limit the
-// server raised, but clients of a fleet that share no store would take
-// from each other what each left, and starve those that pace.)
+// refusal, settles the quota, and the key asks no more. Only a window
+// whose first quota the key had no guess for asks: a key that guessed it
+// (from what its slow start let through) settles it at once. (Asking
+// more would find a limit the server raised, or a guess that was short,
+// but clients of a fleet that share no store take from each other what
+// each left, and starve those that pace: with the Conservative preset,
+// whose breaker then opens for two minutes, a fleet of 4 on a window from
+// the first request took 14 times the least time in 13 runs of 25 when
+// every first window that gave less than guessed asked, in 8 of 25 with
+// this rule, and in 3 or 4 of 25 without asking.)
 type quotaProbe struct {
 	settled bool // an ask found nothing more: the key asks no more
 	extra   int  // what the window may let through beyond its quota now; 0 when it does not ask
@@ -242,8 +247,8 @@ func (p *Pacer) windowRefused(target, now time.Time) bool {
 	asked := w.ask.extra > 0 && w.confirmed
 	found := w.used > w.quota
 	w.ask.answered(found)
-	if !w.confirmed && w.quota > 0 && w.used >= w.quota {
-		w.ask.settled = true // the first window gave what the key guessed, or more
+	if !w.confirmed && w.quota > 0 {
+		w.ask.settled = true // the key guessed the first window's quota: it is no leftover
 	}
 	w.quota, w.confirmed, w.foretold = w.used, true, false
 	p.cutAt = p.sent // requests on their way are refused with it

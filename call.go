@@ -93,11 +93,6 @@ type call struct {
 	// flight explains the attempt's refusal: its retry goes at once,
 	// held by the key's line until there is room.
 	capped bool
-	// windowAsk is set when the attempt's refusal was that of a learned
-	// window's ask whether it gives more than its quota: its retry goes
-	// at once, whatever its hint, held by the key's line until the turn
-	// the window's period foretells.
-	windowAsk bool
 	// yielded is set when the attempt's refusal made its window yield:
 	// the spread the window keeps from then on answers the refusal's
 	// hint, which pauses neither the key nor the attempt's retry.
@@ -222,7 +217,7 @@ func (c *call) attemptLoop(first *reply) (*http.Response, error) {
 				return c.deliver(resp), nil
 			}
 			delay = c.responseDelay(&rep)
-			paced = class.refusal() && (c.capped || c.windowAsk || rep.hint > 0 && !c.policy.IgnoreRetryAfter)
+			paced = class.refusal() && (c.capped || rep.hint > 0 && !c.policy.IgnoreRetryAfter)
 		}
 
 		next, refused := c.planRetry(delay, paced)

@@ -23,11 +23,9 @@ import (
 // then takes its turn in the window's spread. A refusal with no hint that
 // a cap the key learned explains is retried at once: the key's line holds
 // the retry until one of its requests in flight ends, the time a cap's
-// slot takes to free, which a backoff would overshoot. So is the refusal
-// of a learned window's ask: the line holds the retry until the window's
-// turn, which a hint in whole seconds overstates.
+// slot takes to free, which a backoff would overshoot.
 func (c *call) responseDelay(rep *reply) time.Duration {
-	if c.capped && !rep.hinted || c.windowAsk {
+	if c.capped && !rep.hinted {
 		return 0
 	}
 	delay := c.policy.jittered(c.attempts - 1)
@@ -129,7 +127,7 @@ func isIdempotent(req *http.Request) bool {
 // concurrency slots at once; a response keeps them until its body closes.
 func (c *call) feedBack(rep *reply) {
 	resp, err, class := rep.resp, rep.err, rep.class
-	c.capped, c.windowAsk = false, false
+	c.capped = false
 	probed := c.ticket.Probe()
 	if c.t.breakers != nil {
 		c.tellBreaker(rep)
@@ -188,9 +186,8 @@ func (c *call) feedBack(rep *reply) {
 		an := scopes.Answer{Resp: resp, Err: err, Refused: err == nil && class.refusal(), Hint: hint}
 		c.adaptive.drain(func(t scopes.Ticket) {
 			fx := t.Finish(c.ctx, an, closed, now)
-			// The window's line holds the key after its ask's refusal.
-			pausesKey = pausesKey && fx.HintPauses && !fx.WindowAsk
-			c.capped, c.windowAsk = c.capped || fx.Capped, c.windowAsk || fx.WindowAsk
+			pausesKey = pausesKey && fx.HintPauses
+			c.capped = c.capped || fx.Capped
 			// A window the key learned is held for every transport
 			// sharing the gate's store, as a hint's pause is.
 			if c.t.gate != nil && c.t.gate.Store() != nil && fx.HeldUntil.After(now) {

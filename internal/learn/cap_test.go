@@ -156,7 +156,7 @@ func TestStrayRefusalKeepsTheCap(t *testing.T) {
 			t.Errorf("a stray refusal with %d others in flight: capped at %d (unpaced %v), want 5, unpaced", stray, a.flightCap, a.unpaced)
 		}
 		seq, _, _, _ = a.Take(t0)
-		wasCapped := a.Outcome(seq, refused, t0).Capped
+		wasCapped := a.Outcome(seq, refused, t0)
 		if stray == 4 && a.flightCap != 4 || stray == 0 && a.flightCap != 0 {
 			t.Errorf("a second refusal with %d others in flight: capped at %d, want %d", stray, a.flightCap, min(stray, 4))
 		}
@@ -238,7 +238,7 @@ func TestProbeRefusedOutOfOrderIsTheProbes(t *testing.T) {
 		if !first {
 			refusedSeq, passedSeq = with5, with4
 		}
-		if retry := a.Outcome(refusedSeq, refused, t0); !retry.Capped {
+		if capped := a.Outcome(refusedSeq, refused, t0); !capped {
 			t.Error("the probe's refusal was not reported capped: its retry would back off, not wait in line for room")
 		}
 		if a.flightCap != 5 || a.capProbing || a.capGrow != 2*grow {

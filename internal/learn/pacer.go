@@ -226,29 +226,15 @@ func (p *Pacer) resume(now time.Time) {
 	p.resumeAt = time.Time{}
 }
 
-// Retry is what the answer to a request says of its retry.
-type Retry struct {
-	// Capped is set for the refusal of a probe above a cap on the key's
-	// requests in flight the key holds: the cap goes back, and the
-	// request may go again at once, waiting in the key's line for room
-	// rather than backing off.
-	Capped bool
-	// WindowAsk is set for the refusal of a learned window's ask whether
-	// it gives more than its quota: the request may go again at once,
-	// and the key's line holds it until the turn the window's period
-	// foretells, which a hint in whole seconds overstates by up to a
-	// second. (A retry that waited out its hint, or a long backoff, would
-	// come amid a later window, and start one that counts from its first
-	// request at a time the key does not expect.)
-	WindowAsk bool
-}
-
 // Outcome learns from the answer to request seq, which it no longer
 // counts in flight. A success grows the climb. A count of the server's
 // quota replaces what was learned; a refusal without one measures the
 // server and, unless it is a sibling of the last decrease, decreases the
-// pace. It reports what the answer says of the request's retry.
-func (p *Pacer) Outcome(seq uint64, an Answer, now time.Time) Retry {
+// pace. It reports whether the refusal is that of a probe above a cap on
+// the key's requests in flight the key holds: the cap goes back, and the
+// request may go again at once, waiting in the key's line for room rather
+// than backing off.
+func (p *Pacer) Outcome(seq uint64, an Answer, now time.Time) (capped bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.settle()
@@ -275,7 +261,7 @@ func (p *Pacer) Untracked(an Answer, sentBefore int64, now time.Time) (capped bo
 		// with fewer, a refusal at a cap of c looks like one of c−1.
 		an.Flight = max(an.Flight, p.inFlight+p.untrackedOut-1)
 	}
-	return p.learn(0, p.lastEmpty.IsZero(), an, now).Capped
+	return p.learn(0, p.lastEmpty.IsZero(), an, now)
 }
 
 // Adopt takes in what the key did before it was armed, in its slow start
@@ -323,7 +309,7 @@ func (p *Pacer) Unpaced(passed bool, others int) {
 
 // learn takes in the answer to request seq, with p.mu held; newEvent
 // says a refusal in it is not the sibling of one already answered.
-func (p *Pacer) learn(seq uint64, newEvent bool, an Answer, now time.Time) Retry {
+func (p *Pacer) learn(seq uint64, newEvent bool, an Answer, now time.Time) (capped bool) {
 	if an.OK {
 		p.successes++
 		p.freshOK++
@@ -373,7 +359,7 @@ func (p *Pacer) learn(seq uint64, newEvent bool, an Answer, now time.Time) Retry
 		p.refusalCounted = explained
 	}
 	if uncounted && p.shed.On() && !p.blind(now) && p.trial(an.OK, now) {
-		return Retry{}
+		return false
 	}
 	if an.Refused && !explained {
 		// Only the refusal of a probe above a cap the key holds is
@@ -383,14 +369,14 @@ func (p *Pacer) learn(seq uint64, newEvent bool, an Answer, now time.Time) Retry
 		// is no cap (a bucket's) would be refused again.
 		probe := p.capProbing
 		if known && (k > 0 || p.flightCap > 0) && p.capRefused(p.heldWith(seq, k), now) {
-			return Retry{Capped: probe && p.flightCap > 0}
+			return probe && p.flightCap > 0
 		}
 		if !p.blind(now) && p.startTrial(an.Hint, now) {
-			return Retry{}
+			return false
 		}
-		return Retry{WindowAsk: p.refused(newEvent, an.Hint, now)}
+		p.refused(newEvent, an.Hint, now)
 	}
-	return Retry{}
+	return false
 }
 
 // sending is how a request was sent: at what learned pace, 0 when none

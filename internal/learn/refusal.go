@@ -10,17 +10,14 @@ import (
 // enough apart, measures the server between them; a refusal that comes
 // however slowly the key goes is not about rate (blind.go).
 
-// refused learns from a refusal no count explains, with p.mu held. It
-// reports whether the request may be retried at once, held in the key's
-// line: a refusal of a learned window's ask, which reopens at the turn
-// its period foretells.
-func (p *Pacer) refused(newEvent bool, hint time.Duration, now time.Time) (windowAsk bool) {
+// refused learns from a refusal no count explains, with p.mu held.
+func (p *Pacer) refused(newEvent bool, hint time.Duration, now time.Time) {
 	if p.blind(now) {
-		return false // left to the retries, their backoff and the breaker
+		return // left to the retries, their backoff and the breaker
 	}
 	if newEvent && p.rateBlind() {
 		p.goBlind(now)
-		return false
+		return
 	}
 	defer func() { p.lastEmpty, p.successesAtEmpty = now, p.successes }()
 	p.lastHint = hint
@@ -33,11 +30,11 @@ func (p *Pacer) refused(newEvent bool, hint time.Duration, now time.Time) (windo
 	}
 	if p.win != nil {
 		if p.windowRefused(target, now) {
-			return p.win.closedOnAsk
+			return
 		}
 		p.notWindowed = true
 		if p.measureAll(now) {
-			return false
+			return
 		}
 	}
 	// Refused again and again, nothing let through for a while: the
@@ -60,7 +57,6 @@ func (p *Pacer) refused(newEvent bool, hint time.Duration, now time.Time) (windo
 	case newEvent:
 		p.decrease(hint, now)
 	}
-	return false
 }
 
 // refillShown is the rate the server let the key's requests through at

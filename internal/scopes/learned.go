@@ -272,15 +272,11 @@ type Answer struct {
 // window the key learned comes back, to be held for every transport
 // sharing the pause gate's store; Capped says a cap the key learned on
 // its requests in flight explains the refusal, so that the retry may go
-// at once: the key's line holds it until there is room. WindowAsk says
-// the refusal was of a learned window's ask whether it gives more than
-// its quota: the retry may go at once, whatever its hint, and the key's
-// line holds it until the window's turn.
+// at once: the key's line holds it until there is room.
 type Effect struct {
 	HintPauses bool
 	HeldUntil  time.Time
 	Capped     bool
-	WindowAsk  bool
 }
 
 // Finish tells the scope how the request went at now, and releases its
@@ -299,8 +295,7 @@ func (t Ticket) Finish(ctx context.Context, an Answer, closed bool, now time.Tim
 		t.scope.endStarting(&t.entry.State, t.startKey, ok, t.startOthers)
 	default:
 		read := readAnswer(an, now)
-		retry := t.a.Outcome(t.seq, read, now)
-		fx.Capped, fx.WindowAsk = retry.Capped, retry.WindowAsk
+		fx.Capped = t.a.Outcome(t.seq, read, now)
 		fx.HintPauses = t.a.HintPausesKey()
 		if closed {
 			t.a.Pause(now) // the breaker closes: resume gently

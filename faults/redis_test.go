@@ -37,6 +37,9 @@ const (
 	// that found Redis down asks again.
 	redisTimeout = 100 * time.Millisecond
 	recheck      = 200 * time.Millisecond
+	// afterTries is how many phases after a toxic may run before one
+	// keeps Redis reachable throughout (TestRedisUnderToxics).
+	afterTries = 3
 )
 
 // arrivals records when a server received each request.
@@ -303,9 +306,27 @@ func TestRedisUnderToxics(t *testing.T) {
 
 		f.proxy.remove(t, x)
 		time.Sleep(recheck + redisTimeout) // the store asks Redis again within Recheck
-		from, to = f.run(t, phase)
-		if n, most := f.arrived.between(from, to), allowance(from, to); n > most {
-			t.Errorf("after the toxic the API got %d requests in %v, past the shared limit's %d", n, to.Sub(from), most)
+		// A Redis call that a loaded machine holds past the store's
+		// timeout begins a new outage, and the replicas fall back on their
+		// own buckets, as they should: such a phase says nothing of the
+		// shared limit. Run it again, up to afterTries times, until one
+		// keeps Redis reachable throughout; if none does, it holds to the
+		// fallback's allowance.
+		for try := 1; ; try++ {
+			outages := f.store.Outages()
+			from, to = f.run(t, phase)
+			n, most := f.arrived.between(from, to), allowance(from, to)
+			if lost := f.store.Outages() - outages; lost > 0 && try < afterTries {
+				t.Logf("after the toxic, phase %d: %d new outages under the machine's load; running it again", try, lost)
+				continue
+			} else if lost > 0 {
+				most = (len(f.replicas) + 1) * most
+				t.Logf("after the toxic, every phase of %d had a new outage: holding it to the fallback's allowance", afterTries)
+			}
+			if n > most {
+				t.Errorf("after the toxic the API got %d requests in %v, past the shared limit's %d", n, to.Sub(from), most)
+			}
+			break
 		}
 		f.wantTripped(t, "after the toxic")
 		f.wantPaused(t, "after the toxic")

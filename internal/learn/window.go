@@ -101,14 +101,10 @@ type learnedWindow struct {
 // the next turn; the first that finds nothing more, at the cost of one
 // refusal, settles the quota, and the key asks no more. Only a window
 // whose first quota the key had no guess for asks: a key that guessed it
-// (from what its slow start let through) settles it at once. (Asking
-// more would find a limit the server raised, or a guess that was short,
-// but clients of a fleet that share no store take from each other what
-// each left, and starve those that pace: with the Conservative preset,
-// whose breaker then opens for two minutes, a fleet of 4 on a window from
-// the first request took 14 times the least time in 13 runs of 25 when
-// every first window that gave less than guessed asked, in 8 to 10 of 25
-// with this rule, and in 3 or 4 of 25 without asking.)
+// (from what its slow start let through) settles it at once. Asking more
+// would find a limit the server raised, but clients of a fleet that
+// share no store take from each other what each left with it, and starve
+// those that pace (see the CHANGELOG for the figures).
 type quotaProbe struct {
 	settled bool // an ask found nothing more: the key asks no more
 	extra   int  // what the window may let through beyond its quota now; 0 when it does not ask
@@ -121,9 +117,6 @@ func (q *quotaProbe) turned() {
 		q.extra = 1
 	}
 }
-
-// allowance is what a window of quota may let through now.
-func (q *quotaProbe) allowance(quota int) int { return quota + q.extra }
 
 // grow lets an asking window whose allowance was let through ask for as
 // much again, and reports whether it asks.
@@ -240,7 +233,7 @@ func (p *Pacer) windowRefused(target, now time.Time) bool {
 		}
 		return false
 	}
-	asked := w.ask.extra > 0 && w.confirmed
+	asked := w.ask.extra > 0 && w.used >= w.quota // the quota passed: the ask was out
 	found := w.used > w.quota
 	w.ask.answered(found)
 	if !w.confirmed && w.quota > 0 {
@@ -350,13 +343,13 @@ func (w *learnedWindow) wait(p *Pacer, now time.Time) (time.Duration, <-chan str
 	// take its quota for more of this one's.
 	allowed, askAt, askEnd := w.quota, w.openedAt.Add(w.period/16), w.openedAt.Add(w.period/4)
 	if w.ask.extra > 0 && !now.Before(askEnd) {
-		// Asked until the end without a refusal: the window gave it all.
-		w.ask.answered(w.used > w.quota)
-		w.quota = max(w.quota, w.used)
+		// The ask's time is over with no refusal: what the window gave is
+		// its quota, and only a refused ask settles it.
+		w.ask.extra, w.quota = 0, max(w.quota, w.used)
 	}
 	asking := w.ask.extra > 0 && w.used >= w.quota && !now.Before(askAt)
 	if asking {
-		allowed = w.ask.allowance(w.quota)
+		allowed = w.quota + w.ask.extra
 	}
 	switch {
 	case w.quota > 0 && w.used+p.inFlight >= allowed && p.inFlight > 0:

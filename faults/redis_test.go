@@ -315,16 +315,18 @@ func TestRedisUnderToxics(t *testing.T) {
 		for try := 1; ; try++ {
 			outages := f.store.Outages()
 			from, to = f.run(t, phase)
-			n, most := f.arrived.between(from, to), allowance(from, to)
-			if lost := f.store.Outages() - outages; lost > 0 && try < afterTries {
+			lost := f.store.Outages() - outages
+			if lost > 0 && try < afterTries {
 				t.Logf("after the toxic, phase %d: %d new outages under the machine's load; running it again", try, lost)
 				continue
-			} else if lost > 0 {
-				most = (len(f.replicas) + 1) * most
-				t.Logf("after the toxic, every phase of %d had a new outage: holding it to the fallback's allowance", afterTries)
 			}
-			if n > most {
-				t.Errorf("after the toxic the API got %d requests in %v, past the shared limit's %d", n, to.Sub(from), most)
+			most, bound := allowance(from, to), "the shared limit's"
+			if lost > 0 {
+				most, bound = (len(f.replicas)+1)*most, "the local fallback's allowance of"
+				t.Logf("after the toxic, every phase of %d had a new outage", afterTries)
+			}
+			if n := f.arrived.between(from, to); n > most {
+				t.Errorf("after the toxic the API got %d requests in %v, past %s %d", n, to.Sub(from), bound, most)
 			}
 			break
 		}

@@ -104,7 +104,7 @@ func TestWindowAsksWhetherItGivesMore(t *testing.T) {
 		perWindow = append(perWindow, sent-refusals)
 		total += refusals
 	}
-	if perWindow[1] != 50 || slices.Min(perWindow[1:]) != 50 {
+	if slices.Min(perWindow[1:]) != 50 {
 		t.Fatalf("let through a window: %v; want 50 from the second on", perWindow)
 	}
 	t.Logf("let through a window: %v; %d refusals", perWindow, total)

@@ -165,13 +165,14 @@ func (c *call) run() (*http.Response, error) {
 	return c.attemptLoop(nil)
 }
 
-// runSent is run of a call whose first attempt Transport.sendUnhelped
-// sent, as admitLearnedAlone would have let it go, the transport's sent-th,
-// and answered with first, which policy p classified: the loop goes on
-// from the reading of that answer, under p.
-func (c *call) runSent(first *reply, sent int64, p *RetryPolicy) (*http.Response, error) {
+// runSent is run of a call whose first attempt Transport.sendAtOnce
+// sent, as admit would have let it go, the transport's sent-th, and
+// answered with first, which policy p classified; learns says an
+// adaptive scope applies to it. The loop goes on from the reading of that
+// answer, under p.
+func (c *call) runSent(first *reply, sent int64, p *RetryPolicy, learns bool) (*http.Response, error) {
 	c.policy, c.own = p, p.TotalWaitCap
-	c.replayable, c.learns, c.attempts, c.sent = true, c.t.learned != nil, 1, sent
+	c.replayable, c.learns, c.attempts, c.sent = true, learns, 1, sent
 	return c.attemptLoop(first)
 }
 
@@ -387,27 +388,7 @@ var errNoResponse = errors.New("ratewise: base RoundTripper returned neither a r
 // deliver hands resp to the caller, its body freeing the slots it holds.
 func (c *call) deliver(resp *http.Response) *http.Response {
 	c.last = nil
-	if c.held.n == 0 {
-		return resp // inlined: most calls hold no slot
-	}
-	return c.deliverHeld(resp)
-}
-
-// deliverHeld is deliver of a response whose attempt holds slots.
-func (c *call) deliverHeld(resp *http.Response) *http.Response {
-	if resp.Body == nil || resp.Body == http.NoBody {
-		c.held.release()
-		return resp
-	}
-	if c.held.n == 1 {
-		// The most held: half the size of all held, and the size of
-		// the allocation is what a call that holds a slot pays most for.
-		resp.Body = &slotBody[oneSlot]{ReadCloser: resp.Body, slots: oneSlot{c.held.inline[0]}}
-	} else {
-		resp.Body = &slotBody[heldSlots]{ReadCloser: resp.Body, slots: c.held}
-	}
-	c.held = heldSlots{}
-	return resp
+	return c.held.deliver(resp)
 }
 
 // heldSlots are the concurrency slots an attempt holds, one per scope
@@ -417,17 +398,41 @@ type heldSlots struct{ holds[scopes.Slot] }
 // release frees every slot held and forgets them.
 func (h *heldSlots) release() { h.drain(scopes.Slot.Release) }
 
-// slotBody is a response body whose request holds concurrency slots,
-// freed when the body is closed or read to its end, the first time only:
-// a Close racing a Read's end frees them once. S is what holds them:
-// heldSlots, or oneSlot, a third of its size, for the most held.
-type slotBody[S interface{ free() }] struct {
-	io.ReadCloser
-	released atomic.Bool
-	slots    S
+// deliver hands resp on, its body freeing the slots h holds, which h
+// then forgets.
+func (h *heldSlots) deliver(resp *http.Response) *http.Response {
+	if h.n == 0 {
+		return resp // inlined: most calls hold no slot
+	}
+	return h.deliverHeld(resp)
 }
 
-func (b *slotBody[S]) Read(p []byte) (int, error) {
+// deliverHeld is deliver of a response whose attempt holds slots: its
+// body is wrapped once for each, so that the one slot most hold costs one
+// allocation of a third the size of all held.
+func (h *heldSlots) deliverHeld(resp *http.Response) *http.Response {
+	if resp.Body == nil || resp.Body == http.NoBody {
+		h.release()
+		return resp
+	}
+	resp.Body = &slotBody{ReadCloser: resp.Body, slot: h.inline[0]}
+	for i := 1; i < h.n; i++ {
+		resp.Body = &slotBody{ReadCloser: resp.Body, slot: h.at(i)}
+	}
+	*h = heldSlots{}
+	return resp
+}
+
+// slotBody is a response body whose request holds a concurrency slot,
+// freed when the body is closed or read to its end, the first time only:
+// a Close racing a Read's end frees it once.
+type slotBody struct {
+	io.ReadCloser
+	released atomic.Bool
+	slot     scopes.Slot
+}
+
+func (b *slotBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	if err == io.EOF {
 		b.release()
@@ -435,25 +440,17 @@ func (b *slotBody[S]) Read(p []byte) (int, error) {
 	return n, err
 }
 
-func (b *slotBody[S]) Close() error {
+func (b *slotBody) Close() error {
 	err := b.ReadCloser.Close()
 	b.release()
 	return err
 }
 
-func (b *slotBody[S]) release() {
+func (b *slotBody) release() {
 	if b.released.CompareAndSwap(false, true) {
-		b.slots.free()
+		b.slot.Release()
 	}
 }
-
-// free frees the slots h holds, as a slotBody does once.
-func (h heldSlots) free() { h.release() }
-
-// oneSlot is the one concurrency slot a request holds.
-type oneSlot struct{ slot scopes.Slot }
-
-func (o oneSlot) free() { o.slot.Release() }
 
 // keepLast discards resp, of class, before a retry: its body is drained
 // (bounded) and closed, freeing its connection and slots, and kept in

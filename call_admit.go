@@ -225,6 +225,14 @@ func (h *holds[T]) add(v T) {
 	h.n++
 }
 
+// at is the i-th of those held.
+func (h *holds[T]) at(i int) T {
+	if i < len(h.inline) {
+		return h.inline[i]
+	}
+	return h.more[i-len(h.inline)]
+}
+
 // drain calls f for every one held, then forgets them.
 func (h *holds[T]) drain(f func(T)) {
 	for i := range min(h.n, len(h.inline)) {

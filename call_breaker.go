@@ -1,6 +1,7 @@
 package ratewise
 
 import (
+	"context"
 	"net/http"
 	"sync/atomic"
 	"time"
@@ -199,6 +200,24 @@ func (c *call) waitProbes(key string, woken <-chan struct{}, fails int) error {
 	return &CircuitOpenError{Key: key, State: BreakerHalfOpen, Failures: fails}
 }
 
+// failsByDefault reports whether resp counts as a failure to a breaker
+// with no IsFailure: a refusal (limited) or a 5xx.
+func failsByDefault(resp *http.Response, limited bool) bool {
+	return limited || resp.StatusCode >= 500
+}
+
+// toldSuccess tells t, the ticket of an attempt answered with resp, a
+// Final response, a success, when it is one to b by default, and reports
+// whether it did. A failure, or a policy whose IsFailure decides, is left
+// untold for the call to read (tellBreaker), which calls IsFailure once.
+func (b *breakers) toldSuccess(t *breaker.Ticket, ctx context.Context, resp *http.Response) bool {
+	if b.config().IsFailure != nil || failsByDefault(resp, resp.StatusCode == http.StatusTooManyRequests) {
+		return false
+	}
+	t.Outcome(ctx, breaker.Success, store.Cause{})
+	return true
+}
+
 // tellBreaker tells the attempt's breaker how it went: a failure per
 // IsFailure, nothing at all when the call's own context ended it. A
 // rate-limit refusal counts once per event (see [BreakerPolicy]): its
@@ -220,7 +239,7 @@ func (c *call) tellBreaker(rep *reply) {
 		if isFailure(resp, err) {
 			result = breaker.Failure
 		}
-	case err != nil || limited || resp.StatusCode >= 500:
+	case err != nil || failsByDefault(resp, limited):
 		result = breaker.Failure
 	}
 	if limited && result == breaker.Failure {

@@ -31,11 +31,13 @@
 // a store asked first (call_prefetch.go), a wait (call_wait.go), a
 // retry's budget (retry_budget.go), a trace or a logger (call_trace.go,
 // log.go). The engines behind the stages sit in internal/ packages that
-// know nothing of calls. A call none of the layers acts on before it is
-// sent (transport.go's unhelped: no breaker, store, trace, told limit nor
-// pause, no pace its key learned, nothing in its context) sends its first
+// know nothing of calls. A call none of the layers holds back before it
+// is sent (transport.go's holdsNothingBack: no store, trace, told pace nor
+// pause, no pace its key learned, nothing in its context; a clean breaker
+// and a free slot of each concurrency cap, taken at once) sends its first
 // attempt straight away, and is made a call in call.go only when the
-// answer needs one: a retry, or something to learn.
+// answer needs one: a retry, a failure to tell its breaker, or something
+// to learn.
 //
 // # Glossary
 //

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ratewise/ratewise/internal/breaker"
 	"github.com/ratewise/ratewise/internal/keyed"
 	"github.com/ratewise/ratewise/internal/scopes"
 	"github.com/ratewise/ratewise/store"
@@ -58,9 +59,9 @@ type Transport struct {
 	// is paced as told, the scopes that apply to it say (admitScopes).
 	noLearning bool
 	learned    *scope
-	// plain is set by New when the transport has no breaker, store nor
-	// trace, and every option was valid: its calls may go unhelped (see
-	// unhelped), which the rest asks of each request.
+	// plain is set by New when the transport has no store nor trace, and
+	// every option was valid: the first attempt of its calls may be let go
+	// at once (see holdsNothingBack), which the rest asks of each request.
 	plain    bool
 	reloadMu sync.Mutex // serializes SetLimit and AddLimit
 	// err is the first invalid option; every RoundTrip returns it so that
@@ -111,7 +112,7 @@ func New(base http.RoundTripper, opts ...Option) *Transport {
 			b.SetNotify(engineNotify(notify))
 		}
 	}
-	t.plain = t.breakers == nil && t.store == nil && t.admitStore == nil && t.trace == nil && t.err == nil
+	t.plain = t.store == nil && t.admitStore == nil && t.trace == nil && t.err == nil
 	return t
 }
 
@@ -211,9 +212,20 @@ func (t *Transport) CloseIdleConnections() {
 // cancelled context ends the call with its error. req is not modified.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	o := optionsFrom(req.Context())
-	if t.plain && o == nil && t.unhelped(req) {
-		return t.sendUnhelped(req)
+	if t.plain && o == nil {
+		if learns, capped, ok := t.holdsNothingBack(req); ok {
+			if capped || t.breakers != nil {
+				return t.sendGranted(req, learns)
+			}
+			return t.sendAtOnce(req, learns, nil)
+		}
 	}
+	return t.roundTrip(req, o)
+}
+
+// roundTrip is RoundTrip the whole way: the call of req, with the options
+// o its context carries (nil for none).
+func (t *Transport) roundTrip(req *http.Request, o *callOptions) (*http.Response, error) {
 	var c call
 	c.init(t, req, o)
 	// A call that cannot start still ends, counted and traced.
@@ -236,42 +248,110 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, err
 }
 
-// unhelped reports whether the first attempt of req, a call with no
-// options in its context through a plain transport (no breaker, store,
-// trace nor invalid option), is one none of t's layers acts on before it
-// is sent: no told limit, no key the pause gate holds, no pace the key
-// learned, and a body that can be sent again (or none), so that nothing
-// needs buffering. Most calls through New(base) are: sendUnhelped spares
-// them the call's bookkeeping.
-func (t *Transport) unhelped(req *http.Request) bool {
-	all := t.scopes() // first: most transports with a limit of their own fail here
-	if len(all) > 1 || len(all) == 1 && all[0] != t.learned ||
-		req.URL == nil || req.Body != nil && req.Body != http.NoBody && req.GetBody == nil ||
+// holdsNothingBack reports whether no layer of t holds back the first
+// attempt of req, a call with no options in its context through a plain
+// transport (no store, trace nor invalid option): no key the pause gate
+// holds, no scope that paces it (a told pace, or one its key learned), and
+// a body that can be sent again (or none), so that nothing needs
+// buffering. It reports too whether an adaptive scope learns from the
+// answer, and whether a scope caps the request's concurrency. Most calls
+// of a transport that is not throttled are such: sendAtOnce spares them
+// the call's bookkeeping.
+func (t *Transport) holdsNothingBack(req *http.Request) (learns, capped, ok bool) {
+	if req.URL == nil || req.Body != nil && req.Body != http.NoBody && req.GetBody == nil ||
 		t.gate != nil && !t.gate.Idle() {
-		return false
+		return false, false, false
 	}
-	return len(all) == 0 || t.learned.Unpaced(t.learned.key(req))
+	all := t.scopes()
+	if len(all) == 1 && all[0] == t.learned { // New(base)'s one scope, which limits every request
+		return true, false, t.learned.Unpaced(t.learned.key(req))
+	}
+	for _, s := range all {
+		switch {
+		case !s.appliesTo(req):
+		case s.Adaptive():
+			if !s.Unpaced(s.key(req)) {
+				return false, false, false
+			}
+			learns = true
+		case s.Config().Paces():
+			return false, false, false
+		default:
+			capped = capped || s.Config().MaxConcurrent > 0
+		}
+	}
+	return learns, capped, true
 }
 
-// sendUnhelped makes the call of req, which unhelped let through, by
-// sending its first attempt straight to the base. An answer no layer would
-// act on either (Final, no trial of the fleet's pace to answer, not drawn
-// to be read for a count of the server's quota) ends the call, counted as
-// call.end counts it; any other is read as the first attempt of a call,
-// from there on as every call's.
-func (t *Transport) sendUnhelped(req *http.Request) (*http.Response, error) {
+// granted is what the breaker and the concurrency caps gave the first
+// attempt of a call that no layer holds back: its breaker's ticket and
+// its slots.
+type granted struct {
+	ticket breaker.Ticket
+	held   heldSlots
+}
+
+// sendGranted is sendAtOnce of req, which holdsNothingBack let through,
+// when its breaker's ticket and a free slot of each scope that caps it
+// are there at once; otherwise the call goes the whole way, and waits.
+func (t *Transport) sendGranted(req *http.Request, learns bool) (*http.Response, error) {
+	var g granted
+	if !g.take(t, req) {
+		return t.roundTrip(req, nil)
+	}
+	return t.sendAtOnce(req, learns, &g)
+}
+
+// take takes for req a free slot of each scope of t that caps it, then
+// its breaker's ticket when the breaker is clean, and reports whether it
+// has them all; it holds nothing when it has not.
+func (g *granted) take(t *Transport, req *http.Request) bool {
+	for _, s := range t.scopes() {
+		if s.Adaptive() || s.Config().MaxConcurrent == 0 || !s.appliesTo(req) {
+			continue
+		}
+		slot, ok := s.TrySlot(s.key(req))
+		if !ok {
+			g.held.release()
+			return false
+		}
+		g.held.add(slot)
+	}
+	if b := t.breakers; b != nil && !b.TryClean(&g.ticket, b.key(req)) {
+		g.held.release()
+		return false
+	}
+	return true
+}
+
+// sendAtOnce makes the call of req, which holdsNothingBack let through
+// (learns said there), by sending its first attempt straight to the base
+// with what g holds for it (nil for nothing). An answer no layer would act
+// on either (Final, a success to its breaker, no trial of the fleet's pace
+// to answer, not drawn to be read for a count of the server's quota) ends
+// the call, counted as call.end counts it; any other is read as the first
+// attempt of a call, from there on as every call's.
+func (t *Transport) sendAtOnce(req *http.Request, learns bool, g *granted) (*http.Response, error) {
 	p := t.retry.Load()
 	t.depositRetryShare(req, p)
 	sent := t.counters.attempts.Add(1)
+	if g != nil {
+		g.ticket.Sent()
+	}
 	resp, err := t.sendBase(req)
 	first := reply{resp: resp, err: err, class: Final}
 	if err == nil {
 		first.class = p.classify(resp, req)
-		if first.class == Final && (t.learned == nil || !t.shared.Trials()) {
-			first.quota = t.learned != nil && sampleQuota(resp, sent)
-			if !first.quota {
+		if first.class == Final && (!learns || !t.shared.Trials()) {
+			first.quota = learns && sampleQuota(resp, sent)
+			switch {
+			case first.quota:
+			case g == nil:
 				t.counters.recordEnd("")
 				return resp, nil
+			case !g.ticket.Admitted() || t.breakers.toldSuccess(&g.ticket, req.Context(), resp):
+				t.counters.recordEnd("")
+				return g.held.deliver(resp), nil
 			}
 		}
 		if first.class.refusal() {
@@ -280,7 +360,10 @@ func (t *Transport) sendUnhelped(req *http.Request) (*http.Response, error) {
 	}
 	var c call
 	c.init(t, req, nil)
-	resp, err = c.runSent(&first, sent, p)
+	if g != nil {
+		c.ticket, c.held = g.ticket, g.held
+	}
+	resp, err = c.runSent(&first, sent, p, learns)
 	c.end(resp, err)
 	return resp, err
 }

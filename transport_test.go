@@ -226,9 +226,9 @@ func TestDeadlineDuringAnAttemptClosesItsResponse(t *testing.T) {
 }
 
 // A call with nothing in its context through New(base) sends its first
-// attempt with none of the layers' bookkeeping (sendUnhelped); what it
+// attempt with none of the layers' bookkeeping (sendAtOnce); what it
 // answers must still be read once, counted, and retried as any call's.
-func TestUnhelpedCallsAreClassifiedOnceAndCounted(t *testing.T) {
+func TestCallsSentAtOnceAreClassifiedOnceAndCounted(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newScript(answer(200), answer(503, "Retry-After", "1"), answer(429), answer(200))
 		var classified int

@@ -178,6 +178,35 @@ func TestSlotsByPriority(t *testing.T) {
 	})
 }
 
+// TrySlot takes a free slot, and none when the cap is taken or a request
+// waits in the queue, even with a slot free: it does not jump the line.
+func TestTrySlotTakesOnlyAFreeSlotNobodyWaitsFor(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := &Config{MaxConcurrent: 2}
+		k := newKey(cfg)
+		if !k.TrySlot(cfg.MaxConcurrent) || !k.TrySlot(cfg.MaxConcurrent) {
+			t.Fatal("TrySlot refused a free slot")
+		}
+		if k.TrySlot(cfg.MaxConcurrent) {
+			t.Fatal("TrySlot took a third slot of 2")
+		}
+		w, err := k.TakeSlot(cfg, 0, time.Time{})
+		if w == nil || err != nil {
+			t.Fatalf("TakeSlot with the cap taken = %v, %v; want a place in the queue", w, err)
+		}
+		k.ReleaseSlot(cfg.MaxConcurrent) // the slot goes to w
+		if k.TrySlot(cfg.MaxConcurrent) {
+			t.Error("TrySlot took the slot freed for the waiter")
+		}
+		<-w.Ready()
+		k.LeaveQueue(w, nil, cfg.MaxConcurrent)
+		k.ReleaseSlot(cfg.MaxConcurrent)
+		if !k.TrySlot(cfg.MaxConcurrent) {
+			t.Error("TrySlot refused a slot freed with nobody waiting")
+		}
+	})
+}
+
 // A new Config keeps the bucket's tokens and changes its rate.
 func TestCatchUpKeepsTheTokens(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {

@@ -30,7 +30,7 @@ func (w *SlotWait) Ready() <-chan struct{} { return w.ready }
 // for none) gets a *Refusal. The clock is read only for a request that
 // finds no slot free.
 func (k *Key) TakeSlot(cfg *Config, priority int, deadline time.Time) (*SlotWait, error) {
-	if k.queued.Load() == 0 && k.takeSlot(cfg.MaxConcurrent) {
+	if k.TrySlot(cfg.MaxConcurrent) {
 		return nil, nil
 	}
 	k.mu.Lock()
@@ -52,6 +52,11 @@ func (k *Key) TakeSlot(cfg *Config, priority int, deadline time.Time) (*SlotWait
 	k.grantFreeLocked(cfg.MaxConcurrent) // a slot freed before the queue was seen
 	return w, nil
 }
+
+// TrySlot takes one of k's limit slots when one is free and no request
+// waits for one, and reports whether it did: TakeSlot's way in for a
+// request that does not queue.
+func (k *Key) TrySlot(limit int) bool { return k.queued.Load() == 0 && k.takeSlot(limit) }
 
 // LeaveQueue ends w's wait: err nil when the slot came, else the wait's
 // error, and then w leaves the queue, or, granted the slot as it gave up,

@@ -115,6 +115,23 @@ func (s *Scope) takeSlot(r *Request, key string, st *State, deadline time.Time, 
 	return nil
 }
 
+// TrySlot takes one of key's concurrency slots when one is free and no
+// request waits for one, and reports whether it did; it holds nothing
+// when it did not. It is Admit for a request of a scope that paces
+// nothing (Config.Paces), which its slot alone admits, when that slot
+// needs no wait: a transport sends such a request with no call around
+// it (see the root's transport.go).
+func (s *Scope) TrySlot(key string) (Slot, bool) {
+	e := s.states.Acquire(key, true)
+	st := &e.State
+	s.caughtUp(st)
+	if st.told.TrySlot(s.cfg.Load().MaxConcurrent) {
+		return Slot{scope: s, entry: e}, true
+	}
+	s.states.Release(e)
+	return Slot{}, false
+}
+
 // Slot is a concurrency slot a request holds in a scope; the zero Slot
 // holds none.
 type Slot struct {

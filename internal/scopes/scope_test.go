@@ -95,6 +95,30 @@ func TestSlotIsHeldUntilReleased(t *testing.T) {
 	}
 }
 
+// TrySlot hands a request a free slot as Admit would, held until
+// released, and reports false, holding nothing, when the cap is taken.
+func TestTrySlotTakesAFreeSlotOnly(t *testing.T) {
+	s := New("cap", false, false, time.Minute, Config{Config: limit.Config{MaxConcurrent: 1}}, new(Shared))
+	slot, ok := s.TrySlot("k")
+	if !ok || !slot.Held() {
+		t.Fatalf("first: %+v, %v; want a slot", slot, ok)
+	}
+	if other, ok := s.TrySlot("k"); ok || other.Held() {
+		t.Fatalf("second, the cap taken: %+v, %v; want none", other, ok)
+	}
+	var slots int
+	s.Holding(func(key string, holds, n, waiting, queued int) { slots += n })
+	if slots != 1 {
+		t.Errorf("%d slots held, want 1", slots)
+	}
+	slot.Release()
+	if slot, ok := s.TrySlot("k"); !ok {
+		t.Error("after the release: no slot")
+	} else {
+		slot.Release()
+	}
+}
+
 // The refusal that makes a key's pace is taught to it before the pace is
 // published: a request the new pace let go, answered in the same
 // instant, is learned after it. A shedder's first refusal, with nothing

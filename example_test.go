@@ -448,13 +448,13 @@ func ExampleWithStore_learnedAsOne() {
 	bucket := httpmock.NewMockTransport()
 	ok := httpmock.NewStringResponder(200, `["a","b"]`)
 	bucket.RegisterResponder(http.MethodGet, "https://api.example.com/items",
-		ok.Then(ok).Then(httpmock.NewStringResponder(429, "slow down")))
+		ok.Then(ok).Then(ok).Then(ok).Then(httpmock.NewStringResponder(429, "slow down")))
 	store := ratewise.NewMemoryStore()
 	refusing := ratewise.New(bucket, ratewise.WithStore(store), ratewise.WithRetry(ratewise.RetryPolicy{MaxAttempts: 1}))
 	other := ratewise.New(fakeAPI(), ratewise.WithStore(store))
 
 	var resp *http.Response
-	for range 3 { // 200, 200, then refused: 429
+	for range 5 { // four 200s, a bucket's burst, then refused: 429
 		req, _ := http.NewRequest(http.MethodGet, "https://api.example.com/items", nil)
 		var err error
 		if resp, err = refusing.RoundTrip(req); err != nil {

@@ -155,12 +155,11 @@ func TestAppliesLimitLeavesOtherHostsLearned(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				// Two let through, then a refusal: a rate's (a refusal
-				// before any was let through is tried first, see
-				// internal/learn/shed.go).
-				s := newScript(answer(200), answer(200), answer(429), answer(200))
+				// Four let through, then a refusal: a rate's (a refusal
+				// after fewer is tried first, see internal/learn/shed.go).
+				s := newScript(answer(200), answer(200), answer(200), answer(200), answer(429), answer(200))
 				tr := tt.make(s.mock())
-				for range 3 {
+				for range 5 {
 					req, _ := http.NewRequest(http.MethodGet, "https://b.test/items", nil)
 					resp, err := tr.RoundTrip(req.WithContext(noWait()))
 					if err != nil {

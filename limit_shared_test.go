@@ -149,15 +149,15 @@ func TestFleetLearnsAsOne(t *testing.T) {
 }
 
 // A refusal one replica sees paces every replica: the first refusal of
-// a's request, after two were let through (a rate's; one before is tried
-// first, see TestSharedTrialTellsAShedderWithoutSlowing), arms the key's
+// a's request, after four were let through (a rate's; one after fewer is
+// tried first, see TestSharedTrialTellsAShedderWithoutSlowing), arms the key's
 // pace in the store, and b, which was never refused, takes its turns
 // from it, an interval of the search's first pace apart, rather than the
 // burst it sent before.
 func TestRefusalOneReplicaSeesPacesEveryReplica(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		mem := NewMemoryStore()
-		refuseOnce := newScript(answer(200), answer(200), answer(429), answer(200)).mock()
+		refuseOnce := newScript(answer(200), answer(200), answer(200), answer(200), answer(429), answer(200)).mock()
 		a := New(refuseOnce, WithStore(mem), WithRetry(RetryPolicy{MaxAttempts: 1}))
 		rec := &recording{base: newScript(answer(200)).mock()}
 		b := New(rec, WithStore(mem))
@@ -166,7 +166,7 @@ func TestRefusalOneReplicaSeesPacesEveryReplica(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		for range 2 {
+		for range 4 {
 			if status, _ := callOnce(t, a, t.Context()); status != 200 {
 				t.Fatalf("a's call before the refusal: %d, want 200", status)
 			}

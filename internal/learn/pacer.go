@@ -358,8 +358,17 @@ func (p *Pacer) learn(seq uint64, newEvent bool, an Answer, now time.Time) (capp
 	if an.Refused {
 		p.refusalCounted = explained
 	}
-	if uncounted && p.shed.On() && !p.blind(now) && p.trial(an.OK, now) {
-		return false
+	if uncounted && p.shed.On() && !p.blind(now) {
+		// A cap the refusals show ends the trial: the cap holds the key,
+		// as it would have at the refusal that started the trial had it
+		// shown then.
+		if an.Refused && known && k > 0 && p.flightCap == 0 && p.capRefused(p.heldWith(seq, k), now) {
+			p.shed = Trial{}
+			return false
+		}
+		if p.trial(an.OK, now) {
+			return false
+		}
 	}
 	if an.Refused && !explained {
 		// Only the refusal of a probe above a cap the key holds is

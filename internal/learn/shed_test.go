@@ -43,6 +43,30 @@ func TestTrialTellsAShedderWithoutSlowing(t *testing.T) {
 		t.Errorf("emptied bucket: blind %v, rate %.2f/s; want paced", emptied.blind(t0), emptied.rate(t0))
 	}
 
+	// A shedder may let a few through before its first refusal (one
+	// that refuses 2 in 3 lets the first 3 through once in 27 runs):
+	// fewer than a rate's burst is still tried first.
+	const luck = 3
+	lucky := New(0, math.Inf(1), t0)
+	for i := range luck {
+		lucky.Untracked(ok, int64(i+1), t0)
+	}
+	lucky.Untracked(refused, luck+1, t0)
+	if !lucky.shed.On() {
+		t.Fatalf("a refusal after %d let through started no trial", luck)
+	}
+	for i := range 6 {
+		an := refused
+		if i%3 == 2 {
+			an = ok
+		}
+		lucky.Untracked(an, int64(luck+i+2), t0)
+	}
+	if !lucky.blind(t0) || !math.IsInf(lucky.rate(t0), 1) {
+		t.Errorf("shedder that let %d through first: blind %v, rate %.2f/s; want blind and unpaced",
+			luck, lucky.blind(t0), lucky.rate(t0))
+	}
+
 	// A burst let through first is a rate's: no trial, paced at once.
 	fresh := New(0, math.Inf(1), t0)
 	fresh.Adopt(slowStart(0, map[int]int{0: 1, 1: 2, 3: 4, 9: 3}))

@@ -92,12 +92,13 @@ func TestMetricsWithoutTracing(t *testing.T) {
 // gauge, by key and scope.
 func TestLearnedRateGauge(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		// Two let through, then a 429: a refusal once requests have
-		// passed is about rate (one before any passed is first tried
+		// Four let through, then a 429: a refusal once a burst has
+		// passed is about rate (one after fewer is first tried
 		// unpaced, as a load shedder's would be).
-		base := &scripted{answers: []func(*http.Request) (*http.Response, error){status(200), status(200), status(429), status(200)}}
+		base := &scripted{answers: []func(*http.Request) (*http.Response, error){status(200), status(200), status(200), status(200),
+			status(429), status(200)}}
 		r := newRecorded(base, Config{}, quickRetries)
-		for range 3 {
+		for range 5 {
 			resp, err := (&http.Client{Transport: r.tr}).Get("http://api.example.com/items")
 			if err != nil {
 				t.Fatal(err)

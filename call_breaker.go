@@ -206,11 +206,12 @@ func failsByDefault(resp *http.Response, limited bool) bool {
 	return limited || resp.StatusCode >= 500
 }
 
-// toldSuccess tells t, the ticket of an attempt answered with resp, a
-// Final response, a success, when it is one to b by default, and reports
-// whether it did. A failure, or a policy whose IsFailure decides, is left
-// untold for the call to read (tellBreaker), which calls IsFailure once.
-func (b *breakers) toldSuccess(t *breaker.Ticket, ctx context.Context, resp *http.Response) bool {
+// tellSuccess tells t, the ticket of an attempt answered with resp, a
+// Final response, a success, when resp is one to b by default, and
+// reports whether it told. A failure, or a policy whose IsFailure
+// decides, is left for the call to read (tellBreaker), which calls
+// IsFailure once.
+func (b *breakers) tellSuccess(t *breaker.Ticket, ctx context.Context, resp *http.Response) bool {
 	if b.config().IsFailure != nil || failsByDefault(resp, resp.StatusCode == http.StatusTooManyRequests) {
 		return false
 	}

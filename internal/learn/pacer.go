@@ -358,28 +358,24 @@ func (p *Pacer) learn(seq uint64, newEvent bool, an Answer, now time.Time) (capp
 	if an.Refused {
 		p.refusalCounted = explained
 	}
-	if uncounted && p.shed.On() && !p.blind(now) {
-		// A cap the refusals show ends the trial: the cap holds the key,
-		// as it would have at the refusal that started the trial had it
-		// shown then.
-		if an.Refused && known && k > 0 && p.flightCap == 0 && p.capRefused(p.heldWith(seq, k), now) {
-			p.shed = Trial{}
-			return false
-		}
-		if p.trial(an.OK, now) {
-			return false
-		}
-	}
 	if an.Refused && !explained {
 		// Only the refusal of a probe above a cap the key holds is
 		// explained for the retry: the cap goes back to what it was,
 		// which let requests through. A cap a refusal starts or lowers is
 		// still on trial, and refusals retried at once under a cap that
-		// is no cap (a bucket's) would be refused again.
+		// is no cap (a bucket's) would be refused again. A cap ends a
+		// shedder's trial: the cap, not the trial, says what holds the
+		// key.
 		probe := p.capProbing
 		if known && (k > 0 || p.flightCap > 0) && p.capRefused(p.heldWith(seq, k), now) {
+			p.shed = Trial{}
 			return probe && p.flightCap > 0
 		}
+	}
+	if uncounted && p.shed.On() && !p.blind(now) && p.trial(an.OK, now) {
+		return false
+	}
+	if an.Refused && !explained {
 		if !p.blind(now) && p.startTrial(an.Hint, now) {
 			return false
 		}

@@ -25,7 +25,10 @@ import "time"
 // one sent with fewer others may be the one refused. A request sent as
 // another's answer came may find the server still holding that one: the
 // first refusal that would lower the cap, or end it, in a while is taken
-// for such a stray.
+// for such a stray. A cap the first refusals show, as they start the
+// search for a pace, is in doubt: a bucket's burst run out refuses a
+// first wave alike, and two requests sent at once tell them apart
+// (capDoubt).
 
 const (
 	// capFlights bounds the in-flight counts the Pacer keeps track of:
@@ -52,6 +55,9 @@ const (
 	// capStrays is how many refusals below the cap its test lets pass as
 	// strays (see capAt).
 	capStrays = 1
+	// capTellers is how many requests go at once to tell a cap in doubt
+	// from a bucket's burst (see capDoubt).
+	capTellers = 2
 )
 
 // flights counts, by how many of the key's requests were in flight when
@@ -114,10 +120,13 @@ func (f *flights) capAt() int {
 	return best
 }
 
-// capRefused learns from a refusal of a request sent with k others in
+// capRefused learns from a refusal of request seq, sent with k others in
 // flight, with p.mu held, and reports whether the cap explains it.
-func (p *Pacer) capRefused(k int, now time.Time) bool {
+func (p *Pacer) capRefused(seq uint64, k int, now time.Time) bool {
 	if p.flightCap == 0 {
+		if p.capRefutedAt != 0 && seq <= p.capRefutedAt {
+			return false // of the wave tellers showed no cap
+		}
 		c := p.flights.capAt()
 		if p.trace != nil {
 			p.trace("cap test at k=%d: ok %v refused %v -> %d", k, p.flights.ok[:8], p.flights.refused[:8], c)
@@ -129,8 +138,11 @@ func (p *Pacer) capRefused(k int, now time.Time) bool {
 		if p.trace != nil {
 			p.trace("%v capped: %d in flight", now.Sub(p.firstSend).Round(time.Millisecond), c)
 		}
-		// The cap, not a pace, holds the key's requests.
-		p.unpaced, p.probing, p.next, p.win = true, false, time.Time{}, nil
+		if p.probing {
+			p.capDoubt()
+		} else {
+			p.capHolds()
+		}
 		p.cutAt = p.sent
 		return true
 	}
@@ -139,7 +151,7 @@ func (p *Pacer) capRefused(k int, now time.Time) bool {
 		return true
 	case k == 0:
 		// Refused alone: whatever limits the key, it is not a cap.
-		p.flightCap = 0
+		p.noCap()
 		return false
 	case k < p.flightCap-1 || k == p.flightCap-1 && !p.capProbing:
 		// The server holds fewer at once than the key thought: others
@@ -153,6 +165,79 @@ func (p *Pacer) capRefused(k int, now time.Time) bool {
 	}
 	p.capProbing, p.capFull = false, 0
 	return true
+}
+
+// capHolds gives the key's pace back, with p.mu held: the cap, not a
+// pace, holds its requests.
+func (p *Pacer) capHolds() {
+	p.unpaced, p.probing, p.next, p.win = true, false, time.Time{}, nil
+	p.capDoubted = false
+}
+
+// capDoubt keeps the search for a pace beside a cap the refusals that
+// started it showed, with p.mu held. A bucket whose burst runs out under
+// a first wave of requests refuses those sent with the most others in
+// flight, as a cap does; given the pace back, the key would send the cap
+// at once into the empty bucket, and each of those refusals costs its
+// call the server's hint. Two requests go at once, the tellers, while
+// the others keep the search's pace: a cap lets both through, and the
+// pace goes; an empty bucket refuses them, a refill lets one through
+// at most, and the cap ends (capTold).
+func (p *Pacer) capDoubt() {
+	p.capDoubted, p.capTellFrom, p.capTellOK = true, 0, 0
+	p.wakeHead()
+	if p.trace != nil {
+		p.trace("cap %d in doubt: the search's pace holds until %d requests sent at once are answered", p.flightCap, capTellers)
+	}
+}
+
+// noCap ends the cap, with p.mu held: the refusals of requests sent so
+// far show none again, if it was in doubt.
+func (p *Pacer) noCap() {
+	if p.capDoubted {
+		p.capDoubted, p.capRefutedAt = false, p.sent
+	}
+	p.flightCap = 0
+}
+
+// tellerDue reports whether the next request sent is a teller of a cap
+// in doubt, with p.mu held.
+func (p *Pacer) tellerDue() bool {
+	return p.capDoubted && (p.capTellFrom == 0 || p.sent+1 < p.capTellFrom+capTellers)
+}
+
+// capTeller reports whether request seq is a teller of a cap in doubt,
+// with p.mu held.
+func (p *Pacer) capTeller(seq uint64) bool {
+	return p.capDoubted && p.capTellFrom != 0 && seq >= p.capTellFrom && seq < p.capTellFrom+capTellers
+}
+
+// capTold learns from the answer to a teller of a cap in doubt, sent
+// with k others in flight, with p.mu held, and reports whether it
+// explains a refusal. Every teller let through, the cap holds and the
+// pace goes. One refused with fewer others than the cap shows a bucket's
+// burst: the cap ends, and the refusal, of a request sent outside the
+// pace, says nothing of it. Refused at the cap, it tells nothing: the
+// next requests are tellers.
+func (p *Pacer) capTold(an Answer, k int) bool {
+	switch {
+	case an.OK:
+		if p.capTellOK++; p.capTellOK == capTellers {
+			if p.trace != nil {
+				p.trace("cap %d: its tellers went through, the pace goes", p.flightCap)
+			}
+			p.capHolds()
+		}
+	case an.Refused && k < p.flightCap-1:
+		if p.trace != nil {
+			p.trace("cap %d: a teller was refused with %d others in flight, no cap", p.flightCap, k)
+		}
+		p.noCap()
+		return true
+	case an.Refused:
+		p.capTellFrom, p.capTellOK = 0, 0
+	}
+	return false
 }
 
 // heldWith is how many others of the key's requests the server may have

@@ -248,3 +248,87 @@ func TestProbeRefusedOutOfOrderIsTheProbes(t *testing.T) {
 		a.Outcome(passedSeq, succeeded, t0)
 	}
 }
+
+// firstWaveCap returns a Pacer whose first wave of requests showed a cap
+// of 5 in flight: let through four times with 2 and 3 others in flight
+// (a rate's burst: no shedder's trial), refused with 5 and 6. The first
+// refusal started the search for a pace, so the cap is in doubt: a
+// bucket's burst run out refuses a wave alike.
+func firstWaveCap(t *testing.T, t0 time.Time) *Pacer {
+	t.Helper()
+	a := New(0, math.Inf(1), t0)
+	for _, an := range []Answer{
+		{OK: true, Remaining: -1, Flight: 2}, {OK: true, Remaining: -1, Flight: 2},
+		{OK: true, Remaining: -1, Flight: 3}, {OK: true, Remaining: -1, Flight: 3},
+		{Refused: true, Remaining: -1, Flight: 5}, {Refused: true, Remaining: -1, Flight: 6},
+	} {
+		a.Untracked(an, 0, t0)
+	}
+	if a.flightCap != 5 || !a.capDoubted || a.unpaced {
+		t.Fatalf("capped at %d in flight (in doubt %v, unpaced %v); want 5, in doubt, the search's pace kept", a.flightCap, a.capDoubted, a.unpaced)
+	}
+	return a
+}
+
+// TestFirstWaveCapIsDoubted pins how a cap the first refusals showed is
+// told from a bucket's burst: two requests go at once, the tellers, and
+// the others wait for the search's pace. A cap lets both through, and
+// the pace goes: the cap alone holds the key. An empty bucket refuses a
+// teller sent with fewer others in flight than the cap: the cap ends,
+// the pace stands where it was (the teller went outside it), and the
+// wave's other refusals, answered later, show no cap again.
+func TestFirstWaveCapIsDoubted(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	tellers := func(a *Pacer) [2]uint64 {
+		t.Helper()
+		var seqs [2]uint64
+		for i := range seqs {
+			seq, delay, _, sent := a.Take(t0)
+			if !sent {
+				t.Fatalf("teller %d held for %v: the tellers go at once", i+1, delay)
+			}
+			seqs[i] = seq
+		}
+		if _, delay, _, sent := a.Take(t0); sent || delay <= 0 || delay > interval(a.rate(t0)) {
+			t.Fatalf("a third request held for %v (sent %v); want held, at most an interval of the pace (%v): only the tellers go outside it, and take no place in it",
+				delay, sent, interval(a.rate(t0)))
+		}
+		return seqs
+	}
+
+	t.Run("a cap lets both through", func(t *testing.T) {
+		a := firstWaveCap(t, t0)
+		seqs := tellers(a)
+		a.Outcome(seqs[0], succeeded, t0)
+		if a.unpaced {
+			t.Fatal("the pace went with one teller answered; want both let through first")
+		}
+		a.Outcome(seqs[1], succeeded, t0)
+		if !a.unpaced || a.flightCap != 5 || a.capDoubted {
+			t.Fatalf("both tellers let through: unpaced %v, capped at %d, in doubt %v; want unpaced, 5, sure", a.unpaced, a.flightCap, a.capDoubted)
+		}
+		for i := range 5 {
+			if _, delay, _, sent := a.Take(t0); !sent {
+				t.Fatalf("request %d of the cap held for %v: the cap alone holds the key", i+1, delay)
+			}
+		}
+	})
+
+	t.Run("an empty bucket refuses one", func(t *testing.T) {
+		a := firstWaveCap(t, t0)
+		pace := a.rate(t0)
+		seqs := tellers(a)
+		a.Outcome(seqs[1], refused, t0) // sent with the other teller in flight
+		if a.flightCap != 0 || a.capDoubted || a.unpaced || a.rate(t0) != pace {
+			t.Fatalf("a teller refused with 1 other in flight: capped at %d (in doubt %v, unpaced %v), pace %.1f; want no cap, the pace kept at %.1f",
+				a.flightCap, a.capDoubted, a.unpaced, a.rate(t0), pace)
+		}
+		a.Outcome(seqs[0], succeeded, t0) // a token the bucket refilled
+		for range 2 {
+			a.Untracked(Answer{Refused: true, Remaining: -1, Flight: 6}, 0, t0)
+		}
+		if a.flightCap != 0 {
+			t.Errorf("the wave's last refusals learned a cap of %d again; want none: the tellers showed it was none", a.flightCap)
+		}
+	})
+}

@@ -82,7 +82,8 @@ func (p *Pacer) takeLocked(now time.Time) (seq uint64, delay time.Duration, read
 		return 0, delay, ready, false
 	}
 	r := p.rate(now)
-	if !math.IsInf(r, 1) {
+	teller := p.tellerDue()
+	if !math.IsInf(r, 1) && !teller {
 		// A head a little late keeps the learned cadence, which timers
 		// firing late would otherwise slow; a ceiling is kept to the
 		// letter, a full interval after every request. A head that comes
@@ -101,6 +102,9 @@ func (p *Pacer) takeLocked(now time.Time) (seq uint64, delay time.Duration, read
 		}
 	}
 	p.sent++
+	if teller && p.capTellFrom == 0 {
+		p.capTellFrom = p.sent
+	}
 	how := sending{flight: int32(p.inFlight + p.untrackedOut)}
 	if !p.unpaced && !math.IsInf(r, 1) {
 		how.pace = r
@@ -138,6 +142,8 @@ func (p *Pacer) wait(now time.Time) (time.Duration, <-chan struct{}) {
 			return d, nil
 		}
 		return wd, ready
+	case p.tellerDue():
+		return 0, nil // outside the pace (see capDoubt)
 	}
 	return d, nil
 }

@@ -154,6 +154,17 @@ type Pacer struct {
 	capFull    int
 	capGrow    int
 	capStrayAt uint64
+	// capDoubted is set while a cap the first refusals showed is not told
+	// apart from a bucket's burst, which refuses a first wave alike: the
+	// search's pace holds beside the cap until its tellers, capTellers
+	// requests let go at once from capTellFrom on, are answered;
+	// capTellOK counts those let through (see capDoubt). capRefutedAt is
+	// sent when tellers showed a cap was none: the refusals of requests
+	// sent before then show no cap again.
+	capDoubted   bool
+	capTellFrom  uint64
+	capTellOK    int
+	capRefutedAt uint64
 	// refusalCounted is set when the count explained the last refusal:
 	// it said nothing was left.
 	refusalCounted bool
@@ -355,6 +366,9 @@ func (p *Pacer) learn(seq uint64, newEvent bool, an Answer, now time.Time) (capp
 	if an.OK && known {
 		p.capSucceeded(k)
 	}
+	if p.capTeller(seq) && p.capTold(an, k) {
+		return false
+	}
 	if an.Refused {
 		p.refusalCounted = explained
 	}
@@ -367,7 +381,7 @@ func (p *Pacer) learn(seq uint64, newEvent bool, an Answer, now time.Time) (capp
 		// shedder's trial: the cap, not the trial, says what holds the
 		// key.
 		probe := p.capProbing
-		if known && (k > 0 || p.flightCap > 0) && p.capRefused(p.heldWith(seq, k), now) {
+		if known && (k > 0 || p.flightCap > 0) && p.capRefused(seq, p.heldWith(seq, k), now) {
 			p.shed = Trial{}
 			return probe && p.flightCap > 0
 		}

@@ -125,6 +125,11 @@ type serverCount struct {
 	// period is a sliding window's length, once seen: the time between
 	// two windows' resets.
 	period time.Duration
+	// unseen counts the requests the key did not pace (its slow start's,
+	// sent before it armed) let through since the count was taken: their
+	// answers are not all read for a count, and each took from what it
+	// says is left.
+	unseen int
 }
 
 // markSent notes how request seq was let go, with p.mu held.
@@ -282,6 +287,7 @@ func (p *Pacer) counted(seq uint64, an Answer, now time.Time) (explained bool) {
 	}
 	c.seq = max(c.seq, seq)
 	c.at, c.remaining, c.limit, c.reset = now, an.Remaining, an.Limit, an.Reset
+	c.unseen = 0
 	c.noteReset(an.Reset, now)
 	if an.ResetDue {
 		// Due now: a window, whose turn the next counts show. (c.reset
@@ -348,8 +354,11 @@ func quotaBackAt(resetAt, at time.Time, reask time.Duration, opened, retryAt tim
 // allow a request, with p.mu held, and a channel closed at the next
 // answer, which may allow it sooner: nil when none is on its way.
 func (c *serverCount) wait(p *Pacer, now time.Time) (time.Duration, <-chan struct{}) {
-	left := math.Floor(float64(c.remaining)*c.share) - float64(p.inFlight)
-	if p.inFlight > 0 {
+	// On their way are the key's paced requests and those of its slow
+	// start, sent before it armed: each takes from what is left.
+	onWay := p.inFlight + p.untrackedOut
+	left := math.Floor(float64(c.remaining)*c.share) - float64(onWay+c.unseen)
+	if onWay > 0 {
 		// Requests on their way may reach the server in another order
 		// than sent, and a count may miss one: keep a token for that.
 		left--
@@ -389,7 +398,7 @@ func (c *serverCount) wait(p *Pacer, now time.Time) (time.Duration, <-chan struc
 // nextAnswer is a channel closed at the next answer, or nil when no
 // request is on its way, with p.mu held.
 func (c *serverCount) nextAnswer(p *Pacer) <-chan struct{} {
-	if p.inFlight == 0 {
+	if p.inFlight+p.untrackedOut == 0 {
 		return nil
 	}
 	return p.answered()

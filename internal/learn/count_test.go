@@ -114,3 +114,38 @@ func TestCountOfNoneWithoutResetIsAskedAgainSlowly(t *testing.T) {
 		t.Errorf("%d requests in a minute against a count of none left, want the asks spaced out, at most 7", len(sends))
 	}
 }
+
+// TestCountLeavesTheSlowStartsShare pins what a count that arms a key
+// leaves for its paced requests: what it says is left, less the slow
+// start's requests still on their way, and less those of them let
+// through since it was taken, whose answers were not read for a count.
+// A window of 600 a minute said 4 left while 2 of the slow start were
+// out: one request goes (a token kept for the order of arrival). Its
+// answer says 3 left, before the slow start's 2 reached the server; let
+// through after it, they leave 1, and one request goes, not three.
+func TestCountLeavesTheSlowStartsShare(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	a := New(0, math.Inf(1), t0)
+	a.Adopt(slowStart(2, map[int]int{0: 4}))
+	a.Untracked(Answer{OK: true, Remaining: 4, Limit: 600, Reset: time.Minute, Flight: -1}, 0, t0)
+	sends := func() (n int, last uint64) {
+		for ; n < 10; n++ {
+			seq, _, _, sent := a.Take(t0)
+			if !sent {
+				break
+			}
+			last = seq
+		}
+		return n, last
+	}
+	n, seq := sends()
+	if n != 1 {
+		t.Fatalf("%d requests went on a count of 4 with 2 of the slow start on their way; want 1", n)
+	}
+	a.Outcome(seq, Answer{OK: true, Remaining: 3, Limit: 600, Reset: time.Minute}, t0)
+	a.Unpaced(true, 0)
+	a.Unpaced(true, 0)
+	if n, _ := sends(); n != 1 {
+		t.Errorf("%d requests went on a count of 3 the slow start's 2 took from since; want 1", n)
+	}
+}

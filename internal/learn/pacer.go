@@ -309,6 +309,9 @@ func (p *Pacer) Unpaced(passed bool, others int) {
 	p.untrackedOut = max(p.untrackedOut-1, 0)
 	p.wakeHead() // it may wait for room in the cap
 	if passed {
+		if p.count != nil {
+			p.count.unseen++
+		}
 		p.untrackedOK++
 		p.freshOK++
 		if others >= 0 {

@@ -160,12 +160,13 @@ func (s *Scope) learning(key string) { s.answered.Learning(s.keyHash(key)) }
 // answered.
 func (s *Scope) endStarting(st *State, key string, succeeded bool, others int) {
 	st.mu.Lock()
+	defer st.mu.Unlock()
 	done := st.start.End(succeeded, others)
 	if a := st.adapt.Load(); a != nil {
 		a.Unpaced(succeeded, others) // the pace was armed while it was on its way
-	}
-	st.mu.Unlock()
-	if done && st.adapt.Load() == nil {
+	} else if done {
+		// Under st.mu, as armWith's learning: marked after the key
+		// armed, it would go unpaced with its pace unread.
 		s.markAnswered(key)
 	}
 }
@@ -353,8 +354,8 @@ func (s *Scope) armWith(key string, st *State, now time.Time, signal func(*learn
 	a.Adopt(&st.start)
 	got := signal(a)
 	st.adapt.Store(a)
+	s.learning(key) // under st.mu, as endStarting's mark
 	st.mu.Unlock()
-	s.learning(key)
 	return got
 }
 

@@ -198,13 +198,18 @@ type countingServer struct {
 	// before the server sends it, as some APIs warn only near the end.
 	countsFrom int
 	unixReset  bool
-	start      time.Time
-	used       int
-	at         []time.Time
-	refused    []time.Time
+	// latency is how long each request takes, answered or refused.
+	latency time.Duration
+	start   time.Time
+	used    int
+	at      []time.Time
+	refused []time.Time
 }
 
 func (s *countingServer) RoundTrip(req *http.Request) (*http.Response, error) {
+	if s.latency > 0 {
+		time.Sleep(s.latency)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := time.Now()
@@ -268,10 +273,13 @@ func TestScoutKeepsTheFirstWaveWithinTheCount(t *testing.T) {
 // learned and its requests went unpaced. The answers are still drawn to
 // be read for a count (one in quotaSampleEvery; 200 of them here), and
 // the one read stops the key before the quota runs out, rather than the
-// whole wave in flight being refused.
+// whole wave in flight being refused. Each request takes a millisecond:
+// in a fake time that never moves, one worker could run the rest of the
+// quota out in real time while another sat between its look at the key,
+// unpaced then, and its send.
 func TestLateCountIsReadOnAnUnpacedKey(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		srv := &countingServer{limit: 600, window: time.Minute, countsFrom: 200}
+		srv := &countingServer{limit: 600, window: time.Minute, countsFrom: 200, latency: time.Millisecond}
 		tr := New(srv)
 		wall, failed := goodput(tr, 8, 700)
 		if len(srv.refused) > 1 || failed != 0 || wall > time.Minute+time.Second {

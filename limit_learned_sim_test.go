@@ -96,8 +96,8 @@ func goodputOf(tr http.RoundTripper, workers, calls int, newReq func() *http.Req
 // figures are the medians of three runs of each: the order in which fake
 // time wakes the requests of one instant moves a refusal or two (of 20
 // workers on 50/s with 5 ms a request, 1000 runs of one took 1.00 to
-// 1.03; see TestBurstRunOutIsNoCap). With -v it logs every decision of
-// the pacer, for tuning.
+// 1.03 but for two, up to 1.11; see TestBurstRunOutIsNoCap). With -v it
+// logs every decision of the pacer, for tuning.
 func TestAdaptiveGoodputInFakeTime(t *testing.T) {
 	for _, sc := range []struct {
 		r           float64

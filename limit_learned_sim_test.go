@@ -116,7 +116,7 @@ func TestAdaptiveGoodputInFakeTime(t *testing.T) {
 				}
 				wall, failed := goodput(tr, sc.w, sc.n)
 				if failed > 0 {
-					t.Errorf("%g/s w=%d n=%d headers %v: %d calls failed, want none", sc.r, sc.w, sc.n, sc.headers, failed)
+					t.Errorf("%g/s w=%d n=%d latency %v headers %v: %d calls failed, want none", sc.r, sc.w, sc.n, sc.latency, sc.headers, failed)
 				}
 				ideal := float64(sc.n-sc.burst) / sc.r
 				ratios = append(ratios, wall.Seconds()/ideal)
@@ -130,8 +130,8 @@ func TestAdaptiveGoodputInFakeTime(t *testing.T) {
 			maxRatio, maxRefused = 1.03, 0.01
 		}
 		if ratios[1] > maxRatio || refusals[1] > maxRefused {
-			figuref(t, "%g/s w=%d n=%d headers %v: %.2f of ideal, %.3f refused a call (medians of %.2f, %.3f); want at most %.2f, %.2f",
-				sc.r, sc.w, sc.n, sc.headers, ratios[1], refusals[1], ratios, refusals, maxRatio, maxRefused)
+			figuref(t, "%g/s w=%d n=%d latency %v headers %v: %.2f of ideal, %.3f refused a call (medians of %.2f, %.3f); want at most %.2f, %.2f",
+				sc.r, sc.w, sc.n, sc.latency, sc.headers, ratios[1], refusals[1], ratios, refusals, maxRatio, maxRefused)
 		}
 	}
 }

@@ -100,8 +100,15 @@ func TestFirstWindowIsNoCap(t *testing.T) {
 // through twice with 3 others in flight, refused with 5 and 6.
 func capped(t *testing.T, t0 time.Time) *Pacer {
 	t.Helper()
+	return waveCapped(t, t0, 3, 3)
+}
+
+// waveCapped returns a Pacer whose slow start let requests through with
+// okWith others in flight, then refused them with 5 and 6: a cap of 5.
+func waveCapped(t *testing.T, t0 time.Time, okWith ...int) *Pacer {
+	t.Helper()
 	a := New(0, math.Inf(1), t0)
-	for _, k := range []int{3, 3} {
+	for _, k := range okWith {
 		a.Untracked(Answer{OK: true, Remaining: -1, Flight: k}, 0, t0)
 	}
 	for _, k := range []int{5, 6} {
@@ -256,16 +263,9 @@ func TestProbeRefusedOutOfOrderIsTheProbes(t *testing.T) {
 // bucket's burst run out refuses a wave alike.
 func firstWaveCap(t *testing.T, t0 time.Time) *Pacer {
 	t.Helper()
-	a := New(0, math.Inf(1), t0)
-	for _, an := range []Answer{
-		{OK: true, Remaining: -1, Flight: 2}, {OK: true, Remaining: -1, Flight: 2},
-		{OK: true, Remaining: -1, Flight: 3}, {OK: true, Remaining: -1, Flight: 3},
-		{Refused: true, Remaining: -1, Flight: 5}, {Refused: true, Remaining: -1, Flight: 6},
-	} {
-		a.Untracked(an, 0, t0)
-	}
-	if a.flightCap != 5 || !a.capDoubted || a.unpaced {
-		t.Fatalf("capped at %d in flight (in doubt %v, unpaced %v); want 5, in doubt, the search's pace kept", a.flightCap, a.capDoubted, a.unpaced)
+	a := waveCapped(t, t0, 2, 2, 3, 3)
+	if !a.capDoubted || a.unpaced {
+		t.Fatalf("in doubt %v, unpaced %v; want in doubt, the search's pace kept", a.capDoubted, a.unpaced)
 	}
 	return a
 }

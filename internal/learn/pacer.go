@@ -375,7 +375,10 @@ func (p *Pacer) learn(seq uint64, newEvent bool, an Answer, now time.Time) (capp
 	if an.Refused {
 		p.refusalCounted = explained
 	}
-	if an.Refused && !explained {
+	// unexplained is a refusal no count explains: a cap, a trial or the
+	// pace answers it, in that order.
+	unexplained := an.Refused && !explained
+	if unexplained {
 		// Only the refusal of a probe above a cap the key holds is
 		// explained for the retry: the cap goes back to what it was,
 		// which let requests through. A cap a refusal starts or lowers is
@@ -392,7 +395,7 @@ func (p *Pacer) learn(seq uint64, newEvent bool, an Answer, now time.Time) (capp
 	if uncounted && p.shed.On() && !p.blind(now) && p.trial(an.OK, now) {
 		return false
 	}
-	if an.Refused && !explained {
+	if unexplained {
 		if !p.blind(now) && p.startTrial(an.Hint, now) {
 			return false
 		}

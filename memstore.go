@@ -67,7 +67,7 @@ func (m *MemoryStore) take(now time.Time, key string, n int, r rate.Limit, burst
 	burst = max(burst, 1)
 	lim := m.bucketAt(key, r, burst, now)
 	res := lim.ReserveN(now, n)
-	wait := res.DelayFrom(now)
+	wait := limit.TurnDelay(res.DelayFrom(now))
 	if wait > max(maxWait, 0) {
 		res.CancelAt(now) // too far: nothing taken
 		return max(wait, time.Nanosecond), lim, burst

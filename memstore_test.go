@@ -108,6 +108,29 @@ func TestMemoryStoreTakeReservesWithinMaxWait(t *testing.T) {
 	})
 }
 
+// A shared bucket's turns come no earlier than its rate allows, to the
+// nanosecond, as a server counting in whole nanoseconds (a GCRA) counts
+// them: 20 a second, burst 10, 3000 takes at once (rate.Limiter's float
+// tokens gave 75 of them a nanosecond early).
+func TestMemoryStoreTurnsNeverComeEarly(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		m := NewMemoryStore()
+		off := 0
+		for i := range 3000 {
+			due := time.Duration(max(i-9, 0)) * 50 * time.Millisecond
+			if w, _ := m.Take(ctx, "k", 1, 20, 10, time.Hour); w < due || w > due+time.Microsecond {
+				if off++; off <= 3 {
+					t.Errorf("take %d waits %v, want %v to a microsecond after", i, w, due)
+				}
+			}
+		}
+		if off > 0 {
+			t.Errorf("%d takes of 3000 off their time", off)
+		}
+	})
+}
+
 // adr-009-token-bucket-redis.md, acquire(tokens=n) and get_status: n
 // tokens are taken at once or not at all, and the bucket's tokens are
 // read without creating it.

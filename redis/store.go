@@ -82,6 +82,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/ratewise/ratewise"
+	"github.com/ratewise/ratewise/internal/limit"
 	"github.com/ratewise/ratewise/store"
 )
 
@@ -437,7 +438,7 @@ func takenWait(secs float64, maxWait time.Duration) time.Duration {
 	if secs < 0 {
 		return max(time.Duration(-secs*float64(time.Second)), maxWait+time.Nanosecond)
 	}
-	return min(time.Duration(secs*float64(time.Second)), maxWait)
+	return min(limit.TurnDelay(time.Duration(secs*float64(time.Second))), maxWait)
 }
 
 // Tokens implements store.Buckets: the tokens key's bucket holds

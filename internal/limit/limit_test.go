@@ -241,3 +241,28 @@ func reserve(k *Key, low bool, cfg *Config, n int, deadline time.Time) (Reservat
 	err := k.Reserve(&r, low, cfg, n, deadline)
 	return r, err
 }
+
+// TestBucketTurnsNeverComeEarly: a bucket's turns come no earlier than
+// its rate allows, to the nanosecond, as a server counting in whole
+// nanoseconds (a GCRA) counts them: 20 a second, burst 10, 3000 turns
+// taken at once (rate.Limiter's float tokens gave 75 of them a
+// nanosecond early).
+func TestBucketTurnsNeverComeEarly(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := &Config{Rate: 20, Burst: 10}
+		k := newKey(cfg)
+		early := 0
+		for i := range 3000 {
+			due := time.Duration(max(i-9, 0)) * 50 * time.Millisecond
+			if d := reserveNow(t, k, cfg); d < due || d > due+time.Microsecond {
+				early++
+				if early <= 3 {
+					t.Errorf("turn %d came after %v, want %v to a microsecond after", i, d, due)
+				}
+			}
+		}
+		if early > 0 {
+			t.Errorf("%d turns of 3000 off their time", early)
+		}
+	})
+}

@@ -135,7 +135,7 @@ func (k *Key) takeTurn(t *turn, now time.Time, low bool, cfg *Config, n int) tim
 		need := float64(cfg.Reserve+n) - k.bucket.TokensAt(now)
 		if need > 0 {
 			t.again = true
-			return time.Duration(need / float64(k.bucket.Limit()) * float64(time.Second))
+			return TurnDelay(time.Duration(need / float64(k.bucket.Limit()) * float64(time.Second)))
 		}
 	}
 	if k.bucket.AllowN(now, n) {
@@ -143,7 +143,18 @@ func (k *Key) takeTurn(t *turn, now time.Time, low bool, cfg *Config, n int) tim
 	}
 	r := k.bucket.ReserveN(now, n)
 	t.reservation = r
-	return r.DelayFrom(now)
+	return TurnDelay(r.DelayFrom(now))
+}
+
+// TurnDelay is a bucket's delay, rounded up to the microsecond: a
+// rate.Limiter counts its tokens in floats, and a turn it gives can come
+// a nanosecond before a server's own count, in whole nanoseconds, has
+// the token (a GCRA's refuses it).
+func TurnDelay(d time.Duration) time.Duration {
+	if r := d % time.Microsecond; r > 0 {
+		d += time.Microsecond - r
+	}
+	return d
 }
 
 // giveBackTurn undoes takeTurn for a request that will not go, with k.mu

@@ -212,31 +212,44 @@ func (p *Pacer) capTeller(seq uint64) bool {
 	return p.capDoubted && p.capTellFrom != 0 && seq >= p.capTellFrom && seq < p.capTellFrom+capTellers
 }
 
-// capTold learns from the answer to a teller of a cap in doubt, sent
+// capTold learns from the answer to teller seq of a cap in doubt, sent
 // with k others in flight, with p.mu held, and reports whether it
 // explains a refusal. Every teller let through, the cap holds and the
 // pace goes. One refused with fewer others than the cap shows a bucket's
 // burst: the cap ends, and the refusal, of a request sent outside the
-// pace, says nothing of it. Refused at the cap, it tells nothing: the
-// next requests are tellers.
-func (p *Pacer) capTold(an Answer, k int) bool {
-	switch {
-	case an.OK:
+// pace, says nothing of it. Refused with one fewer, the cap is one
+// lower: the tellers, sent in one instant, reach the server in any
+// order, and the first sent may be refused for the place the second
+// took (heldWith), as when the first wave showed a cap one too high.
+// Refused at the cap, it tells nothing. Either way the next requests are
+// tellers.
+func (p *Pacer) capTold(seq uint64, an Answer, k int) bool {
+	if an.OK {
 		if p.capTellOK++; p.capTellOK == capTellers {
 			if p.trace != nil {
 				p.trace("cap %d: its tellers went through, the pace goes", p.flightCap)
 			}
 			p.capHolds()
 		}
-	case an.Refused && k < p.flightCap-1:
+		return false
+	}
+	if !an.Refused {
+		return false
+	}
+	switch k = p.heldWith(seq, k); {
+	case k < p.flightCap-1:
 		if p.trace != nil {
 			p.trace("cap %d: a teller was refused with %d others in flight, no cap", p.flightCap, k)
 		}
 		p.noCap()
 		return true
-	case an.Refused:
-		p.capTellFrom, p.capTellOK = 0, 0
+	case k == p.flightCap-1:
+		if p.trace != nil {
+			p.trace("cap %d: a teller was refused with %d others in flight, the cap is one lower", p.flightCap, k)
+		}
+		p.flightCap = max(k, 1)
 	}
+	p.capTellFrom, p.capTellOK = 0, 0
 	return false
 }
 

@@ -314,6 +314,27 @@ func TestFirstWaveCapIsDoubted(t *testing.T) {
 		}
 	})
 
+	t.Run("one refused for the places sent after it lowers the cap", func(t *testing.T) {
+		a := firstWaveCap(t, t0)
+		seqs := tellers(a)
+		now := t0
+		for i := range 3 { // paced, after the tellers: they may reach the server first
+			seq, delay, _, sent := a.Take(now)
+			if !sent {
+				now = now.Add(delay)
+				seq, delay, _, sent = a.Take(now)
+			}
+			if !sent || seq == 0 {
+				t.Fatalf("paced request %d held for %v", i+1, delay)
+			}
+		}
+		a.Outcome(seqs[0], refused, now) // sent with none in flight, answered with 4
+		if a.flightCap != 4 || !a.capDoubted || !a.tellerDue() {
+			t.Fatalf("a teller refused with 4 others in flight at its answer under a cap of 5 in doubt: capped at %d (in doubt %v, tellers due %v); want 4, in doubt, tellers due",
+				a.flightCap, a.capDoubted, a.tellerDue())
+		}
+	})
+
 	t.Run("an empty bucket refuses one", func(t *testing.T) {
 		a := firstWaveCap(t, t0)
 		pace := a.rate(t0)

@@ -369,7 +369,7 @@ func (p *Pacer) learn(seq uint64, newEvent bool, an Answer, now time.Time) (capp
 	if an.OK && known {
 		p.capSucceeded(k)
 	}
-	if p.capTeller(seq) && p.capTold(an, k) {
+	if p.capTeller(seq) && p.capTold(seq, an, k) {
 		return false
 	}
 	if an.Refused {

@@ -28,7 +28,8 @@ import "time"
 // for such a stray. A cap the first refusals show, as they start the
 // search for a pace, is in doubt: a bucket's burst run out refuses a
 // first wave alike, and two requests sent at once tell them apart
-// (capDoubt).
+// (capDoubt). The key's first refusal alone is enough for a cap in
+// doubt (firstRefusalCap); any other cap takes two.
 
 const (
 	// capFlights bounds the in-flight counts the Pacer keeps track of:
@@ -87,7 +88,8 @@ func (f *flights) note(k int, ok bool) {
 // others in flight some refused request was sent with, when requests sent
 // with fewer were let through twice at least, and those sent with c or
 // more were refused twice at least, and at least twice as often as let
-// through; 0 when they show none. Of those, it is the one the fewest
+// through (minRefused times at least: 1 for the doubted cap of a first
+// refusal, see firstRefusalCap); 0 when they show none. Of those, it is the one the fewest
 // answers contradict, the higher of two that tie: a cap learned one too
 // high costs a refusal, one too low a share of the key's throughput until
 // a probe finds it. A refusal below c is a stray, which one is let be:
@@ -95,7 +97,7 @@ func (f *flights) note(k int, ok bool) {
 // let that one go, or sent with others in one instant that reached the
 // server first, is counted with fewer others than the server held. One
 // refused with none in flight is no stray: a rate's.
-func (f *flights) capAt() int {
+func (f *flights) capAt(minRefused int32) int {
 	if f.refused[0] > 0 {
 		return 0
 	}
@@ -107,7 +109,7 @@ func (f *flights) capAt() int {
 	var below, strays int32 // let through and refused with fewer than c others
 	for c := range capFlights {
 		ok, refused := okAll-below, refusedAll-strays
-		if c >= 2 && f.refused[c] > 0 && below >= capMinOK && refused >= 2 && refused >= 2*ok {
+		if c >= 2 && f.refused[c] > 0 && below >= capMinOK && refused >= minRefused && refused >= 2*ok {
 			if off := strays + ok; best == 0 || off <= bestOff {
 				best, bestOff = c, off
 			}
@@ -127,23 +129,19 @@ func (p *Pacer) capRefused(seq uint64, k int, now time.Time) bool {
 		if p.capRefutedAt != 0 && seq <= p.capRefutedAt {
 			return false // of the wave tellers showed no cap
 		}
-		c := p.flights.capAt()
+		c := p.flights.capAt(2)
 		if p.trace != nil {
 			p.trace("cap test at k=%d: ok %v refused %v -> %d", k, p.flights.ok[:8], p.flights.refused[:8], c)
 		}
 		if c == 0 {
 			return false
 		}
-		p.flightCap, p.capGrow, p.capFull, p.capStrayAt = c, capGrowAfter, 0, 0
-		if p.trace != nil {
-			p.trace("%v capped: %d in flight", now.Sub(p.firstSend).Round(time.Millisecond), c)
-		}
+		p.startCap(c, now)
 		if p.probing {
 			p.capDoubt()
 		} else {
 			p.capHolds()
 		}
-		p.cutAt = p.sent
 		return true
 	}
 	switch {
@@ -165,6 +163,32 @@ func (p *Pacer) capRefused(seq uint64, k int, now time.Time) bool {
 	}
 	p.capProbing, p.capFull = false, 0
 	return true
+}
+
+// startCap holds the key's requests in flight to c, with p.mu held.
+func (p *Pacer) startCap(c int, now time.Time) {
+	p.flightCap, p.capGrow, p.capFull, p.capStrayAt = c, capGrowAfter, 0, 0
+	if p.trace != nil {
+		p.trace("%v capped: %d in flight", now.Sub(p.firstSend).Round(time.Millisecond), c)
+	}
+	p.cutAt = p.sent
+}
+
+// firstRefusalCap holds in doubt the cap the key's first refusal alone
+// shows, with p.mu held, once the refusal started the search for a pace:
+// a slow start whose round passes the cap by one is refused once, and
+// the search, until a second refusal shows the cap, keeps fewer in
+// flight than it holds (a cap of 5 served in 50 ms, found by the
+// search's second refusal 330 ms later). The tellers tell it from a
+// bucket's burst, as they tell the cap of two refusals (capDoubt).
+func (p *Pacer) firstRefusalCap(now time.Time) {
+	if !p.probing || p.flightCap > 0 || p.capRefutedAt != 0 {
+		return
+	}
+	if c := p.flights.capAt(1); c > 0 {
+		p.startCap(c, now)
+		p.capDoubt()
+	}
 }
 
 // capHolds gives the key's pace back, with p.mu held: the cap, not a

@@ -26,8 +26,8 @@ func TestFlightsCapAt(t *testing.T) {
 		for k, n := range tt.ref {
 			f.refused[k] = n
 		}
-		if got := f.capAt(); got != tt.want {
-			t.Errorf("%s: capAt() = %d, want %d", tt.name, got, tt.want)
+		if got := f.capAt(2); got != tt.want {
+			t.Errorf("%s: capAt(2) = %d, want %d", tt.name, got, tt.want)
 		}
 	}
 }
@@ -268,6 +268,33 @@ func firstWaveCap(t *testing.T, t0 time.Time) *Pacer {
 		t.Fatalf("in doubt %v, unpaced %v; want in doubt, the search's pace kept", a.capDoubted, a.unpaced)
 	}
 	return a
+}
+
+// TestFirstRefusalAloneShowsADoubtedCap: a slow start whose round
+// passes a cap of 5 by one is refused once, with 5 others in flight, all
+// of those sent with fewer let through. The search for a pace that
+// refusal starts keeps the cap in doubt beside it at once, tellers due,
+// rather than waiting for a second refusal the search's pace brings
+// hundreds of milliseconds later; refused with none in flight, no cap.
+func TestFirstRefusalAloneShowsADoubtedCap(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		refusedWith int
+		want        int
+	}{{5, 5}, {0, 0}} {
+		a := New(0, math.Inf(1), t0)
+		for _, k := range []int{0, 0, 1, 1, 2, 3} {
+			a.Untracked(Answer{OK: true, Remaining: -1, Flight: k}, 0, t0)
+		}
+		a.Untracked(Answer{Refused: true, Remaining: -1, Flight: c.refusedWith}, 0, t0)
+		if !a.probing {
+			t.Fatalf("refused with %d others: the search for a pace did not start", c.refusedWith)
+		}
+		if a.flightCap != c.want || a.capDoubted != (c.want > 0) || a.tellerDue() != (c.want > 0) {
+			t.Errorf("refused once with %d others in flight: capped at %d (in doubt %v, tellers due %v); want %d, in doubt and tellers due %v",
+				c.refusedWith, a.flightCap, a.capDoubted, a.tellerDue(), c.want, c.want > 0)
+		}
+	}
 }
 
 // TestFirstWaveCapIsDoubted pins how a cap the first refusals showed is

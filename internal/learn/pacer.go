@@ -399,7 +399,11 @@ func (p *Pacer) learn(seq uint64, newEvent bool, an Answer, now time.Time) (capp
 		if !p.blind(now) && p.startTrial(an.Hint, now) {
 			return false
 		}
+		first := p.lastEmpty.IsZero() && p.unpaced
 		p.refused(newEvent, an.Hint, now)
+		if first && known && k > 0 {
+			p.firstRefusalCap(now)
+		}
 	}
 	return false
 }

@@ -82,7 +82,7 @@ type Limit struct {
 	// before; a probe of Burst let through proves the window, which then
 	// bursts for good. A server that refuses a probe counts more strictly
 	// (a sliding-window counter weighs the last window in): the key's
-	// window then yields, and spreads its turns, Burst−1 per Window, from
+	// window then yields, and spreads its turns, Burst−½ per Window, from
 	// then on; that refusal's wait hint pauses neither the key nor the
 	// retry, which takes its turn in the spread. It needs Burst (at most
 	// 65536: each start of the window is remembered), and takes no Rate,

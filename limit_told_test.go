@@ -136,7 +136,7 @@ func TestToldAnewIsTrustedAgain(t *testing.T) {
 // turn with a Retry-After of the whole window. That turn is the window's
 // probe, sent alone: the one refusal of the run, fewer than told nothing
 // meets. The window yields: no request waits out that hint, the key is
-// not paused, and the rest goes spread, one each Window/(Burst−1); the
+// not paused, and the rest goes spread, one each Window/(Burst−½); the
 // batch takes within 0.02 of the least time told nothing takes, with no
 // refusal after the yield.
 func TestToldWindowYieldsToASlidingCounter(t *testing.T) {

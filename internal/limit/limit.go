@@ -62,7 +62,7 @@ type Key struct {
 	nextStart time.Time     // with MinSpacing: the earliest next start; guarded by mu
 	window    windowLog     // with a Window: the starts in it; guarded by mu
 	// yielded is set, with a Window, once the server refused a turn the
-	// window gave (Yield): its turns are then spaced, Window/(Burst−1)
+	// window gave (Yield): its turns are then spaced, Window/(Burst−½)
 	// apart from nextStart, rather than given at once. Guarded by mu.
 	yielded bool
 	// probe is the window's probe: the first turn past its first window

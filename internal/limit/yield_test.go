@@ -7,7 +7,7 @@ import (
 )
 
 // TestWindowYieldSpreadsItsTurns: a window gives its turns from its
-// count, at once; once yielded, every turn is spaced Window/(Burst−1),
+// count, at once; once yielded, every turn is spaced Window/(Burst−½),
 // the first a gap after the yield, and none is a WindowTurn. Told anew
 // (a new generation), it gives its count at once again.
 func TestWindowYieldSpreadsItsTurns(t *testing.T) {
@@ -19,7 +19,7 @@ func TestWindowYieldSpreadsItsTurns(t *testing.T) {
 			t.Fatalf("the first turn = %+v, %v; want at once, from the window's count", r, err)
 		}
 		k.Yield(time.Now(), cfg)
-		gap := 10 * time.Second / 4
+		gap := 20 * time.Second / 9 // Burst−½ per 10 s
 		for i := 1; i <= 6; i++ {
 			r, err := reserve(k, false, cfg, 1, time.Time{})
 			if err != nil || r.Delay != time.Duration(i)*gap || r.WindowTurn() {

@@ -26,7 +26,8 @@ const (
 	// headers) or the policy's backoff, whichever is longer.
 	RateLimited
 	// Retryable is a transient failure worth another attempt after backoff
-	// (a server's hint still raises the delay): by default, a 500, 502,
+	// (the answer's Retry-After still raises the delay; a spent quota's
+	// reset beside it does not, the pace keeps it): by default, a 500, 502,
 	// 503, 504 or 408 answering a request that may be repeated.
 	Retryable
 	// Blocked means the server refused the client in a way that retrying

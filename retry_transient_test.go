@@ -142,6 +142,36 @@ func TestTransientErrorWaitsItsBackoffOrTheHint(t *testing.T) {
 	})
 }
 
+// A transient error's wait is what the server says of the error: a
+// spent quota's reset beside it (a limiter in front of the application
+// counts every answer) is no hint to wait for. The retry goes after its
+// backoff and its turn of the quota the answer counted (10 per 30s, a
+// turn in 3s), not at the reset; a Retry-After beside the same reset is
+// waited out.
+func TestTransientErrorWaitsNoQuotaReset(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := RetryPolicy{InitialDelay: time.Second, MaxDelay: time.Second}
+		spent := []string{"X-RateLimit-Limit", "10", "X-RateLimit-Remaining", "0", "X-RateLimit-Reset", "30"}
+		s := newScript(answer(503, spent...), answer(200))
+		start := time.Now()
+		if r := s.get(t, context.Background(), p); r.status != 200 {
+			t.Fatalf("status %d, want 200", r.status)
+		}
+		if gap := s.offsets(start)[1]; gap > 4*time.Second {
+			t.Errorf("a 503 with a spent quota of 10 resetting in 30s was retried after %v, want its backoff and a turn of the quota, at most 4s", gap)
+		}
+
+		s = newScript(answer(503, append(spent, "Retry-After", "5")...), answer(200))
+		start = time.Now()
+		if r := s.get(t, context.Background(), p); r.status != 200 {
+			t.Fatalf("status %d, want 200", r.status)
+		}
+		if gap := s.offsets(start)[1]; gap < 5*time.Second || gap > 6*time.Second {
+			t.Errorf("a 503 with Retry-After: 5 and a quota resetting in 30s was retried after %v, want 5s", gap)
+		}
+	})
+}
+
 // Bad input, each classified as DefaultClassify documents.
 func TestServerErrorWithGarbageRetryAfterIsRetriedAfterBackoff(t *testing.T) {
 	for _, c := range []struct {

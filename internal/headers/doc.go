@@ -48,6 +48,9 @@
 // overflowing values are no hint. It reports false when no header gives a
 // valid wait. UnreadableHint names the first hint WaitHint passed over
 // because it could not be read, and the value it read, for a log.
+// RetryAfterHint reads the first two alone: the wait a transient error
+// (a 503 that is no refusal) asks for, which a quota's reset beside it
+// does not speak for.
 //
 // # Retry-After
 //

@@ -64,6 +64,23 @@ func WaitHint(resp *http.Response, now time.Time) (time.Duration, bool) {
 	if resp == nil {
 		return 0, false
 	}
+	if d, ok := RetryAfterHint(resp, now); ok {
+		return d, true
+	}
+	if d, ok := resetHint(resp.Header, now); ok {
+		return d, true
+	}
+	return githubSecondaryHint(resp)
+}
+
+// RetryAfterHint is the part of WaitHint a server gives of the answer
+// itself, Retry-After and its millisecond forms (the first two of "Wait
+// hints" in the package doc), leaving out the resets of a quota: what a
+// failure that is no refusal (a transient 503) says of when to try again.
+func RetryAfterHint(resp *http.Response, now time.Time) (time.Duration, bool) {
+	if resp == nil {
+		return 0, false
+	}
 	h := resp.Header
 	for _, name := range [...]string{"Retry-After-Ms", "X-Ms-Retry-After-Ms"} {
 		for _, v := range h[name] {
@@ -77,10 +94,7 @@ func WaitHint(resp *http.Response, now time.Time) (time.Duration, bool) {
 			return d, true
 		}
 	}
-	if d, ok := resetHint(h, now); ok {
-		return d, true
-	}
-	return githubSecondaryHint(resp)
+	return 0, false
 }
 
 // parseSeconds reads non-negative decimal seconds ("30", "1.5") as a

@@ -123,3 +123,41 @@ func TestWaitHint(t *testing.T) {
 		t.Error("WaitHint(nil) reported a hint")
 	}
 }
+
+// RetryAfterHint reads the hints of the answer itself and none of a
+// quota's resets, however spent the quota.
+func TestRetryAfterHint(t *testing.T) {
+	spent := http.Header{"X-Ratelimit-Remaining": {"0"}, "X-Ratelimit-Reset": {"30"},
+		"Ratelimit": {`"default";r=0;t=30`}, "Ratelimit-Reset": {"30"}}
+	with := func(k, v string) http.Header {
+		h := spent.Clone()
+		h.Set(k, v)
+		return h
+	}
+	tests := []struct {
+		name   string
+		header http.Header
+		want   time.Duration
+		wantOK bool
+	}{
+		{name: "a spent quota alone", header: spent, wantOK: false},
+		{name: "Retry-After", header: with("Retry-After", "7"), want: 7 * time.Second, wantOK: true},
+		{name: "Retry-After-Ms", header: with("Retry-After-Ms", "250"), want: 250 * time.Millisecond, wantOK: true},
+		{name: "garbage Retry-After", header: with("Retry-After", "soon"), wantOK: false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp := &http.Response{StatusCode: http.StatusServiceUnavailable, Header: tt.header}
+			got, ok := RetryAfterHint(resp, refNow)
+			if got != tt.want || ok != tt.wantOK {
+				t.Errorf("RetryAfterHint = %v, %v; want %v, %v", got, ok, tt.want, tt.wantOK)
+			}
+			if full, _ := WaitHint(resp, refNow); !tt.wantOK && full != 30*time.Second {
+				t.Errorf("WaitHint = %v, want the reset's 30s that RetryAfterHint leaves out", full)
+			}
+		})
+	}
+	if _, ok := RetryAfterHint(nil, refNow); ok {
+		t.Error("RetryAfterHint(nil) gave a hint")
+	}
+}

@@ -131,15 +131,22 @@ func TestTransientErrorWaitsItsBackoffOrTheHint(t *testing.T) {
 			}
 		}
 
-		s = newScript(answer(500, "Retry-After", "7"), answer(200))
-		start = time.Now()
-		if r := s.get(t, context.Background(), p); r.status != 200 {
-			t.Fatalf("status %d, want 200", r.status)
-		}
-		if gap := s.offsets(start)[1]; gap < 7*time.Second || gap > 8*time.Second {
+		if gap := retryGap(t, p, answer(500, "Retry-After", "7")); gap < 7*time.Second || gap > 8*time.Second {
 			t.Errorf("a 500 with Retry-After: 7 was retried after %v, want 7s (plus the pause's spread)", gap)
 		}
 	})
+}
+
+// retryGap sends a GET under p to a server that answers first, then 200,
+// and returns how long after the first request the retry went.
+func retryGap(t *testing.T, p RetryPolicy, first step) time.Duration {
+	t.Helper()
+	s := newScript(first, answer(200))
+	start := time.Now()
+	if r := s.get(t, context.Background(), p); r.status != 200 || s.calls() != 2 {
+		t.Fatalf("status %d after %d calls, want 200 after 2", r.status, s.calls())
+	}
+	return s.offsets(start)[1]
 }
 
 // A transient error's wait is what the server says of the error: a
@@ -152,21 +159,11 @@ func TestTransientErrorWaitsNoQuotaReset(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := RetryPolicy{InitialDelay: time.Second, MaxDelay: time.Second}
 		spent := []string{"X-RateLimit-Limit", "10", "X-RateLimit-Remaining", "0", "X-RateLimit-Reset", "30"}
-		s := newScript(answer(503, spent...), answer(200))
-		start := time.Now()
-		if r := s.get(t, context.Background(), p); r.status != 200 {
-			t.Fatalf("status %d, want 200", r.status)
-		}
-		if gap := s.offsets(start)[1]; gap > 4*time.Second {
+		if gap := retryGap(t, p, answer(503, spent...)); gap > 4*time.Second {
 			t.Errorf("a 503 with a spent quota of 10 resetting in 30s was retried after %v, want its backoff and a turn of the quota, at most 4s", gap)
 		}
 
-		s = newScript(answer(503, append(spent, "Retry-After", "5")...), answer(200))
-		start = time.Now()
-		if r := s.get(t, context.Background(), p); r.status != 200 {
-			t.Fatalf("status %d, want 200", r.status)
-		}
-		if gap := s.offsets(start)[1]; gap < 5*time.Second || gap > 6*time.Second {
+		if gap := retryGap(t, p, answer(503, append(spent, "Retry-After", "5")...)); gap < 5*time.Second || gap > 6*time.Second {
 			t.Errorf("a 503 with Retry-After: 5 and a quota resetting in 30s was retried after %v, want 5s", gap)
 		}
 	})
@@ -184,13 +181,8 @@ func TestServerErrorWithGarbageRetryAfterIsRetriedAfterBackoff(t *testing.T) {
 	} {
 		t.Run(http.StatusText(c.status), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				s := newScript(answer(c.status, "Retry-After", "soon"), answer(200))
-				start := time.Now()
-				r := s.get(t, context.Background(), RetryPolicy{InitialDelay: time.Second, MaxDelay: time.Second})
-				if r.status != 200 || s.calls() != 2 {
-					t.Fatalf("status %d after %d calls, want 200 after 2", r.status, s.calls())
-				}
-				if gap := s.offsets(start)[1]; gap > time.Second {
+				p := RetryPolicy{InitialDelay: time.Second, MaxDelay: time.Second}
+				if gap := retryGap(t, p, answer(c.status, "Retry-After", "soon")); gap > time.Second {
 					t.Errorf("retried after %v, want the backoff's at most 1s: an unreadable hint asks for nothing", gap)
 				}
 				resp := &http.Response{StatusCode: c.status, Header: http.Header{"Retry-After": {"soon"}}, Request: mustRequest(t, "GET", nil)}

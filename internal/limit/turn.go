@@ -177,7 +177,8 @@ func (k *Key) giveBackTurn(t *turn, now time.Time) {
 // Window its count sits on the limit, and one request now and then is
 // refused; half a request below, it never is, and the spread costs a
 // window 1/(2·Burst) of its quota (Burst−1 cost twice that: 0.03 of
-// the least time at 30 per 10 s).
+// the least time at 30 per 10 s). A window of one, which sends one turn
+// a Window however it is spread, keeps that gap.
 func yieldGap(cfg *Config) time.Duration {
 	if cfg.Burst <= 1 {
 		return cfg.Window

@@ -294,10 +294,11 @@ func (c *call) read(rep *reply) {
 	resp, class := rep.resp, rep.class
 	if rep.err == nil && (class != Final || resp.StatusCode == http.StatusTooManyRequests && c.t.breakers != nil || c.tracesResponses()) {
 		rep.at = time.Now()
-		if class == Retryable {
+		if class == Retryable && c.paced() {
 			// A transient error's wait is what the server says of it; a
 			// spent quota's reset beside it is the pace's to keep, as it
-			// keeps it for a success.
+			// keeps it for a success. With no pace, the reset is all
+			// that holds the retry off a spent quota.
 			rep.hint, rep.hinted = headers.RetryAfterHint(resp, rep.at)
 		} else {
 			rep.hint, rep.hinted = headers.WaitHint(resp, rep.at)

@@ -154,7 +154,7 @@ func retryGap(t *testing.T, p RetryPolicy, first step) time.Duration {
 // counts every answer) is no hint to wait for. The retry goes after its
 // backoff and its turn of the quota the answer counted (10 per 30s, a
 // turn in 3s), not at the reset; a Retry-After beside the same reset is
-// waited out.
+// waited out. A key nothing paces (WithoutLearning) waits for the reset.
 func TestTransientErrorWaitsNoQuotaReset(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := RetryPolicy{InitialDelay: time.Second, MaxDelay: time.Second}
@@ -165,6 +165,18 @@ func TestTransientErrorWaitsNoQuotaReset(t *testing.T) {
 
 		if gap := retryGap(t, p, answer(503, append(spent, "Retry-After", "5")...)); gap < 5*time.Second || gap > 6*time.Second {
 			t.Errorf("a 503 with Retry-After: 5 and a quota resetting in 30s was retried after %v, want 5s", gap)
+		}
+
+		// With no pace to keep the quota, the reset holds the retry.
+		s := newScript(answer(503, spent...), answer(200))
+		start := time.Now()
+		resp, err := New(s.mock(), WithRetry(p), WithoutLearning()).RoundTrip(mustRequest(t, http.MethodGet, nil))
+		if err != nil || resp.StatusCode != 200 || s.calls() != 2 {
+			t.Fatalf("WithoutLearning: %v, %v after %d calls; want 200 after 2", resp, err, s.calls())
+		}
+		_ = readAll(t, resp)
+		if gap := s.offsets(start)[1]; gap < 30*time.Second {
+			t.Errorf("WithoutLearning, a 503 with a spent quota resetting in 30s was retried after %v, want the reset", gap)
 		}
 	})
 }

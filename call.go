@@ -86,6 +86,10 @@ type call struct {
 	// (scopes.Scope.Yield). Nil when no window gave one (the last, with several).
 	window    *scope
 	windowKey string
+	// windowStart is the start the window's count took for the attempt:
+	// the count of its answer may say when the server's window that
+	// counted it ends (alignWindow).
+	windowStart time.Time
 	// windowProbe is set when that turn is the window's probe, whose
 	// answer the window awaits (answerProbe).
 	windowProbe bool

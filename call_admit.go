@@ -157,7 +157,7 @@ func (c *call) admitScope(r *scopes.Request, s *scope, key string) error {
 		c.held.add(g.Slot)
 	}
 	if g.Window {
-		c.window, c.windowKey, c.windowProbe = s, key, g.Probe
+		c.window, c.windowKey, c.windowProbe, c.windowStart = s, key, g.Probe, g.WindowStart
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-retryablehttp"
+	"github.com/ratewise/ratewise/internal/headers"
 	"github.com/ratewise/ratewise/internal/scopes"
 )
 
@@ -141,10 +142,26 @@ func (c *call) feedBack(rep *reply) {
 			c.t.hintLog.check(resp, now, c.host(), c.endpoint)
 		}
 	}
+	c.yielded = err == nil && class.refusal() && c.window != nil
+	early := false // the refused turn was one a server's turn freed early
+	if c.yielded {
+		c.windowProbe = false // the yield answers it
+		// The window stands for the server's quota as a user read it; its
+		// refusal says the server counts more strictly, which a spread of
+		// the same quota answers sooner than the refusal's hint
+		// (scopes.Scope.Yield).
+		early = c.window.Yield(c.windowKey, c.windowStart, rep.at)
+	} else {
+		if c.window != nil && err == nil {
+			now = c.alignWindow(resp, now)
+		}
+		c.answerProbe(err == nil)
+	}
 	// A request a told limit paces teaches only by its refusals: a
 	// server that never refuses under the told limit keeps it, to the
-	// letter.
-	if c.learns && err == nil && (class.refusal() || !c.told.On && (rep.quota || c.sampleQuota(resp))) {
+	// letter; a refusal of a turn its window gave early, by a reset cut to
+	// its second, is the window's own, and teaches nothing.
+	if c.learns && err == nil && (class.refusal() && !early || !c.told.On && (rep.quota || c.sampleQuota(resp))) {
 		if now.IsZero() {
 			now = time.Now()
 		}
@@ -157,17 +174,6 @@ func (c *call) feedBack(rep *reply) {
 		if c.t.shared.TrialRuns(now) {
 			c.trialAnswered(resp, now) // a refusal's trial takes it (internal/scopes)
 		}
-	}
-	c.yielded = err == nil && class.refusal() && c.window != nil
-	if c.yielded {
-		c.windowProbe = false // the yield answers it
-		// The window stands for the server's quota as a user read it; its
-		// refusal says the server counts more strictly, which a spread of
-		// the same quota answers sooner than the refusal's hint
-		// (scopes.Scope.Yield).
-		c.window.Yield(c.windowKey, rep.at)
-	} else {
-		c.answerProbe(err == nil)
 	}
 	// A hint pauses the key's other requests too: all of them when
 	// nothing paces the request, else only a hint of more than a second,
@@ -252,6 +258,27 @@ const quotaReadFirst = 64
 // sampleQuota reports whether resp, an answer to a request no adaptive
 // scope paced, is read for a count of the server's quota.
 func (c *call) sampleQuota(resp *http.Response) bool { return sampleQuota(resp, c.sent) }
+
+// alignWindow tells the told window that gave the attempt its turn when
+// the server's window that counted it ends, as the count of its answer
+// resp says (limit.Key.Align), until the window takes no more of them.
+// It returns now, read when it was zero and the count had to be.
+func (c *call) alignWindow(resp *http.Response, now time.Time) time.Time {
+	if len(resp.Header) == 0 || c.window.Aligned(c.windowKey) {
+		return now
+	}
+	if now.IsZero() {
+		now = time.Now()
+	}
+	if count := headers.ReadCount(resp.Header, now); count.Remaining >= 0 && count.Reset > 0 {
+		// A reset in whole seconds, or at a whole second (a Unix time, an
+		// HTTP-date), is given to the second, and may be cut to it.
+		reset := now.Add(count.Reset)
+		coarse := count.Reset%time.Second == 0 || reset.Nanosecond() == 0
+		c.window.Align(c.windowKey, c.windowStart, reset, coarse, now)
+	}
+	return now
+}
 
 // sampleQuota reports whether resp, the answer to the transport's sent-th
 // attempt, is read for a count of the server's quota: all of the

@@ -84,7 +84,15 @@ type Limit struct {
 	// (a sliding-window counter weighs the last window in): the key's
 	// window then yields, and spreads its turns, Burst−½ per Window, from
 	// then on; that refusal's wait hint pauses neither the key nor the
-	// retry, which takes its turn in the spread. It needs Burst (at most
+	// retry, which takes its turn in the spread. An answer that counts
+	// the server's quota with a reset (X-RateLimit-Reset, RateLimit and
+	// the like) says when the server's window that counted it ends: the
+	// starts it counted then leave the window at that end, when it comes
+	// before a Window after them, so that a server whose windows are
+	// aligned elsewhere (to the clock) gets the next burst as its window
+	// turns. A reset that proves early (cut to its second: the probe it
+	// frees is refused) is not read again, and the starts keep their own
+	// Windows. It needs Burst (at most
 	// 65536: each start of the window is remembered), and takes no Rate,
 	// MinSpacing, Reserve, Store or Adaptive.
 	Window time.Duration

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -11,6 +12,7 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"github.com/ratewise/ratewise/internal/limit"
 	"github.com/ratewise/ratewise/ratewisetest"
 )
 
@@ -215,4 +217,84 @@ func (l *sendLog) sends() ([]time.Duration, []int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return slices.Clone(l.at), slices.Clone(l.codes)
+}
+
+// cutReset is a server whose X-RateLimit-Reset, a Unix time, is a
+// second early, as one that cuts its window's end to the second
+// (ulule/limiter) gives it for a window that ends late in its second.
+type cutReset struct{ base http.RoundTripper }
+
+func (c cutReset) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := c.base.RoundTrip(req)
+	if err == nil {
+		if unix, err := strconv.ParseInt(resp.Header.Get("X-RateLimit-Reset"), 10, 64); err == nil {
+			resp.Header.Set("X-RateLimit-Reset", strconv.FormatInt(unix-1, 10))
+		}
+	}
+	return resp, err
+}
+
+// TestToldWindowTakesTheServersTurn: told the server's window, a window
+// whose server aligns its windows to the clock (a part of one gone at
+// the first request) and says their end on every answer, as a Unix time,
+// sends its next burst as the server's first window ends, not a Window
+// after its own first: as fast as a client told nothing, which reads the
+// same counts, and never refused. A reset cut to its second (cutReset)
+// that frees a probe early costs that probe's refusal, the only one,
+// and the window then holds to its starts' own Windows, in the time of
+// a window told nothing of the server's turns. A window of 10 s opened
+// by the first request, whose cut reset would free the starts less than
+// a second early, does not take it, and is never refused.
+func TestToldWindowTakesTheServersTurn(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		model          ratewisetest.Model
+		window         time.Duration
+		limit, workers int
+		cut            bool
+		refused        int  // told
+		fast           bool // told: as fast as told nothing; else the starts' own Windows
+	}{
+		{"clock's 30 per 10 s", ratewisetest.FixedWindow, 10 * time.Second, 30, 10, false, 0, true},
+		{"clock's 30 per 10 s, reset cut", ratewisetest.FixedWindow, 10 * time.Second, 30, 10, true, 1, false},
+		{"clock's 10 per 1 s", ratewisetest.FixedWindow, time.Second, 10, 5, false, 0, true},
+		{"first request's 10 per 1 s, reset cut", ratewisetest.FixedWindowFromFirst, time.Second, 10, 5, true, 1, false},
+		{"first request's 30 per 10 s, reset cut", ratewisetest.FixedWindowFromFirst, 10 * time.Second, 30, 10, true, 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			calls := 4 * tc.limit
+			ownWindows := 3 * (tc.window + limit.WindowMargin) // a window told nothing of the server's turns
+			walls := map[bool]time.Duration{}
+			for _, told := range []bool{false, true} {
+				synctest.Test(t, func(t *testing.T) {
+					sleepToThisDecade(37 * tc.window / 100) // 37 % into a window of the clock's
+					srv := ratewisetest.NewBucket(ratewisetest.Config{Model: tc.model, Limit: tc.limit, Window: tc.window,
+						PublishHeaders: true, Reset: ratewisetest.ResetUnix, RetryAfter: ratewisetest.RetryAfterNone})
+					var base http.RoundTripper = srv
+					if tc.cut {
+						base = cutReset{srv}
+					}
+					var opts []Option
+					if told {
+						opts = append(opts, WithLimit(Limit{Name: "told", Burst: tc.limit, Window: tc.window}))
+					}
+					wall, failed := goodput(New(base, opts...), tc.workers, calls)
+					walls[told] = wall
+					if !told {
+						return
+					}
+					if refused := srv.Stats().Limited; failed != 0 || refused != tc.refused {
+						t.Errorf("told: %d refused, %d failed; want %d refused, none failed", refused, failed, tc.refused)
+					}
+					if !tc.fast && (wall < ownWindows || wall > ownWindows+tc.window/10) {
+						t.Errorf("told: %d calls took %v; want about %v, the starts' own Windows", calls, wall, ownWindows)
+					}
+				})
+			}
+			// The told window keeps its margin after each turn.
+			if tc.fast && walls[true] > walls[false]+3*limit.WindowMargin {
+				t.Errorf("told the window: %v; told nothing: %v; want no longer", walls[true], walls[false])
+			}
+		})
+	}
 }

@@ -68,6 +68,14 @@ type Key struct {
 	// probe is the window's probe: the first turn past its first window
 	// goes alone (see probe.go). Guarded by mu.
 	probe windowProbe
+	// aligns is where the window stands with the server's turns, its
+	// counts' resets (align.go); guarded by mu. aligned mirrors it for a
+	// read without the lock: set once the window takes no more resets.
+	aligns  alignState
+	aligned atomic.Bool
+	// earlyFrom and earlyTo bound the starts of the turns a wrong turn of
+	// the server's freed early: from the probe's to its refusal.
+	earlyFrom, earlyTo time.Time
 	// slots counts the concurrency slots taken, and queued the requests
 	// waiting for one, the length of queue: see TakeSlot.
 	slots   atomic.Int64
@@ -107,6 +115,8 @@ func (k *Key) CatchUp(gen uint64, cfg *Config, now time.Time) {
 		k.yielded = false // told anew: trusted again, bursts and all
 		k.endProbe()
 		k.probe = windowProbe{armed: k.window.n >= cfg.Burst} // and proved anew
+		k.window.turn, k.aligns = time.Time{}, alignTrying    // its resets read anew
+		k.aligned.Store(false)
 	case !FiniteRate(cfg.Rate):
 		k.bucket, k.window = nil, windowLog{}
 	case k.bucket == nil:

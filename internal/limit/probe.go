@@ -33,8 +33,11 @@ type windowProbe struct {
 	// reason of its own (not sent, a network error): the probe is tried
 	// again at the same size.
 	failed bool
-	out    chan struct{}
-	at     time.Time
+	// early is set when a server's turn (align.go) freed a turn of the
+	// probe before its start's Window was out.
+	early bool
+	out   chan struct{}
+	at    time.Time
 }
 
 // probeWait bounds how long turns wait for a probe's answers: a probe
@@ -67,9 +70,10 @@ func (k *Key) noteWindowTurn(r *Reservation, start time.Time, cfg *Config) {
 	case k.yielded || p.proven || r.turn.windowAt.IsZero():
 	case p.armed:
 		if p.out == nil {
-			p.out, p.at, p.taken, p.pending, p.failed = make(chan struct{}), start, 0, 0, false
+			p.out, p.at, p.taken, p.pending, p.failed, p.early = make(chan struct{}), start, 0, 0, false, false
 			p.size = max(p.size, 1)
 		}
+		p.early = p.early || r.turn.windowEarly
 		p.taken++
 		p.pending++
 		r.Probing = true
@@ -98,6 +102,9 @@ func (k *Key) ProbeAnswered(ok bool, cfg *Config) {
 	if !p.failed {
 		p.proven = p.size >= cfg.Burst
 		p.size = min(2*p.size, cfg.Burst)
+		if p.early && k.aligns == alignTrying {
+			k.settleAlign(alignShown) // the server's turn was right
+		}
 	}
 	k.endProbe()
 }

@@ -16,11 +16,13 @@ type turn struct {
 	before      time.Time         // the nextStart before it
 	windowAt    time.Time         // the start this turn took, with a Window
 	windowN     int               // how many starts it took there
+	windowEarly bool              // set when a server's turn (align.go) made it earlier
 	// windowFreed is the newest start pushed out of the window to make
 	// room for windowAt, and windowFreedOlder the older ones, oldest
 	// first, when it took more than one.
 	windowFreed      time.Time
 	windowFreedOlder []time.Time
+	windowHeld       int  // how many of them the log's held keeps (align.go)
 	again            bool // no place was taken: wait, then try again
 }
 
@@ -186,28 +188,42 @@ func yieldGap(cfg *Config) time.Duration {
 	return 2 * cfg.Window / time.Duration(2*cfg.Burst-1)
 }
 
-// Yield spreads the turns of k's window from now on, Window/(Burst−½)
+// Yield answers the refusal of the turn of k's window that took start
+// (zero when unknown): it spreads the turns of k's window from now on, Window/(Burst−½)
 // apart (yieldGap), the first of them a gap after now: the server refused a turn the
 // window gave at once, so it counts more strictly than a fixed window of
 // Burst per Window (a sliding-window counter weighs the last window in),
 // and the rest of the window's quota sent at once would be refused too.
-func (k *Key) Yield(now time.Time, cfg *Config) {
+// A refusal of a probe that a server's turn freed early (align.go)
+// says the turn was wrong instead: the window counts its starts' own
+// Windows again, does not yield, and Yield reports true (early): the
+// refusal was the window's own doing, nothing of the server to learn.
+func (k *Key) Yield(start, now time.Time, cfg *Config) (early bool) {
 	if cfg.Window <= 0 {
-		return
+		return false
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	if k.misaligned(start, now, cfg) {
+		return true // the turn came early by a reset cut to its second: the starts hold again
+	}
 	k.endProbe()
 	if !k.yielded {
 		k.yielded = true
+		k.aligned.Store(true) // a spread reads no resets
 		k.nextStart = now.Add(yieldGap(cfg))
 	}
+	return false
 }
 
 // WindowTurn reports whether r is a turn a window gave from its count,
 // as it gives them before it yields (Key.Yield), rather than a spread
 // one.
 func (r *Reservation) WindowTurn() bool { return !r.turn.windowAt.IsZero() }
+
+// WindowStart is the start r took in the window's count, as a
+// WindowTurn; zero when it is not one.
+func (r *Reservation) WindowStart() time.Time { return r.turn.windowAt }
 
 // spacingGap draws the gap after a request start: MinSpacing ±
 // SpacingJitter.

@@ -22,22 +22,99 @@ type windowLog struct {
 	at   []time.Time // oldest at head
 	head int
 	n    int
+	// turn, when set, is when the server said the window it counted the
+	// starts up to covers in ends (a count's reset, see align.go): those
+	// starts leave at turn, when it comes before a Window after them.
+	turn, covers time.Time
+	// held keeps, oldest first, the starts that left by turn before
+	// their own Window was out, until the turn is shown right (hold
+	// unset) or wrong (restore).
+	held []time.Time
+	hold bool
+}
+
+// leaves is when start s leaves a window of length window: window and
+// WindowMargin after it, or WindowMargin after the server's turn when
+// that comes first and counted s.
+func (w *windowLog) leaves(s time.Time, window time.Duration) time.Time {
+	end := s.Add(window)
+	if !w.turn.IsZero() && w.turn.Before(end) && !s.After(w.covers) {
+		end = w.turn
+	}
+	return end.Add(WindowMargin)
 }
 
 // left counts the oldest starts that left a window of length window by
-// now: a start leaves it window and WindowMargin after it.
+// now (leaves). The starts' leaving times are in their order: a turn
+// moves those it covers, the oldest, no later than a Window after them.
 func (w *windowLog) left(now time.Time, window time.Duration) int {
 	i := 0
-	for i < w.n && !w.at[(w.head+i)%len(w.at)].Add(window+WindowMargin).After(now) {
+	for i < w.n && !w.leaves(w.at[(w.head+i)%len(w.at)], window).After(now) {
 		i++
 	}
 	return i
 }
 
+// plainStart is when n more starts could go at now by the starts alone,
+// with no turn of the server's (leaves): how take would have given them.
+func (w *windowLog) plainStart(now time.Time, limit int, window time.Duration, n int) time.Time {
+	gone := 0
+	for gone < w.n && !w.at[(w.head+gone)%len(w.at)].Add(window+WindowMargin).After(now) {
+		gone++
+	}
+	start := now
+	if over := w.n - gone + n - limit; over > 0 {
+		start = w.at[(w.head+gone+over-1)%len(w.at)].Add(window + WindowMargin)
+	}
+	if last := w.last(); last.After(start) {
+		start = last
+	}
+	return start
+}
+
 // expire drops the starts that left the window by now.
 func (w *windowLog) expire(now time.Time, window time.Duration) {
-	gone := w.left(now, window)
+	w.drop(w.left(now, window), now, window)
+}
+
+// drop drops the gone oldest starts, which left the window by at; while
+// hold, held keeps those a turn let go before their own Window was out,
+// and drop returns how many.
+func (w *windowLog) drop(gone int, at time.Time, window time.Duration) (kept int) {
+	if w.hold {
+		for i := range gone {
+			if s := w.at[(w.head+i)%len(w.at)]; s.Add(window + WindowMargin).After(at) {
+				w.held = append(w.held, s)
+				kept++
+			}
+		}
+	}
 	w.head, w.n = (w.head+gone)%len(w.at), w.n-gone
+	return kept
+}
+
+// restore drops the server's turn: the starts it let go early come back
+// to the log, with those taken since but before from, the latest limit
+// of them, and each leaves a Window after it again.
+func (w *windowLog) restore(now time.Time, limit int, window time.Duration, from time.Time) {
+	all := w.held[:0]
+	for _, s := range w.held {
+		if s.Add(window + WindowMargin).After(now) {
+			all = append(all, s)
+		}
+	}
+	for i := range w.n {
+		if s := w.at[(w.head+i)%len(w.at)]; s.Before(from) {
+			all = append(all, s)
+		}
+	}
+	keep := min(len(all), limit)
+	if len(w.at) != limit {
+		w.at = make([]time.Time, limit)
+	}
+	copy(w.at, all[len(all)-keep:])
+	w.head, w.n = 0, keep
+	w.turn, w.held, w.hold = time.Time{}, nil, false
 }
 
 // last is the latest start or turn taken; zero when none.
@@ -57,9 +134,13 @@ func (w *windowLog) take(now time.Time, limit int, window time.Duration, n int) 
 	if len(w.at) != limit {
 		w.resize(limit)
 	}
+	var t turn
+	var plain time.Time
+	if !w.turn.IsZero() {
+		plain = w.plainStart(now, limit, window, n)
+	}
 	w.expire(now, window)
 	start := now
-	var t turn
 	if over := w.n + n - limit; over > 0 {
 		// The over oldest starts make room; the last of them to leave
 		// says when.
@@ -70,9 +151,8 @@ func (w *windowLog) take(now time.Time, limit int, window time.Duration, n int) 
 			}
 		}
 		t.windowFreed = w.at[(w.head+over-1)%limit]
-		start = t.windowFreed.Add(window + WindowMargin)
-		w.head = (w.head + over) % limit
-		w.n -= over
+		start = w.leaves(t.windowFreed, window)
+		t.windowHeld = w.drop(over, start, window)
 	}
 	if last := w.last(); last.After(start) {
 		start = last
@@ -82,6 +162,7 @@ func (w *windowLog) take(now time.Time, limit int, window time.Duration, n int) 
 	}
 	w.n += n
 	t.windowAt, t.windowN = start, n
+	t.windowEarly = start.Before(plain)
 	return start.Sub(now), t
 }
 
@@ -95,6 +176,9 @@ func (w *windowLog) giveBack(t turn) {
 	w.n -= t.windowN
 	if t.windowFreed.IsZero() {
 		return
+	}
+	if w.hold && len(w.held) >= t.windowHeld {
+		w.held = w.held[:len(w.held)-t.windowHeld] // back in the log, below
 	}
 	// The starts that made room go back to the head, newest first.
 	w.unshift(t.windowFreed)
@@ -122,7 +206,7 @@ func (w *windowLog) resize(limit int) {
 
 // idle reports whether every start has left the window by now.
 func (w *windowLog) idle(now time.Time, window time.Duration) bool {
-	return w.n == 0 || !w.last().Add(window+WindowMargin).After(now)
+	return w.n == 0 || !w.leaves(w.last(), window).After(now)
 }
 
 // room is how many more requests may start at now.

@@ -25,6 +25,10 @@ type Grant struct {
 	Slot   Slot
 	Window bool
 	Probe  bool
+	// WindowStart is the start the window's count took for the turn, when
+	// Window: an answer's count of the server's quota may say when the
+	// server's window that counted it ends (Align).
+	WindowStart time.Time
 }
 
 // Admit waits until the request may go in the scope under key: a
@@ -67,7 +71,8 @@ func (s *Scope) Admit(r *Request, key string) (Grant, error) {
 			}
 		}
 	} else {
-		g.Window, g.Probe, err = s.pace(r, key, st, deadline, cfg, 1, true)
+		g.WindowStart, g.Probe, err = s.pace(r, key, st, deadline, cfg, 1, true)
+		g.Window = !g.WindowStart.IsZero()
 	}
 	switch {
 	case err != nil && g.Slot.Held():
@@ -151,11 +156,12 @@ func (h Slot) Release() {
 // pace waits for n turns of the key's pace: 1 for a request, n for
 // Acquire; at once when the key has no bucket, spacing or window.
 // answered says the caller tells the turn's answer, which a told window
-// may then take for its probe. It reports whether a told window gave the
-// turn, and whether it is the window's probe.
-func (s *Scope) pace(r *Request, key string, st *State, deadline time.Time, cfg *Config, n int, answered bool) (window, probe bool, err error) {
+// may then take for its probe. It reports the start a told window's
+// count took for the turn (zero when none did), and whether the turn is
+// the window's probe.
+func (s *Scope) pace(r *Request, key string, st *State, deadline time.Time, cfg *Config, n int, answered bool) (windowStart time.Time, probe bool, err error) {
 	if !cfg.Paces() {
-		return false, false, nil // nothing paces (catchUp keeps no bucket for such a limit)
+		return time.Time{}, false, nil // nothing paces (catchUp keeps no bucket for such a limit)
 	}
 	if cfg.Store != nil {
 		storeKey := s.StoreKey(key)
@@ -163,7 +169,7 @@ func (s *Scope) pace(r *Request, key string, st *State, deadline time.Time, cfg 
 			return cfg.Store.Take(r.Ctx(), storeKey, n, cfg.Rate, cfg.Burst, maxWait)
 		})
 		if done {
-			return false, false, err
+			return time.Time{}, false, err
 		}
 		// The store failed: the scope's own bucket stands in.
 	}
@@ -173,7 +179,7 @@ func (s *Scope) pace(r *Request, key string, st *State, deadline time.Time, cfg 
 			return ws.TakeWindow(r.Ctx(), storeKey, cfg.Burst, cfg.Window, maxWait)
 		})
 		if done {
-			return false, false, err
+			return time.Time{}, false, err
 		}
 		// The store failed: the scope's own window stands in.
 	}
@@ -189,7 +195,7 @@ func (s *Scope) pace(r *Request, key string, st *State, deadline time.Time, cfg 
 			// Another request probes the window: its answer says whether
 			// this turn goes at once or in a spread.
 			if err := s.awaitProbe(r, key, &res, deadline); err != nil {
-				return false, false, err
+				return time.Time{}, false, err
 			}
 			continue
 		}
@@ -200,9 +206,9 @@ func (s *Scope) pace(r *Request, key string, st *State, deadline time.Time, cfg 
 			}
 		}
 		if err != nil {
-			return false, false, s.refusal(key, err)
+			return time.Time{}, false, s.refusal(key, err)
 		}
-		return res.WindowTurn(), res.Probing, nil
+		return res.WindowStart(), res.Probing, nil
 	}
 }
 
@@ -226,6 +232,26 @@ func (s *Scope) awaitProbe(r *Request, key string, res *limit.Reservation, deadl
 		d = left // a budget with less left refuses the next wait
 	}
 	return r.waitFor(s, d, res.Probe)
+}
+
+// Align tells key's told window that the server counted the turn that
+// took start in a window that ends at reset, to the second when coarse,
+// by the count of its answer at now (limit.Key.Align).
+func (s *Scope) Align(key string, start, reset time.Time, coarse bool, now time.Time) {
+	e := s.states.Acquire(key, true)
+	e.State.told.Align(start, reset, coarse, now, &s.cfg.Load().Config)
+	s.states.Release(e)
+}
+
+// Aligned reports whether key's told window takes no more resets
+// (limit.Key.Aligned), for a caller that need not read a count then.
+func (s *Scope) Aligned(key string) bool {
+	e := s.states.Acquire(key, false)
+	if e == nil {
+		return true // forgotten: nothing to align
+	}
+	defer s.states.Release(e)
+	return e.State.told.Aligned()
 }
 
 // ProbeAnswered tells key's told window the answer to its probe: let

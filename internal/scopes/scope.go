@@ -282,13 +282,17 @@ func (s *Scope) Look(key string, now time.Time) (Status, bool) {
 	return out, true
 }
 
-// Yield makes key's told window yield (limit.Key.Yield) from now: a
-// refusal of a turn it gave says the server counts more strictly, which
-// a spread of the same quota answers sooner than the refusal's hint.
-func (s *Scope) Yield(key string, now time.Time) {
+// Yield makes key's told window yield (limit.Key.Yield) from now, for
+// the refusal of the turn that took start: a refusal of a turn it gave says the server counts more strictly, which
+// a spread of the same quota answers sooner than the refusal's hint. It
+// reports true when the refused turn was one a server's turn freed
+// early instead: the window holds to its own count again, and the
+// refusal says nothing of the server's limit.
+func (s *Scope) Yield(key string, start, now time.Time) (early bool) {
 	e := s.states.Acquire(key, true)
-	e.State.told.Yield(now, &s.cfg.Load().Config)
+	early = e.State.told.Yield(start, now, &s.cfg.Load().Config)
 	s.states.Release(e)
+	return early
 }
 
 // closedChan is a channel closed from the start.

@@ -66,20 +66,25 @@ func (k *Key) Align(start, reset time.Time, coarse bool, now time.Time, cfg *Con
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	w := &k.window
-	if k.yielded || k.aligns != alignTrying || reset.Before(w.turn) {
+	if k.yielded || k.aligns != alignTrying || reset.Before(w.turn.Add(-sameTurn)) {
 		return
 	}
-	if reset.After(w.turn) {
+	if reset.After(w.turn.Add(sameTurn)) {
 		// A later window's: the starts that left by the turn before
 		// are gone before its covers move on.
 		w.expire(now, cfg.Window)
-		w.turn, w.covers, w.hold = reset, start, true
-		return
+		w.turn, w.hold = reset, true
 	}
 	if start.After(w.covers) {
 		w.covers = start
 	}
 }
+
+// sameTurn is how far apart two resets may be and say the same turn: a
+// reset read as a wait from now, on the monotonic clock, moves by the
+// nanoseconds the wall clock, which the server's time is read on, slews
+// between two answers.
+const sameTurn = time.Millisecond
 
 // misaligned answers the refusal of the turn that took start, at now,
 // with k.mu held, and reports whether it did: a refusal of the probe a

@@ -178,3 +178,31 @@ func TestCoarseResetLessThanASecondEarly(t *testing.T) {
 		})
 	}
 }
+
+// TestResetsANanosecondApartSayOneTurn: read as waits from each answer's
+// now, on the monotonic clock, the resets of one server window differ
+// by the nanoseconds the wall clock slews: each still covers its start,
+// and all three starts leave at the turn.
+func TestResetsANanosecondApartSayOneTurn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := &Config{Burst: 3, Window: 10 * time.Second}
+		k := newKey(cfg)
+		t0 := time.Now()
+		for range 3 {
+			answered(k, cfg)
+			time.Sleep(time.Second)
+		}
+		turn := t0.Add(5 * time.Second)
+		k.Align(t0, turn, false, time.Now(), cfg)
+		k.Align(t0.Add(time.Second), turn.Add(time.Nanosecond), false, time.Now(), cfg)
+		k.Align(t0.Add(2*time.Second), turn.Add(-time.Nanosecond), false, time.Now(), cfg)
+		time.Sleep(time.Until(turn.Add(WindowMargin)))
+		for i := range 3 {
+			r := answered(k, cfg)
+			if r.Delay != 0 {
+				t.Fatalf("turn %d at the server's = %+v; want it at once: each start was counted in the window that ended", i, r)
+			}
+			k.ProbeAnswered(true, cfg)
+		}
+	})
+}

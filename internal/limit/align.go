@@ -116,3 +116,12 @@ func (k *Key) settleAlign(s alignState) {
 	k.aligned.Store(true)
 	k.window.held, k.window.hold = nil, false
 }
+
+// alignAnew forgets what the window read of the server's turns, with
+// k.mu held: told anew, it reads their resets again.
+func (k *Key) alignAnew() {
+	w := &k.window
+	w.turn, w.covers, w.held, w.hold = time.Time{}, time.Time{}, nil, false
+	k.aligns, k.earlyFrom, k.earlyTo = alignTrying, time.Time{}, time.Time{}
+	k.aligned.Store(false)
+}

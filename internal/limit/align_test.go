@@ -206,3 +206,31 @@ func TestResetsANanosecondApartSayOneTurn(t *testing.T) {
 		}
 	})
 }
+
+// TestToldAnewReadsResetsAgain: a window that read no more resets (its
+// early probe refused) reads them again once told anew.
+func TestToldAnewReadsResetsAgain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := &Config{Burst: 2, Window: 10 * time.Second}
+		k := newKey(cfg)
+		t0 := time.Now()
+		fillWindow(t, k, cfg)
+		k.Align(t0, t0.Add(4*time.Second), false, time.Now(), cfg)
+		time.Sleep(4*time.Second + WindowMargin)
+		probe(t, k, cfg, 1)
+		k.Yield(k.probe.at, time.Now(), cfg)
+		if !k.Aligned() {
+			t.Fatal("Aligned is false after the early probe was refused")
+		}
+		k.CatchUp(1, cfg, time.Now())
+		if k.Aligned() {
+			t.Fatal("Aligned is true once told anew; want the resets read again")
+		}
+		t1 := time.Now()
+		k.Align(t0, t1.Add(time.Second), false, t1, cfg)
+		time.Sleep(time.Second + WindowMargin)
+		if r := answered(k, cfg); r.Delay != 0 {
+			t.Errorf("a turn at a reset told anew = %+v; want it at once", r)
+		}
+	})
+}

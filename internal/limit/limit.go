@@ -115,8 +115,7 @@ func (k *Key) CatchUp(gen uint64, cfg *Config, now time.Time) {
 		k.yielded = false // told anew: trusted again, bursts and all
 		k.endProbe()
 		k.probe = windowProbe{armed: k.window.n >= cfg.Burst} // and proved anew
-		k.window.turn, k.aligns = time.Time{}, alignTrying    // its resets read anew
-		k.aligned.Store(false)
+		k.alignAnew()                                         // its resets read anew
 	case !FiniteRate(cfg.Rate):
 		k.bucket, k.window = nil, windowLog{}
 	case k.bucket == nil:

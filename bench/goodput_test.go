@@ -25,7 +25,7 @@ var (
 // decade, and, as a real client starts, a fraction past a whole second,
 // so that a server started with it does not see its windows end on whole
 // seconds.
-var fakeStart = time.Date(2026, 1, 1, 0, 0, 0, 370_000_000, time.UTC)
+var fakeStart = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(StartPhase)
 
 func TestGoodputInProcess(t *testing.T) {
 	if !*fast {
@@ -307,5 +307,26 @@ func TestParseFilter(t *testing.T) {
 	}
 	if _, err := ParseFilter("", "(", ""); err == nil || !strings.Contains(err.Error(), "-server") {
 		t.Errorf("ParseFilter with a bad -server = %v, want an error naming -server", err)
+	}
+}
+
+// TestAwaitPhase: on loopback, a run against a server whose windows are
+// aligned to the clock starts StartPhase into one of the clock's windows
+// of the scenario's Window, as the runs in fake time do; against any
+// other server it starts at once.
+func TestAwaitPhase(t *testing.T) {
+	for _, s := range []Scenario{{Window: time.Second}, {Window: 10 * time.Second}} {
+		synctest.Test(t, func(t *testing.T) {
+			time.Sleep(time.Until(fakeStart.Add(4 * time.Second)))
+			Matchup{Scenario: s, API: API{Model: FixedWindow}}.AwaitPhase(context.Background())
+			if into := time.Since(time.Now().Truncate(s.Window)); into != StartPhase {
+				t.Errorf("a window of %v: the run starts %v into one of the clock's, want %v", s.Window, into, StartPhase)
+			}
+			began := time.Now()
+			Matchup{Scenario: s, API: API{Model: SlidingWindow}}.AwaitPhase(context.Background())
+			if waited := time.Since(began); waited != 0 {
+				t.Errorf("a sliding window: the run waited %v to start, want none", waited)
+			}
+		})
 	}
 }

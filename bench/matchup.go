@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"regexp"
@@ -54,6 +55,36 @@ type Matchup struct {
 // Baselined reports whether m's rows are measured against the wall time
 // of its first row, the [Baseline]'s, rather than the server's ideal.
 func (m Matchup) Baselined() bool { return m.Scenario.Kind() == Shedding }
+
+// StartPhase is how far into one of the clock's windows of the
+// scenario's Window each run starts: the part of its first window a
+// server whose windows are aligned to the clock (FixedWindow) has spent,
+// which the ideal does not count. The in-process runs start there in
+// fake time (0.37 s past a whole second, a whole 10 s); on loopback,
+// AwaitPhase waits for it, so that every row of a table, and of a run in
+// fake time, starts its first window alike.
+const StartPhase = 370 * time.Millisecond
+
+// AwaitPhase waits until StartPhase past a multiple of the scenario's
+// Window, when the server aligns its windows to the clock; at once for
+// any other, or when ctx is done.
+func (m Matchup) AwaitPhase(ctx context.Context) {
+	w := m.Scenario.Window
+	if m.API.Model != FixedWindow || w <= 0 {
+		return
+	}
+	now := time.Now()
+	at := now.Truncate(w).Add(StartPhase)
+	if !at.After(now) {
+		at = at.Add(w)
+	}
+	t := time.NewTimer(time.Until(at))
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
 
 // Matchups are the tables f selects, in order: each scenario against each
 // server that fits it, with every contender that may run it (a fleet and

@@ -64,6 +64,7 @@ func run(ctx context.Context, matchups []bench.Matchup) error {
 				return bench.Result{Contender: c.Name}
 			}
 			defer srv.Close()
+			m.AwaitPhase(ctx)
 			r := bench.Run(ctx, m.Scenario, c, srv, ideal)
 			fmt.Fprintf(os.Stderr, "%s, %s: %s done\n", m.Scenario.Name, m.API.Name, c.Name)
 			return r

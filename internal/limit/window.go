@@ -81,6 +81,9 @@ func (w *windowLog) expire(now time.Time, window time.Duration) {
 // hold, held keeps those a turn let go before their own Window was out,
 // and drop returns how many.
 func (w *windowLog) drop(gone int, at time.Time, window time.Duration) (kept int) {
+	for len(w.held) > 0 && !w.held[0].Add(window+WindowMargin).After(at) {
+		w.held = w.held[1:] // out of its own Window too: nothing to restore
+	}
 	if w.hold {
 		for i := range gone {
 			if s := w.at[(w.head+i)%len(w.at)]; s.Add(window + WindowMargin).After(at) {

@@ -150,7 +150,11 @@ func (c *call) feedBack(rep *reply) {
 		// refusal says the server counts more strictly, which a spread of
 		// the same quota answers sooner than the refusal's hint
 		// (scopes.Scope.Yield).
-		early = c.window.Yield(c.windowKey, c.windowStart, rep.at)
+		// A reset already past, cut to its second, says the server's
+		// window is about to turn: a window opened by a request that
+		// reached it late (limit's late.go).
+		due := headers.ReadCount(resp.Header, rep.at).ResetDue
+		early = c.window.Yield(c.windowKey, c.windowStart, rep.at, due)
 	} else {
 		if c.window != nil && err == nil {
 			now = c.alignWindow(resp, now)

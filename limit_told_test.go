@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -297,4 +298,44 @@ func TestToldWindowTakesTheServersTurn(t *testing.T) {
 			}
 		})
 	}
+}
+
+// lateFirst holds the requests of a batch's first instant back by late
+// before they reach base, as new connections' handshakes hold a batch's
+// first requests.
+type lateFirst struct {
+	base  http.RoundTripper
+	late  time.Duration
+	first atomic.Int64 // the first request's start, in Unix nanoseconds
+}
+
+func (l *lateFirst) RoundTrip(req *http.Request) (*http.Response, error) {
+	now := time.Now()
+	l.first.CompareAndSwap(0, now.UnixNano())
+	// No lock the others would wait on: synctest's clock must move.
+	if until := time.Unix(0, l.first.Load()).Add(l.late); now.Before(until) && now.Sub(time.Unix(0, l.first.Load())) < time.Millisecond {
+		time.Sleep(until.Sub(now))
+	}
+	return l.base.RoundTrip(req)
+}
+
+// TestToldWindowWaitsForALateFirstRequest: told the server's 30 per 10 s,
+// a window that a batch's first requests opened when they reached the
+// server 20 ms after they were sent (ulule/limiter's, its reset a Unix time cut to
+// the second) has not turned when the told window's next turn comes, a
+// margin of 5 ms after the first start's Window. The refusals of the probe
+// say the reset is due: the turns are held back 10 ms, then 20, and the
+// window does not yield: about the least time, two refusals.
+func TestToldWindowWaitsForALateFirstRequest(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sleepToThisDecade(3700 * time.Millisecond)
+		srv := ratewisetest.NewBucket(ratewisetest.Config{Model: ratewisetest.FixedWindowFromFirst, Limit: 30, Window: 10 * time.Second,
+			PublishHeaders: true, Reset: ratewisetest.ResetUnix, RetryAfter: ratewisetest.RetryAfterNone})
+		tr := New(cutReset{&lateFirst{base: srv, late: 20 * time.Millisecond}},
+			WithLimit(Limit{Name: "told", Burst: 30, Window: 10 * time.Second}))
+		wall, failed := goodput(tr, 10, 120)
+		if refused := srv.Stats().Limited; failed != 0 || refused > 2 || wall > 3*aWindowOn+100*time.Millisecond {
+			t.Errorf("120 calls took %v, %d refused, %d failed; want about %v, at most 2 refused, none failed", wall, refused, failed, 3*aWindowOn)
+		}
+	})
 }

@@ -121,7 +121,7 @@ func (k *Key) settleAlign(s alignState) {
 // k.mu held: told anew, it reads their resets again.
 func (k *Key) alignAnew() {
 	w := &k.window
-	w.turn, w.covers, w.held, w.hold = time.Time{}, time.Time{}, nil, false
-	k.aligns, k.earlyFrom, k.earlyTo = alignTrying, time.Time{}, time.Time{}
+	w.turn, w.covers, w.held, w.hold, w.notBefore = time.Time{}, time.Time{}, nil, false, time.Time{}
+	k.aligns, k.earlyFrom, k.earlyTo, k.lateRefusals = alignTrying, time.Time{}, time.Time{}, 0
 	k.aligned.Store(false)
 }

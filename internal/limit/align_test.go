@@ -63,7 +63,7 @@ func TestEarlyProbeRefusedTrustsTheStartsAgain(t *testing.T) {
 				time.Sleep(4*time.Second + WindowMargin)
 				waiter = probe(t, k, cfg, 1)
 			}
-			if k.Yield(k.probe.at, time.Now(), cfg) != true {
+			if k.Yield(k.probe.at, time.Now(), false, cfg) != true {
 				t.Fatal("Yield of the early probe's refusal = false; want it taken for the window's own")
 			}
 			<-waiter.Probe
@@ -142,7 +142,7 @@ func TestAlignIgnoresResetsThatSayNothing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cfg := &Config{Burst: 2, Window: 10 * time.Second}
 		k := newKey(cfg)
-		k.Yield(time.Time{}, time.Now(), cfg)
+		k.Yield(time.Time{}, time.Now(), false, cfg)
 		if !k.Aligned() {
 			t.Error("Aligned is false after a yield; want the spread to read no resets")
 		}
@@ -218,7 +218,7 @@ func TestToldAnewReadsResetsAgain(t *testing.T) {
 		k.Align(t0, t0.Add(4*time.Second), false, time.Now(), cfg)
 		time.Sleep(4*time.Second + WindowMargin)
 		probe(t, k, cfg, 1)
-		k.Yield(k.probe.at, time.Now(), cfg)
+		k.Yield(k.probe.at, time.Now(), false, cfg)
 		if !k.Aligned() {
 			t.Fatal("Aligned is false after the early probe was refused")
 		}

@@ -76,6 +76,9 @@ type Key struct {
 	// earlyFrom and earlyTo bound the starts of the turns a wrong turn of
 	// the server's freed early: from the probe's to its refusal.
 	earlyFrom, earlyTo time.Time
+	// lateRefusals counts the window's probes refused in a row by a
+	// server window about to turn (late.go). Guarded by mu.
+	lateRefusals int
 	// slots counts the concurrency slots taken, and queued the requests
 	// waiting for one, the length of queue: see TakeSlot.
 	slots   atomic.Int64

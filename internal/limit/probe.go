@@ -105,6 +105,7 @@ func (k *Key) ProbeAnswered(ok bool, cfg *Config) {
 		if p.early && k.aligns == alignTrying {
 			k.settleAlign(alignShown) // the server's turn was right
 		}
+		k.lateRefusals = 0
 	}
 	k.endProbe()
 }

@@ -86,7 +86,7 @@ func TestRefusedProbeYields(t *testing.T) {
 		fillWindow(t, k, cfg)
 		time.Sleep(11 * time.Second)
 		waiter := probe(t, k, cfg, 1)
-		k.Yield(time.Time{}, time.Now(), cfg)
+		k.Yield(time.Time{}, time.Now(), false, cfg)
 		<-waiter.Probe
 		if r := answered(k, cfg); r.Delay != yieldGap(cfg) || r.Probe != nil || r.Probing {
 			t.Errorf("a turn after the refused probe = %+v; want spread, %v away", r, yieldGap(cfg))

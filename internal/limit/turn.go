@@ -198,7 +198,10 @@ func yieldGap(cfg *Config) time.Duration {
 // says the turn was wrong instead: the window counts its starts' own
 // Windows again, does not yield, and Yield reports true (early): the
 // refusal was the window's own doing, nothing of the server to learn.
-func (k *Key) Yield(start, now time.Time, cfg *Config) (early bool) {
+// So does a refusal of a probe whose answer says the server's window is
+// about to turn (due: its reset is past, cut to its second): the probe
+// goes again a little later (late.go).
+func (k *Key) Yield(start, now time.Time, due bool, cfg *Config) (early bool) {
 	if cfg.Window <= 0 {
 		return false
 	}
@@ -206,6 +209,9 @@ func (k *Key) Yield(start, now time.Time, cfg *Config) (early bool) {
 	defer k.mu.Unlock()
 	if k.misaligned(start, now, cfg) {
 		return true // the turn came early by a reset cut to its second: the starts hold again
+	}
+	if k.late(due, now) {
+		return true // the server's window is about to turn: the probe goes again, a little later
 	}
 	k.endProbe()
 	if !k.yielded {

@@ -31,6 +31,10 @@ type windowLog struct {
 	// unset) or wrong (restore).
 	held []time.Time
 	hold bool
+	// notBefore, when set, is when the next turn may come at the
+	// earliest: the server's window, opened by a request that reached it
+	// late, had not turned when the window's turn came (late.go).
+	notBefore time.Time
 }
 
 // leaves is when start s leaves a window of length window: window and
@@ -159,6 +163,9 @@ func (w *windowLog) take(now time.Time, limit int, window time.Duration, n int) 
 	}
 	if last := w.last(); last.After(start) {
 		start = last
+	}
+	if start.Before(w.notBefore) {
+		start = w.notBefore
 	}
 	for i := range n {
 		w.at[(w.head+w.n+i)%limit] = start

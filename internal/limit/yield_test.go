@@ -18,7 +18,7 @@ func TestWindowYieldSpreadsItsTurns(t *testing.T) {
 		if err != nil || r.Delay != 0 || !r.WindowTurn() {
 			t.Fatalf("the first turn = %+v, %v; want at once, from the window's count", r, err)
 		}
-		k.Yield(time.Time{}, time.Now(), cfg)
+		k.Yield(time.Time{}, time.Now(), false, cfg)
 		gap := 20 * time.Second / 9 // Burst−½ per 10 s
 		for i := 1; i <= 6; i++ {
 			r, err := reserve(k, false, cfg, 1, time.Time{})
@@ -27,7 +27,7 @@ func TestWindowYieldSpreadsItsTurns(t *testing.T) {
 			}
 			k.Waited(&r, nil)
 		}
-		k.Yield(time.Time{}, time.Now(), cfg) // yielded already: the spread stands
+		k.Yield(time.Time{}, time.Now(), false, cfg) // yielded already: the spread stands
 		if r, _ := reserve(k, false, cfg, 1, time.Time{}); r.Delay != 7*gap {
 			t.Errorf("a turn after a second yield waits %v, want %v: the spread goes on", r.Delay, 7*gap)
 		}
@@ -48,7 +48,7 @@ func TestYieldOfAOneRequestWindow(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cfg := &Config{Burst: 1, Window: time.Second}
 		k := newKey(cfg)
-		k.Yield(time.Time{}, time.Now(), cfg)
+		k.Yield(time.Time{}, time.Now(), false, cfg)
 		if d := reserveNow(t, k, cfg); d != time.Second {
 			t.Errorf("the first turn after the yield waits %v, want the window", d)
 		}

@@ -286,11 +286,12 @@ func (s *Scope) Look(key string, now time.Time) (Status, bool) {
 // the refusal of the turn that took start: a refusal of a turn it gave says the server counts more strictly, which
 // a spread of the same quota answers sooner than the refusal's hint. It
 // reports true when the refused turn was one a server's turn freed
-// early instead: the window holds to its own count again, and the
-// refusal says nothing of the server's limit.
-func (s *Scope) Yield(key string, start, now time.Time) (early bool) {
+// early instead, or when the refusal says the server's window is about
+// to turn (due): the window holds to its own count again, or tries again
+// a little later, and the refusal says nothing of the server's limit.
+func (s *Scope) Yield(key string, start, now time.Time, due bool) (early bool) {
 	e := s.states.Acquire(key, true)
-	early = e.State.told.Yield(start, now, &s.cfg.Load().Config)
+	early = e.State.told.Yield(start, now, due, &s.cfg.Load().Config)
 	s.states.Release(e)
 	return early
 }

@@ -92,7 +92,9 @@ type Limit struct {
 	// aligned elsewhere (to the clock) gets the next burst as its window
 	// turns. A reset that proves early (cut to its second: the probe it
 	// frees is refused) is not read again, and the starts keep their own
-	// Windows. It needs Burst (at most
+	// Windows; a probe refused with a reset already due (the server's
+	// window, opened late by a first request's handshake, is about to
+	// turn) goes again a little later. It needs Burst (at most
 	// 65536: each start of the window is remembered), and takes no Rate,
 	// MinSpacing, Reserve, Store or Adaptive.
 	Window time.Duration

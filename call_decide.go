@@ -265,22 +265,15 @@ func (c *call) sampleQuota(resp *http.Response) bool { return sampleQuota(resp, 
 
 // alignWindow tells the told window that gave the attempt its turn when
 // the server's window that counted it ends, as the count of its answer
-// resp says (limit.Key.Align), until the window takes no more of them.
-// It returns now, read when it was zero and the count had to be.
+// resp says (scopes.Scope.Align). It returns now, read when it was zero.
 func (c *call) alignWindow(resp *http.Response, now time.Time) time.Time {
-	if len(resp.Header) == 0 || c.window.Aligned(c.windowKey) {
+	if len(resp.Header) == 0 {
 		return now
 	}
 	if now.IsZero() {
 		now = time.Now()
 	}
-	if count := headers.ReadCount(resp.Header, now); count.Remaining >= 0 && count.Reset > 0 {
-		// A reset in whole seconds, or at a whole second (a Unix time, an
-		// HTTP-date), is given to the second, and may be cut to it.
-		reset := now.Add(count.Reset)
-		coarse := count.Reset%time.Second == 0 || reset.Nanosecond() == 0
-		c.window.Align(c.windowKey, c.windowStart, reset, coarse, now)
-	}
+	c.window.Align(c.windowKey, c.windowStart, resp.Header, now)
 	return now
 }
 

@@ -142,8 +142,8 @@ func (w *windowLog) take(now time.Time, limit int, window time.Duration, n int) 
 		w.resize(limit)
 	}
 	var t turn
-	var plain time.Time
-	if !w.turn.IsZero() {
+	var plain time.Time // while a server's turn is on trial: when the turn would come without it
+	if w.hold {
 		plain = w.plainStart(now, limit, window, n)
 	}
 	w.expire(now, window)

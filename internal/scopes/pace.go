@@ -1,8 +1,10 @@
 package scopes
 
 import (
+	"net/http"
 	"time"
 
+	"github.com/ratewise/ratewise/internal/headers"
 	"github.com/ratewise/ratewise/internal/keyed"
 	"github.com/ratewise/ratewise/internal/limit"
 	"github.com/ratewise/ratewise/store"
@@ -234,24 +236,26 @@ func (s *Scope) awaitProbe(r *Request, key string, res *limit.Reservation, deadl
 	return r.waitFor(s, d, res.Probe)
 }
 
-// Align tells key's told window that the server counted the turn that
-// took start in a window that ends at reset, to the second when coarse,
-// by the count of its answer at now (limit.Key.Align).
-func (s *Scope) Align(key string, start, reset time.Time, coarse bool, now time.Time) {
-	e := s.states.Acquire(key, true)
-	e.State.told.Align(start, reset, coarse, now, &s.cfg.Load().Config)
-	s.states.Release(e)
-}
-
-// Aligned reports whether key's told window takes no more resets
-// (limit.Key.Aligned), for a caller that need not read a count then.
-func (s *Scope) Aligned(key string) bool {
+// Align tells key's told window when the server's window that counted
+// the turn that took start ends, as the count of the quota in h, an
+// answer's headers at now, says (limit.Key.Align). It reads h only while
+// the window takes resets, and looks the key up once.
+func (s *Scope) Align(key string, start time.Time, h http.Header, now time.Time) {
 	e := s.states.Acquire(key, false)
 	if e == nil {
-		return true // forgotten: nothing to align
+		return // forgotten: nothing to align
 	}
 	defer s.states.Release(e)
-	return e.State.told.Aligned()
+	if e.State.told.Aligned() {
+		return
+	}
+	if count := headers.ReadCount(h, now); count.Remaining >= 0 && count.Reset > 0 {
+		// A reset in whole seconds, or at a whole second (a Unix time, an
+		// HTTP-date), is given to the second, and may be cut to it.
+		reset := now.Add(count.Reset)
+		coarse := count.Reset%time.Second == 0 || reset.Nanosecond() == 0
+		e.State.told.Align(start, reset, coarse, now, &s.cfg.Load().Config)
+	}
 }
 
 // ProbeAnswered tells key's told window the answer to its probe: let

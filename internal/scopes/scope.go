@@ -283,8 +283,9 @@ func (s *Scope) Look(key string, now time.Time) (Status, bool) {
 }
 
 // Yield makes key's told window yield (limit.Key.Yield) from now, for
-// the refusal of the turn that took start: a refusal of a turn it gave says the server counts more strictly, which
-// a spread of the same quota answers sooner than the refusal's hint. It
+// the refusal of the turn that took start: a refusal of a turn it gave
+// says the server counts more strictly, which a spread of the same quota
+// answers sooner than the refusal's hint. It
 // reports true when the refused turn was one a server's turn freed
 // early instead, or when the refusal says the server's window is about
 // to turn (due): the window holds to its own count again, or tries again

@@ -6,6 +6,17 @@ import (
 	"time"
 )
 
+// filledWindow is a key of a window of burst per window, its count taken
+// whole at once, now, the first window's start.
+func filledWindow(t *testing.T, burst int, window time.Duration) (*Key, *Config, time.Time) {
+	t.Helper()
+	cfg := &Config{Burst: burst, Window: window}
+	k := newKey(cfg)
+	t0 := time.Now()
+	fillWindow(t, k, cfg)
+	return k, cfg, t0
+}
+
 // TestWindowTakesTheServersTurn: told 3 per 10 s, a window whose first
 // three starts the server counted in a window of its own that ends 4 s
 // later (Align) gives its next turn then, as the window's probe, not
@@ -13,10 +24,7 @@ import (
 // window takes no more resets, and the next probe, of 2, goes at once.
 func TestWindowTakesTheServersTurn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		cfg := &Config{Burst: 3, Window: 10 * time.Second}
-		k := newKey(cfg)
-		t0 := time.Now()
-		fillWindow(t, k, cfg)
+		k, cfg, t0 := filledWindow(t, 3, 10*time.Second)
 		time.Sleep(time.Second)
 		k.Align(t0, t0.Add(4*time.Second), false, time.Now(), cfg)
 		r := answered(k, cfg)
@@ -44,10 +52,7 @@ func TestWindowTakesTheServersTurn(t *testing.T) {
 func TestEarlyProbeRefusedTrustsTheStartsAgain(t *testing.T) {
 	for _, before := range []bool{false, true} {
 		synctest.Test(t, func(t *testing.T) {
-			cfg := &Config{Burst: 3, Window: 10 * time.Second}
-			k := newKey(cfg)
-			t0 := time.Now()
-			fillWindow(t, k, cfg)
+			k, cfg, t0 := filledWindow(t, 3, 10*time.Second)
 			k.Align(t0, t0.Add(4*time.Second), false, time.Now(), cfg)
 			var waiter Reservation
 			if before {
@@ -85,35 +90,28 @@ func TestEarlyProbeRefusedTrustsTheStartsAgain(t *testing.T) {
 // frees no turn, nor does a turn free a start it did not count (one
 // after the answered start); a window that yielded reads no resets.
 func TestAlignIgnoresResetsThatSayNothing(t *testing.T) {
+	own := 7*time.Second + WindowMargin // 3 s in, the starts' own Window
 	cases := []struct {
 		name  string
 		align func(k *Key, t0 time.Time, cfg *Config)
+		next  time.Duration // the next turn's wait, 3 s in
 	}{
-		{"at the start", func(k *Key, t0 time.Time, cfg *Config) { k.Align(t0, t0, false, t0, cfg) }},
-		{"a Window after", func(k *Key, t0 time.Time, cfg *Config) { k.Align(t0, t0.Add(cfg.Window), false, t0, cfg) }},
-		{"no start", func(k *Key, t0 time.Time, cfg *Config) { k.Align(time.Time{}, t0.Add(time.Second), false, t0, cfg) }},
+		{"at the start", func(k *Key, t0 time.Time, cfg *Config) { k.Align(t0, t0, false, t0, cfg) }, own},
+		{"a Window after", func(k *Key, t0 time.Time, cfg *Config) { k.Align(t0, t0.Add(cfg.Window), false, t0, cfg) }, own},
+		{"no start", func(k *Key, t0 time.Time, cfg *Config) { k.Align(time.Time{}, t0.Add(time.Second), false, t0, cfg) }, own},
 		{"before a turn taken", func(k *Key, t0 time.Time, cfg *Config) {
 			k.Align(t0, t0.Add(9*time.Second), false, t0, cfg)
 			k.Align(t0, t0.Add(2*time.Second), false, t0, cfg)
-		}},
+		}, 6*time.Second + WindowMargin}, // at the first turn told, 9 s in
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				cfg := &Config{Burst: 2, Window: 10 * time.Second}
-				k := newKey(cfg)
-				t0 := time.Now()
-				fillWindow(t, k, cfg)
+				k, cfg, t0 := filledWindow(t, 2, 10*time.Second)
 				tc.align(k, t0, cfg)
 				time.Sleep(3 * time.Second)
-				if tc.name == "before a turn taken" {
-					if r := answered(k, cfg); r.Delay != 6*time.Second+WindowMargin {
-						t.Errorf("the next turn = %+v; want it at the first turn told, 9 s after the starts", r)
-					}
-					return
-				}
-				if r := answered(k, cfg); r.Delay == 0 {
-					t.Errorf("the next turn = %+v; want it held to the starts' Window", r)
+				if r := answered(k, cfg); r.Delay != tc.next {
+					t.Errorf("the next turn = %+v; want it in %v", r, tc.next)
 				}
 			})
 		})
@@ -163,10 +161,7 @@ func TestCoarseResetLessThanASecondEarly(t *testing.T) {
 		{time.Second, 300 * time.Millisecond, true},
 	} {
 		synctest.Test(t, func(t *testing.T) {
-			cfg := &Config{Burst: 2, Window: tc.window}
-			k := newKey(cfg)
-			t0 := time.Now()
-			fillWindow(t, k, cfg)
+			k, cfg, t0 := filledWindow(t, 2, tc.window)
 			k.Align(t0, t0.Add(tc.window-tc.early), true, time.Now(), cfg)
 			want := tc.window + WindowMargin
 			if tc.taken {
@@ -211,10 +206,7 @@ func TestResetsANanosecondApartSayOneTurn(t *testing.T) {
 // early probe refused) reads them again once told anew.
 func TestToldAnewReadsResetsAgain(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		cfg := &Config{Burst: 2, Window: 10 * time.Second}
-		k := newKey(cfg)
-		t0 := time.Now()
-		fillWindow(t, k, cfg)
+		k, cfg, t0 := filledWindow(t, 2, 10*time.Second)
 		k.Align(t0, t0.Add(4*time.Second), false, time.Now(), cfg)
 		time.Sleep(4*time.Second + WindowMargin)
 		probe(t, k, cfg, 1)

@@ -13,9 +13,7 @@ import (
 // in a row, and one more makes the window yield.
 func TestProbeRefusedByAWindowAboutToTurn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		cfg := &Config{Burst: 3, Window: 10 * time.Second}
-		k := newKey(cfg)
-		fillWindow(t, k, cfg)
+		k, cfg, _ := filledWindow(t, 3, 10*time.Second)
 		time.Sleep(cfg.Window + WindowMargin)
 		waiter := probe(t, k, cfg, 1)
 		for i := range lateTries {
@@ -43,9 +41,7 @@ func TestProbeRefusedByAWindowAboutToTurn(t *testing.T) {
 	})
 
 	synctest.Test(t, func(t *testing.T) {
-		cfg := &Config{Burst: 3, Window: 10 * time.Second}
-		k := newKey(cfg)
-		fillWindow(t, k, cfg)
+		k, cfg, _ := filledWindow(t, 3, 10*time.Second)
 		time.Sleep(cfg.Window + WindowMargin)
 		probe(t, k, cfg, 1)
 		k.Yield(k.probe.at, time.Now(), true, cfg)

@@ -3,7 +3,7 @@ package redis
 // The part of learnLua that is learn.Shared's count of the server's quota
 // (shared_count.go).
 
-// learnLuaCount is counted, refill and countWait, and their helpers.
+// learnLuaCount is counted, refill, order and countWait, and their helpers.
 const learnLuaCount = `
   local function resetCount()
     for _, f in ipairs(CF) do
@@ -71,6 +71,10 @@ const learnLuaCount = `
         if s.ccut == 1 then
           s.copen = now
         end
+        s.csaw, s.cbef, s.crefb = 1, s.seq, s.crefu
+        if x.seq ~= 0 then
+          s.cbef = x.seq - 1
+        end
       end
     end
     if s.csat == 0 then
@@ -118,8 +122,20 @@ const learnLuaCount = `
     return math.min(r, 1e6)
   end
 
+  local function order()
+    if s.csaw == 0 or s.crefl == 1 or s.clim <= 0 or s.cseq < s.cbef or s.seq < s.cseq then
+      return 0
+    end
+    local seen = s.clim - s.crem
+    local ours = (s.cseq - s.cbef) - (s.crefu - s.crefb)
+    if seen > ours then
+      return math.min(seen - ours, s.seq - s.cseq)
+    end
+    return seen - ours
+  end
+
   local function countWait()
-    local left = s.crem - (s.seq - s.cseq)
+    local left = s.crem - (s.seq - s.cseq) + order()
     local rf = refill()
     local credit = left + rf * (now - s.cat)
     if credit >= 1 then

@@ -28,7 +28,13 @@ type sharedCount struct {
 	remaining, limit int
 	cseq             uint64
 	at               time.Time
-	countReset       // when the quota comes back, as a Pacer's count keeps it
+	// sawTurn is set once the counts saw a window turn: before is then
+	// the last turn before the first of the counted window's, and
+	// refusedBefore the refusals told by then (see order).
+	sawTurn       bool
+	before        uint64
+	refusedBefore int64
+	countReset    // when the quota comes back, as a Pacer's count keeps it
 	// reask is how long after a count of none left without a reset the
 	// key asks again.
 	reask time.Duration
@@ -117,6 +123,10 @@ func (s *Shared) counted(o store.Outcome, now time.Time) (explained bool) {
 			if c.cut {
 				c.opened = now
 			}
+			c.sawTurn, c.before, c.refusedBefore = true, s.seq, c.refusals
+			if o.Seq != 0 {
+				c.before = o.Seq - 1
+			}
 		}
 	}
 	last := countSample{at: c.at, consumed: c.consumed(c.cseq), remaining: c.remaining}
@@ -172,12 +182,35 @@ func (c *sharedCount) refill() float64 {
 	return math.Min(r, 1e6)
 }
 
+// order corrects what is left of a window's count for the order its
+// turns reached the server in, which is not the order they were taken
+// in when they were sent together: the count of turn cseq saw limit −
+// remaining requests of the window, and when the fleet's turns of the
+// window up to cseq (less those refused) are fewer, it saw that many of
+// the later turns too, up to seq; when they are more, that many of them
+// were still on their way, and take from what it says is left. (The
+// fleet is one client, as for the rest of the count. The window must be
+// one whose first turn the counts saw: the first window's quota went to
+// requests before the key was paced, too. A bucket's count, which
+// refills, says nothing of it.)
+func (c *sharedCount) order(seq uint64) int {
+	if !c.sawTurn || c.refills || c.limit <= 0 || c.cseq < c.before || seq < c.cseq {
+		return 0
+	}
+	seen := c.limit - c.remaining
+	ours := int(c.cseq-c.before) - int(c.refusals-c.refusedBefore)
+	if seen > ours {
+		return min(seen-ours, int(seq-c.cseq))
+	}
+	return seen - ours
+}
+
 // countWait is how long the next turn waits at now for the count to
 // allow it: 0 when it allows one now. ask is set when the count is out of
 // date and this turn is the one that learns the new one.
 func (s *Shared) countWait(now time.Time) (wait time.Duration, ask bool) {
 	c := &s.count
-	left := float64(c.remaining) - float64(s.seq-c.cseq)
+	left := float64(c.remaining) - float64(s.seq-c.cseq) + float64(c.order(s.seq))
 	refill := c.refill()
 	credit := left + refill*now.Sub(c.at).Seconds()
 	if credit >= 1 {

@@ -31,7 +31,7 @@ const learnLuaCount = `
     end
     if s.cnt == 0 then
       resetCount()
-      s.cnt, s.crem, s.cseq, s.cat = 1, x.rem, x.seq, now
+      s.cnt, s.crem, s.cseq, s.cat, s.ctold = 1, x.rem, x.seq, now, s.seq
     end
     if x.seq ~= 0 and x.seq == s.cask then
       s.cask = 0
@@ -53,8 +53,10 @@ const learnLuaCount = `
     end
     -- (a count whose reset is a window on from the one held is the new
     -- window's: learn's countReset.turned)
-    local settled = now - s.cat >= SETTLE or (x.reset > 0 and s.creset ~= 0 and now + x.reset - s.creset >= 1)
-    if (x.seq ~= 0 and x.seq < s.cseq) or (x.rem > s.crem and ((not settled) or x.seq == 0)) then
+    local turnedNow = x.reset > 0 and s.creset ~= 0 and now + x.reset - s.creset >= 1
+    local settled = now - s.cat >= SETTLE or turnedNow
+    if (x.seq ~= 0 and x.seq < s.cseq) or
+        (x.rem > s.crem and ((not settled) or x.seq == 0 or (x.seq <= s.ctold and not turnedNow))) then
       return explained
     end
     local remaining = x.rem
@@ -90,7 +92,7 @@ const learnLuaCount = `
     if x.seq == 0 then
       s.cseq = s.seq
     end
-    s.cat, s.crem, s.clim, s.crst = now, remaining, x.limit, x.reset
+    s.cat, s.ctold, s.crem, s.clim, s.crst = now, s.seq, remaining, x.limit, x.reset
     noteReset(x.reset)
     if x.due then
       noteReset(1e-9)

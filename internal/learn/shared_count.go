@@ -24,9 +24,10 @@ import (
 type sharedCount struct {
 	counted bool
 	// remaining is the last count, of limit, taken by turn seq (0 for a
-	// request not paced) at at; turns after cseq consume it.
+	// request not paced) at at, when the fleet had taken told turns;
+	// turns after cseq consume it.
 	remaining, limit int
-	cseq             uint64
+	cseq, told       uint64
 	at               time.Time
 	// sawTurn is set once the counts saw a window turn: before is then
 	// the last turn before the first of the counted window's, and
@@ -76,7 +77,7 @@ func (s *Shared) counted(o store.Outcome, now time.Time) (explained bool) {
 		return false
 	}
 	if !c.counted {
-		s.count = sharedCount{counted: true, remaining: o.Remaining, cseq: o.Seq, at: now}
+		s.count = sharedCount{counted: true, remaining: o.Remaining, cseq: o.Seq, at: now, told: s.seq}
 	}
 	if o.Seq != 0 && o.Seq == c.askSeq {
 		c.askSeq = 0 // the new count came
@@ -94,12 +95,18 @@ func (s *Shared) counted(o store.Outcome, now time.Time) (explained bool) {
 	}
 	// A count of a turn taken before the one counted is older news;
 	// of counts that come close together, or not paced (whose order is
-	// not known: replicas tell them late), the lowest is the latest,
-	// unless its reset is a window on from the one held: the window
-	// turned, and the count is the new window's (the old one's lowest,
-	// taken for the new window's first, reads as a sliding window's).
-	settled := now.Sub(c.at) >= countSettle || c.turned(o.Reset, now)
-	if o.Seq != 0 && o.Seq < c.cseq || o.Remaining > c.remaining && (!settled || o.Seq == 0) {
+	// not known: replicas tell them late), or of turns already on their
+	// way when the one held was told (sent together, they reached the
+	// server in any order, and a replica tells its count with its next
+	// ask, late), the lowest is the latest, unless its reset is a window
+	// on from the one held: the window turned, and the count is the new
+	// window's (the old one's lowest, taken for the new window's first,
+	// reads as a sliding window's). Read as a refill, a higher count of
+	// a turn sent with the one counted made a window a bucket.
+	turned := c.turned(o.Reset, now)
+	settled := now.Sub(c.at) >= countSettle || turned
+	if o.Seq != 0 && o.Seq < c.cseq ||
+		o.Remaining > c.remaining && (!settled || o.Seq == 0 || o.Seq <= c.told && !turned) {
 		return explained
 	}
 	remaining := o.Remaining
@@ -142,7 +149,7 @@ func (s *Shared) counted(o store.Outcome, now time.Time) (explained bool) {
 	if o.Seq == 0 {
 		c.cseq = s.seq // a request not paced: every turn since is not in it
 	}
-	c.at, c.remaining, c.limit, c.reset = now, remaining, o.Limit, o.Reset
+	c.at, c.told, c.remaining, c.limit, c.reset = now, s.seq, remaining, o.Limit, o.Reset
 	c.noteReset(o.Reset, now)
 	if o.ResetDue {
 		c.noteReset(time.Nanosecond, now)

@@ -352,6 +352,43 @@ func TestSharedCountReadsTheTurnsItSaw(t *testing.T) {
 	}
 }
 
+// A higher count of a turn sent with the one counted is no refill: the
+// two reached the server in either order, and a replica tells its count
+// with its next ask, late. Read as a refill (it came more than
+// countSettle after), it made ulule/limiter's window a bucket, paced at
+// what the counts measured and refused at every turn until the reset, on
+// loopback.
+func TestSharedCountOfATurnSentTogetherIsNoRefill(t *testing.T) {
+	counted := func(seq uint64, kind store.OutcomeKind, remaining int, reset time.Duration) store.Outcome {
+		return store.Outcome{Seq: seq, Kind: kind, Counted: true, Remaining: remaining, Limit: 50, Reset: reset}
+	}
+	var s Shared
+	tell(&s, sharedT0, counted(0, store.Answered, 2, time.Second))
+	first, second := takeAt(&s, sharedT0, time.Minute), takeAt(&s, sharedT0, time.Minute)
+	if !first.Took || !second.Took {
+		t.Fatalf("two turns on a count of 2: %+v, %+v, want both now", first, second)
+	}
+	at := sharedT0.Add(time.Millisecond)
+	tell(&s, at, counted(first.Seq, store.Refused, 0, time.Second-time.Millisecond))
+	later := sharedT0.Add(25 * time.Millisecond)
+	tell(&s, later, counted(second.Seq, store.Answered, 1, time.Second-25*time.Millisecond))
+	// Before the reset, the refill limit/reset would promise is tried
+	// once, and refused: a window's, as the first count said.
+	reset, tried := sharedT0.Add(time.Second), 0
+	for now := later; now.Before(reset); {
+		a := takeAt(&s, now, time.Minute)
+		if a.Took {
+			tried++
+			tell(&s, now, counted(a.Seq, store.Refused, 0, reset.Sub(now)))
+			continue
+		}
+		now = now.Add(max(a.Wait, time.Millisecond))
+	}
+	if tried != 1 {
+		t.Errorf("after the count of 1 of a turn sent with the refused one: %d turns before the reset, all refused, want the one that tries the refill", tried)
+	}
+}
+
 // A fleet's window it left unused for a while, then a turn that gave less
 // than its quota: the key is paced at what the last window gave over the
 // hint that held it, as a Pacer is (TestAdaptiveSlidingSeedIsNotSlowedByAnIdleTurn).

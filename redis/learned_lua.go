@@ -30,10 +30,10 @@ local F = {'mode', 'seq', 'tat', 'last', 'slack', 'prob', 'from', 'to', 'hold', 
   'wseq', 'opat', 'per', 'prb', 'held', 'aseq', 'auntil', 'bunt', 'bhold', 'pfirst', 'ppaced',
   'cnt', 'crem', 'clim', 'cseq', 'cat', 'creset', 'crst', 'crefl', 'cnob', 'cretry', 'cearly', 'ccut', 'copen',
   'creask', 'cper', 'cask', 'caskt', 'crefu', 'csat', 'csseq', 'csrefu', 'csrem', 'cnat', 'cnseq', 'cnrefu', 'cnrem',
-  'csaw', 'cbef', 'crefb', 'ctold'}
+  'csaw', 'cbef', 'crefb', 'ctold', 'crc'}
 local CF = {'cnt', 'crem', 'clim', 'cseq', 'cat', 'creset', 'crst', 'crefl', 'cnob', 'cretry', 'cearly', 'ccut',
   'copen', 'creask', 'cper', 'cask', 'caskt', 'crefu', 'csat', 'csseq', 'csrefu', 'csrem', 'cnat', 'cnseq', 'cnrefu',
-  'cnrem', 'csaw', 'cbef', 'crefb', 'ctold'}
+  'cnrem', 'csaw', 'cbef', 'crefb', 'ctold', 'crc'}
 local UNPACED, PACED, WINDOWED, BLIND = 0, 1, 2, 3
 local REFUSED, PASSED, BLINDV, RATED, UNDECIDED, UNPACEDV, ANSWERED = 1, 2, 3, 4, 5, 6, 7
 local EARLY_STEP, EARLY_MAX, SETTLE, MAX_REASK, SAMPLE_SPAN = 0.05, 0.2, 0.01, 60, 4
@@ -236,7 +236,11 @@ const learnLuaTail = `
   elseif s.mode == BLIND then
     blind = 1
   end
-  return {paced, a.took, string.format('%.17g', a.wait), a.seq, string.format('%.17g', a.rate), a.tell, s.notw,
+  local overstate = s.notw
+  if s.cnt == 1 and s.crc == 1 and s.mode ~= BLIND then
+    overstate = 1
+  end
+  return {paced, a.took, string.format('%.17g', a.wait), a.seq, string.format('%.17g', a.rate), a.tell, overstate,
     windowed, quota, string.format('%.17g', held), blind, string.format('%.17g', ratenow), s.cnt}
 end
 `

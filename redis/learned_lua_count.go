@@ -27,6 +27,9 @@ const learnLuaCount = `
       if s.cnt == 1 and (x.kind == PASSED or x.kind == ANSWERED) then
         resetCount()
       end
+      if refusedNow then
+        s.crc = 0
+      end
       return false
     end
     if s.cnt == 0 then
@@ -40,6 +43,9 @@ const learnLuaCount = `
       s.crefu = s.crefu + 1
     end
     local explained = refusedNow and x.rem == 0
+    if refusedNow then
+      s.crc = explained and 1 or 0
+    end
     local resetPassed = s.crefl == 0 and s.creset ~= 0 and now >= s.creset
     local pastReset = explained and resetPassed
     local earlyAsk = (explained and x.due) or (pastReset and x.hint <= 0)

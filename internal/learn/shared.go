@@ -138,7 +138,10 @@ func (s *Shared) Learn(now time.Time, ask *store.LearnAsk) store.LearnAnswer {
 		s.take(&a, ask.MaxWait, top, now)
 	}
 	a.Paced = s.mode == sharedPaced || s.mode == sharedWindowed || s.count.counted && s.mode != sharedBlind
-	a.HintsOverstate = s.notWindowed
+	// A refusal the count explains waits for its count, not its hint: a
+	// sliding window's hint of a whole window, paused on, held the fleet
+	// a window where the count let it go on (httprate's 30 per 10 s).
+	a.HintsOverstate = s.notWindowed || s.count.counted && s.count.refusalCounted && s.mode != sharedBlind
 	a.State = s.state(top, now)
 	a.State.Counted = s.count.counted
 	return a

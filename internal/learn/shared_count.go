@@ -35,7 +35,11 @@ type sharedCount struct {
 	sawTurn       bool
 	before        uint64
 	refusedBefore int64
-	countReset    // when the quota comes back, as a Pacer's count keeps it
+	// refusalCounted is set when the count explained the last refusal
+	// told: it said nothing was left, and says when it comes back, which
+	// the refusal's hint does not say better (as a Pacer's).
+	refusalCounted bool
+	countReset     // when the quota comes back, as a Pacer's count keeps it
 	// reask is how long after a count of none left without a reset the
 	// key asks again.
 	reask time.Duration
@@ -74,6 +78,9 @@ func (s *Shared) counted(o store.Outcome, now time.Time) (explained bool) {
 		if c.counted && (o.Kind == store.Passed || o.Kind == store.Answered) {
 			s.count = sharedCount{} // successes no longer carry a count
 		}
+		if refused {
+			c.refusalCounted = false
+		}
 		return false
 	}
 	if !c.counted {
@@ -86,6 +93,9 @@ func (s *Shared) counted(o store.Outcome, now time.Time) (explained bool) {
 		c.refusals++
 	}
 	explained = refused && o.Remaining == 0
+	if refused {
+		c.refusalCounted = explained
+	}
 	resetPassed, pastReset, earlyAsk := c.refusedAtReset(explained, o.ResetDue, o.Hint, now)
 	if refused && !earlyAsk && !pastReset && o.Seq > c.cseq && int(o.Seq-c.cseq) > c.remaining {
 		// A turn taken on the refill limit/reset promised, beyond what

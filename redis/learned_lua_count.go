@@ -54,7 +54,7 @@ const learnLuaCount = `
       s.cretry, s.ccut = now + s.cearly, 1
     elseif pastReset then
       s.crefl, s.cnob = 1, 0
-    elseif refusedNow and x.seq > s.cseq and x.seq - s.cseq > s.crem then
+    elseif refusedNow and x.seq > s.ctold and x.seq - s.cseq > s.crem then
       s.cnob = 1
     end
     -- (a count whose reset is a window on from the one held is the new

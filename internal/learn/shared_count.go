@@ -97,10 +97,13 @@ func (s *Shared) counted(o store.Outcome, now time.Time) (explained bool) {
 		c.refusalCounted = explained
 	}
 	resetPassed, pastReset, earlyAsk := c.refusedAtReset(explained, o.ResetDue, o.Hint, now)
-	if refused && !earlyAsk && !pastReset && o.Seq > c.cseq && int(o.Seq-c.cseq) > c.remaining {
+	if refused && !earlyAsk && !pastReset && o.Seq > c.told && int(o.Seq-c.cseq) > c.remaining {
 		// A turn taken on the refill limit/reset promised, beyond what
 		// the count said was left, was refused: it is no refill to count
-		// on (a window, or other clients).
+		// on (a window, or other clients). A turn already on its way when
+		// the count was told was taken on no promise of it: read as one,
+		// a bucket was taken for a window of its burst a second
+		// (throttled's GCRA held to 10 a second against 50).
 		c.noBound = true
 	}
 	// A count of a turn taken before the one counted is older news;

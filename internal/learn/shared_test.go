@@ -413,6 +413,33 @@ func TestSharedCountedRefusalDoesNotPauseOnItsHint(t *testing.T) {
 	}
 }
 
+// A refusal of a turn already on its way when the count was told was
+// taken on no promise of the refill limit/reset bounds: it does not
+// show that bound wrong. Read as showing it, a bucket whose reset says
+// its time to fill in whole seconds (throttled's GCRA) was taken for a
+// window of its burst a second, 5 times the least time in 2 loopback
+// runs of 6 of one transport with a store.
+func TestSharedRefusalOnItsWayKeepsTheRefillBound(t *testing.T) {
+	counted := func(seq uint64, kind store.OutcomeKind, remaining int) store.Outcome {
+		return store.Outcome{Seq: seq, Kind: kind, Counted: true, Remaining: remaining, Limit: 10, Reset: time.Second}
+	}
+	var s Shared
+	tell(&s, sharedT0, counted(0, store.Answered, 5))
+	var seqs []uint64
+	for range 5 {
+		seqs = append(seqs, takeAt(&s, sharedT0, time.Minute).Seq)
+	}
+	at := sharedT0.Add(time.Millisecond)
+	tell(&s, at, counted(seqs[0], store.Answered, 0))
+	// The third turn was on its way when the count of the first, none
+	// left, was told: its refusal says nothing of the refill.
+	tell(&s, at, counted(seqs[2], store.Refused, 0))
+	a := takeAt(&s, at, time.Minute)
+	if a.Took || a.Wait >= 900*time.Millisecond {
+		t.Errorf("after a refusal of a turn on its way: %+v, want a turn on the refill 10/1s bounds, before the reset", a)
+	}
+}
+
 // A fleet's window it left unused for a while, then a turn that gave less
 // than its quota: the key is paced at what the last window gave over the
 // hint that held it, as a Pacer is (TestAdaptiveSlidingSeedIsNotSlowedByAnIdleTurn).

@@ -114,8 +114,10 @@ type LearnAnswer struct {
 	// it (a window's first turn after it reopened asks whether it did).
 	Tell bool
 	// HintsOverstate is set once the key's server proved its hints to
-	// overstate when its quota comes back: a long hint does not pause
-	// the key's other requests then.
+	// overstate when its quota comes back, and while the count of its
+	// quota explained the last refusal (none left): the count says when
+	// it comes back. A long hint does not pause the key's other requests
+	// then.
 	HintsOverstate bool
 	// State is what the key has learned, for statuses.
 	State LearnedState

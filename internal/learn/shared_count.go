@@ -23,9 +23,9 @@ import (
 // carried one.
 type sharedCount struct {
 	counted bool
-	// remaining is the last count, of limit, taken by turn seq (0 for a
-	// request not paced) at at, when the fleet had taken told turns;
-	// turns after cseq consume it.
+	// remaining is the last count, of limit, taken by turn cseq (0 for
+	// a request not paced), told at at, when the fleet had taken turns up
+	// to told; turns after cseq consume it.
 	remaining, limit int
 	cseq, told       uint64
 	at               time.Time

@@ -265,9 +265,13 @@ func (c *call) sampleQuota(resp *http.Response) bool { return sampleQuota(resp, 
 
 // alignWindow tells the told window that gave the attempt its turn when
 // the server's window that counted it ends, as the count of its answer
-// resp says (scopes.Scope.Align). It returns now, read when it was zero.
+// resp says (scopes.Scope.Align), for the answers sampleQuota reads: the
+// transport's first ones, then one in quotaSampleEvery. Every answer of
+// a server's window says the same end, and a count read costs a request
+// more than its turn of the window. It returns now, read when it was
+// zero.
 func (c *call) alignWindow(resp *http.Response, now time.Time) time.Time {
-	if len(resp.Header) == 0 {
+	if !c.sampleQuota(resp) {
 		return now
 	}
 	if now.IsZero() {

@@ -37,24 +37,35 @@ type windowLog struct {
 	notBefore time.Time
 }
 
-// leaves is when start s leaves a window of length window: window and
-// WindowMargin after it, or WindowMargin after the server's turn when
-// that comes first and counted s.
+// ownEnd is when start s leaves a window of length window by its own
+// Window: window and WindowMargin after it.
+func ownEnd(s time.Time, window time.Duration) time.Time { return s.Add(window + WindowMargin) }
+
+// leaves is when start s leaves a window of length window: its ownEnd,
+// or WindowMargin after the server's turn when that comes first and
+// counted s.
 func (w *windowLog) leaves(s time.Time, window time.Duration) time.Time {
-	end := s.Add(window)
-	if !w.turn.IsZero() && w.turn.Before(end) && !s.After(w.covers) {
-		end = w.turn
+	if !w.turn.IsZero() && !s.After(w.covers) && w.turn.Before(s.Add(window)) {
+		return w.turn.Add(WindowMargin)
 	}
-	return end.Add(WindowMargin)
+	return ownEnd(s, window)
 }
 
 // left counts the oldest starts that left a window of length window by
-// now (leaves). The starts' leaving times are in their order: a turn
-// moves those it covers, the oldest, no later than a Window after them.
-func (w *windowLog) left(now time.Time, window time.Duration) int {
+// now (leaves; their ownEnd when own). The starts' leaving times are in
+// their order: a turn moves those it covers, the oldest, no later than a
+// Window after them.
+func (w *windowLog) left(now time.Time, window time.Duration, own bool) int {
 	i := 0
-	for i < w.n && !w.leaves(w.at[(w.head+i)%len(w.at)], window).After(now) {
-		i++
+	for ; i < w.n; i++ {
+		s := w.at[(w.head+i)%len(w.at)]
+		end := w.leaves(s, window)
+		if own {
+			end = ownEnd(s, window)
+		}
+		if end.After(now) {
+			break
+		}
 	}
 	return i
 }
@@ -62,13 +73,10 @@ func (w *windowLog) left(now time.Time, window time.Duration) int {
 // plainStart is when n more starts could go at now by the starts alone,
 // with no turn of the server's (leaves): how take would have given them.
 func (w *windowLog) plainStart(now time.Time, limit int, window time.Duration, n int) time.Time {
-	gone := 0
-	for gone < w.n && !w.at[(w.head+gone)%len(w.at)].Add(window+WindowMargin).After(now) {
-		gone++
-	}
+	gone := w.left(now, window, true)
 	start := now
 	if over := w.n - gone + n - limit; over > 0 {
-		start = w.at[(w.head+gone+over-1)%len(w.at)].Add(window + WindowMargin)
+		start = ownEnd(w.at[(w.head+gone+over-1)%len(w.at)], window)
 	}
 	if last := w.last(); last.After(start) {
 		start = last
@@ -78,19 +86,19 @@ func (w *windowLog) plainStart(now time.Time, limit int, window time.Duration, n
 
 // expire drops the starts that left the window by now.
 func (w *windowLog) expire(now time.Time, window time.Duration) {
-	w.drop(w.left(now, window), now, window)
+	w.drop(w.left(now, window, false), now, window)
 }
 
 // drop drops the gone oldest starts, which left the window by at; while
 // hold, held keeps those a turn let go before their own Window was out,
 // and drop returns how many.
 func (w *windowLog) drop(gone int, at time.Time, window time.Duration) (kept int) {
-	for len(w.held) > 0 && !w.held[0].Add(window+WindowMargin).After(at) {
+	for len(w.held) > 0 && !ownEnd(w.held[0], window).After(at) {
 		w.held = w.held[1:] // out of its own Window too: nothing to restore
 	}
 	if w.hold {
 		for i := range gone {
-			if s := w.at[(w.head+i)%len(w.at)]; s.Add(window + WindowMargin).After(at) {
+			if s := w.at[(w.head+i)%len(w.at)]; ownEnd(s, window).After(at) {
 				w.held = append(w.held, s)
 				kept++
 			}
@@ -106,7 +114,7 @@ func (w *windowLog) drop(gone int, at time.Time, window time.Duration) (kept int
 func (w *windowLog) restore(now time.Time, limit int, window time.Duration, from time.Time) {
 	all := w.held[:0]
 	for _, s := range w.held {
-		if s.Add(window + WindowMargin).After(now) {
+		if ownEnd(s, window).After(now) {
 			all = append(all, s)
 		}
 	}
@@ -221,7 +229,7 @@ func (w *windowLog) idle(now time.Time, window time.Duration) bool {
 
 // room is how many more requests may start at now.
 func (w *windowLog) room(now time.Time, limit int, window time.Duration) int {
-	return max(limit-(w.n-w.left(now, window)), 0)
+	return max(limit-(w.n-w.left(now, window, false)), 0)
 }
 
 // WindowLog is a key's sliding log of starts kept for a fleet, by a store

@@ -150,6 +150,11 @@ func (s *Scope) admitShared(r *Request, key string, st *State, deadline time.Tim
 		now := time.Now()
 		ask.MaxWait = r.maxWait(now, deadline)
 		a, asked := r.Pre.learnAnswer(k.storeKey)
+		if asked && !a.Paced && k.paced.Load() {
+			// Asked before a refusal paced the fleet: old news, which
+			// would let the request, and every one after it, go unpaced.
+			asked = false
+		}
 		var err error
 		if !asked {
 			ask.Outcomes = k.toldWith(st, told[:0])

@@ -165,6 +165,14 @@ func (p *Pacer) capRefused(seq uint64, k int, now time.Time) bool {
 	return true
 }
 
+// CapHeld reports whether the key holds its requests in flight to a cap
+// the server showed, in doubt or not.
+func (p *Pacer) CapHeld() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.flightCap > 0
+}
+
 // startCap holds the key's requests in flight to c, with p.mu held.
 func (p *Pacer) startCap(c int, now time.Time) {
 	p.flightCap, p.capGrow, p.capFull, p.capStrayAt = c, capGrowAfter, 0, 0

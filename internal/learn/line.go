@@ -79,6 +79,9 @@ func (p *Pacer) TakeAlone(now time.Time) (uint64, bool) {
 func (p *Pacer) takeLocked(now time.Time) (seq uint64, delay time.Duration, ready <-chan struct{}, sent bool) {
 	p.resume(now)
 	if delay, ready := p.wait(now); delay > 0 || ready != nil {
+		if ready == nil {
+			ready = p.retiring // nil unless Retirable
+		}
 		return 0, delay, ready, false
 	}
 	r := p.rate(now)
@@ -122,6 +125,9 @@ func (p *Pacer) takeLocked(now time.Time) (seq uint64, delay time.Duration, read
 // delay, a channel closed when an answer may make room sooner, or both.
 // The head may go when both are nil.
 func (p *Pacer) wait(now time.Time) (time.Duration, <-chan struct{}) {
+	if p.retired {
+		return 0, nil
+	}
 	var d time.Duration
 	if p.next.After(now) {
 		d = p.next.Sub(now)
@@ -184,4 +190,37 @@ func (p *Pacer) Busy() bool {
 	busy := p.inFlight > 0
 	p.mu.Unlock()
 	return busy
+}
+
+// Retirable makes the Pacer one that Retire may end: a head of the line
+// that waits for its place then wakes when it does.
+func (p *Pacer) Retirable() {
+	p.mu.Lock()
+	if p.retiring == nil && !p.retired {
+		p.retiring = make(chan struct{})
+	}
+	p.mu.Unlock()
+}
+
+// Retire ends the Pacer's pace: every request in its line may go at once,
+// for the key is paced by another now (a store's fleet pace), whom they
+// ask for their turns instead.
+func (p *Pacer) Retire() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.retired {
+		return
+	}
+	p.retired = true
+	p.wakeHead()
+	if p.retiring != nil {
+		close(p.retiring)
+	}
+}
+
+// Retired reports whether Retire ended the Pacer's pace.
+func (p *Pacer) Retired() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.retired
 }

@@ -169,6 +169,12 @@ type Pacer struct {
 	// it said nothing was left.
 	refusalCounted bool
 
+	// retired is set once Retire ended the pace: another paces the key;
+	// retiring, made by Retirable, is closed then, for a head of the line
+	// that waits for its place.
+	retired  bool
+	retiring chan struct{}
+
 	// unpaced is set until the first refusal: nothing learned yet.
 	unpaced bool
 	// freshOK counts the successes since the key last started learning:

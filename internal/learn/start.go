@@ -103,6 +103,27 @@ func (s *Start) OKWith(others int) int {
 	return int(s.okWith[others])
 }
 
+// ShowsCap reports whether the slow start's answers so far, with the
+// refusal of one of its requests sent with others in flight, show a cap
+// on the key's requests in flight, as the first refusal shows a Pacer
+// one in doubt (see firstRefusalCap): every request sent with fewer
+// others let through, twice at least, and this one refused. Those still
+// in flight are counted beside it, as Pacer.Untracked counts them: sent
+// in one instant, they reach the server in any order.
+func (s *Start) ShowsCap(others int) bool {
+	if others < 0 {
+		return false
+	}
+	var f flights
+	for k := range capFlights {
+		for range s.OKWith(k) {
+			f.note(k, true)
+		}
+	}
+	f.note(max(others, s.out-1), false)
+	return f.capAt(1) > 0
+}
+
 // AnsweredSlots is how many keys an Answered remembers without keeping a
 // state for them. Two keys that share a slot take turns: the one pushed
 // out starts slowly again, which costs a few round trips.

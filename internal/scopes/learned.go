@@ -32,7 +32,12 @@ type learnedTurn struct {
 func (s *Scope) admitLearned(r *Request, key string, st *State, deadline time.Time, cfg *Config) (learnedTurn, error) {
 	for {
 		inStore := false
-		if s.shared.Learned != nil {
+		switch {
+		case s.shared.Learned != nil && heldHere(st):
+			// A cap on this transport's requests in flight holds the
+			// key: its own Pacer paces it (see capHere).
+			inStore = true
+		case s.shared.Learned != nil:
 			turn, got, err := s.admitShared(r, key, st, deadline, cfg)
 			switch {
 			case err != nil || got == sharedTurn:
@@ -41,9 +46,12 @@ func (s *Scope) admitLearned(r *Request, key string, st *State, deadline time.Ti
 				// The store answers for the fleet, which learned nothing:
 				// what this transport learned while the store was away is
 				// gone.
+				// A cap this transport learned on its requests in flight
+				// (armed since heldHere looked) stays: the store knows
+				// none.
 				inStore = true
-				if a := st.adapt.Load(); a != nil && !a.Busy() {
-					st.adapt.CompareAndSwap(a, nil)
+				if a := st.adapt.Load(); a != nil && !a.Busy() && !a.CapHeld() && st.adapt.CompareAndSwap(a, nil) {
+					a.Retire() // a request in its line asks the store
 				}
 			}
 		}
@@ -64,8 +72,12 @@ func (s *Scope) admitLearned(r *Request, key string, st *State, deadline time.Ti
 func (s *Scope) admitOwn(r *Request, key string, st *State, deadline time.Time, cfg *Config, inStore bool) (turn learnedTurn, askStore bool, err error) {
 	told := &r.Told
 	for {
+		// fleet says the store's pace is the key's, what this transport
+		// learned nothing: unless a cap on this transport's requests in
+		// flight holds the key here (see capHere).
+		fleet := inStore && !heldHere(st)
 		a := st.adapt.Load()
-		if inStore {
+		if fleet {
 			a = nil
 		}
 		if a != nil && told.On && st.toldGen.Load() != s.shared.ToldGen.Load() && st.adapt.CompareAndSwap(a, nil) {
@@ -92,6 +104,12 @@ func (s *Scope) admitOwn(r *Request, key string, st *State, deadline time.Time, 
 			return learnedTurn{seq: seq}, false, err
 		case a != nil:
 			seq, err := s.admitAdaptive(r, key, a, st, deadline, cfg)
+			if err == nil && inStore && a.Retired() {
+				// The key went back to the store's pace while the request
+				// waited (handBack): it asks the store for its turn.
+				a.Cancel()
+				return learnedTurn{}, true, nil
+			}
 			return learnedTurn{seq: seq}, false, err
 		case told.On:
 			// Paced by a told limit, which says what the first wave may
@@ -101,7 +119,7 @@ func (s *Scope) admitOwn(r *Request, key string, st *State, deadline time.Time, 
 		case s.answered.Has(s.keyHash(key)) || !s.lazy.Load():
 			return learnedTurn{}, false, nil
 		}
-		others, wake := s.admitStarting(st, inStore)
+		others, wake := s.admitStarting(st, fleet)
 		if wake == nil {
 			return learnedTurn{starting: true, others: others}, false, nil
 		}
@@ -131,7 +149,7 @@ func (s *Scope) admitOwn(r *Request, key string, st *State, deadline time.Time, 
 func (s *Scope) admitStarting(st *State, inStore bool) (others int, wake <-chan struct{}) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if inStore && s.pacedInStore(st) || !inStore && st.adapt.Load() != nil {
+	if inStore && (s.pacedInStore(st) || heldHere(st)) || !inStore && st.adapt.Load() != nil {
 		return 0, closedChan
 	}
 	return st.start.Enter()
@@ -296,7 +314,11 @@ func (t Ticket) Finish(ctx context.Context, an Answer, closed bool, now time.Tim
 		t.scope.endStarting(&t.entry.State, t.startKey, ok, t.startOthers)
 	default:
 		read := readAnswer(an, now)
+		capHeld := t.scope.shared.Learned != nil && read.Refused && t.a.CapHeld()
 		fx.Capped = t.a.Outcome(t.seq, read, now)
+		if capHeld && !t.a.CapHeld() && t.scope.handBack(ctx, &t.entry.State, t.a, read) {
+			break // the fleet's pace has the key again
+		}
 		fx.HintPauses = t.a.HintPausesKey()
 		if closed {
 			t.a.Pause(now) // the breaker closes: resume gently
@@ -386,17 +408,20 @@ func (s *Scope) Untracked(r *Request, key string, an Answer, held Ticket, now ti
 	}
 	e := s.states.Acquire(key, true)
 	defer s.states.Release(e)
-	if s.shared.Learned != nil && s.tellStoreUnpaced(r, key, &e.State, read) {
-		return false // the fleet's learned pace has it
-	}
 	read.Flight = -1
 	if held.startKey != "" {
 		read.Flight = held.startOthers // sent in the key's slow start
+	}
+	if s.shared.Learned != nil && !s.capHere(&e.State, read) && s.tellStoreUnpaced(r, key, &e.State, read) {
+		return false // the fleet's learned pace has it
 	}
 	return s.armWith(key, &e.State, now, func(a *learn.Pacer) bool {
 		if r.Told.On {
 			a.SetTold(r.Told.Rate) // refused under a told limit: learn below it
 			e.State.toldGen.Store(s.shared.ToldGen.Load())
+		}
+		if s.shared.Learned != nil {
+			a.Retirable() // held here for a cap, it may go back to the store's pace
 		}
 		return a.Untracked(read, r.Sent-1, now)
 	})

@@ -470,3 +470,73 @@ func (s *Scope) TrialBlind(key string, now time.Time) bool {
 	defer k.mu.Unlock()
 	return k.blindHold.Holds(now)
 }
+
+// A cap on the key's requests in flight (a concurrency limit, nginx's
+// limit_conn) is one this transport holds to with what it has in flight
+// itself, which no pace of the fleet's can stand for: paced at the rate
+// the cap serves, requests in flight jitter past it and are refused, and
+// a pace low enough that they do not leaves a third of the cap unused.
+// So a key whose refusals this transport's own requests in flight
+// explain is learned here, by its own Pacer, as without a store, and
+// the store is told none of them. Should the Pacer find no cap after all
+// (a bucket's burst run out refuses a first wave alike, and a refusal
+// with nothing else in flight proves no cap), the key goes back to the
+// store's pace with that refusal. A cap every replica shares shows no
+// cap on any one's requests alone: the fleet's pace answers it.
+
+// capHere reports whether a refusal of a request the key's slow start
+// let go, with an.Flight others of this transport's in flight, is one
+// this transport's own requests in flight explain: its slow start shows
+// a cap (Start.ShowsCap), or its own Pacer holds one. A long hint is a
+// window's or a rate's, not a cap's, whose place frees as soon as a
+// request ends.
+func (s *Scope) capHere(st *State, an learn.Answer) bool {
+	if !an.Refused || an.Remaining >= 0 || an.Hint > time.Second {
+		return false
+	}
+	if a := st.adapt.Load(); a != nil {
+		return a.CapHeld()
+	}
+	if an.Flight < 0 {
+		return false
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.start.ShowsCap(an.Flight)
+}
+
+// heldHere reports whether this transport's own Pacer holds the key whose
+// state st is to a cap on its requests in flight: its requests take no
+// turn of the fleet's pace.
+func heldHere(st *State) bool {
+	a := st.adapt.Load()
+	return a != nil && a.CapHeld()
+}
+
+// handBack gives the key back to the store's pace when the refusal of
+// one of its requests ended the cap its own Pacer a held: the refusal is
+// told to the store, as the key's first, and the Pacer goes. It reports
+// whether the store took it; when it did not, the Pacer stays, and
+// stands in while the store is away.
+func (s *Scope) handBack(ctx context.Context, st *State, a *learn.Pacer, an learn.Answer) bool {
+	k := st.fleet.Load() // made when the key's first request asked the store
+	if k == nil {
+		return false
+	}
+	refused := countOf(0, an)
+	refused.Kind, refused.Hint = store.Refused, an.Hint
+	if !k.toldFirst.Swap(true) {
+		st.mu.Lock()
+		refused.Passed = st.start.Passed()
+		st.mu.Unlock()
+	}
+	if !s.tellRefused(ctx, k, refused, sharedCeiling(s.cfg.Load(), &Told{})) {
+		return false
+	}
+	if s.Trace != nil {
+		s.Trace("%s: no cap on this transport's requests in flight: back to the fleet's pace", k.storeKey)
+	}
+	st.adapt.CompareAndSwap(a, nil)
+	a.Retire() // the requests in its line ask the store for their turns
+	return true
+}

@@ -1,6 +1,10 @@
 package learn
 
-import "testing"
+import (
+	"math"
+	"testing"
+	"time"
+)
 
 // A slow start sends its first request alone, and each success lets one
 // more be in flight: one, then two, then four at once.
@@ -111,5 +115,68 @@ func TestAnsweredUsesEverySlot(t *testing.T) {
 		if !a.Has(2*i + 1) {
 			t.Fatalf("the key of hash %d was pushed out by another: odd hashes share slots", 2*i+1)
 		}
+	}
+}
+
+// A slow start whose requests sent with fewer than c others were let
+// through, and one sent with c others refused, shows a cap of c; one
+// refused alone, or after a single success, shows none.
+func TestStartShowsCap(t *testing.T) {
+	start := func(oks ...int) *Start {
+		var s Start
+		for _, others := range oks {
+			s.Enter()
+			s.End(true, others)
+		}
+		return &s
+	}
+	for _, c := range []struct {
+		name    string
+		oks     []int
+		refused int
+		want    bool
+	}{
+		{"cap of 3", []int{0, 1, 1, 2, 2}, 3, true},
+		{"refused with those let through alone", []int{0, 0, 0}, 2, true},
+		{"refused alone", []int{0, 1, 1, 2}, 0, false},
+		{"one success before", []int{0}, 1, false},
+		{"let through with as many others", []int{0, 1, 2, 3, 3, 3}, 3, false},
+		{"not sent", []int{0, 1, 1}, -1, false},
+	} {
+		if got := start(c.oks...).ShowsCap(c.refused); got != c.want {
+			t.Errorf("%s: ShowsCap(%d) = %v, want %v", c.name, c.refused, got, c.want)
+		}
+	}
+}
+
+// Requests that find the key's Pacer retired go at once, and a head of
+// the line waiting for its place in the pace wakes when it is retired.
+func TestRetireLetsTheLineGo(t *testing.T) {
+	now := time.Unix(1000, 0)
+	p := New(1, math.Inf(1), now) // one a second
+	p.Retirable()
+	if _, sent := p.TakeAlone(now); !sent {
+		t.Fatal("the first request did not go")
+	}
+	_, delay, ready, sent := p.Take(now)
+	if sent || delay <= 0 || ready == nil {
+		t.Fatalf("Take = delay %v, ready %v, sent %v; want a wait for the pace that Retire can end", delay, ready, sent)
+	}
+	if p.Retired() {
+		t.Fatal("retired before Retire")
+	}
+	p.Retire()
+	select {
+	case <-ready:
+	default:
+		t.Fatal("Retire did not wake the head of the line")
+	}
+	for i := range 3 {
+		if _, _, _, sent := p.Take(now); !sent {
+			t.Fatalf("request %d waited after Retire", i)
+		}
+	}
+	if !p.Retired() {
+		t.Error("Retired = false after Retire")
 	}
 }

@@ -30,17 +30,25 @@ type sharedKey struct {
 	head     chan struct{} // holds a token while no request is at the head
 	// paced is set while the store's last answer said the key is paced:
 	// its requests then line up. overstate is its HintsOverstate, and
-	// counted its State.Counted. toldFirst is set once this transport
+	// storeCounts its State.Counted. toldFirst is set once this transport
 	// told its first refusal of a request not paced, with what passed
 	// before it.
-	paced, overstate, counted, toldFirst atomic.Bool
-	mu                                   sync.Mutex
-	samples                              learn.Samples // guarded by mu
+	paced, overstate, storeCounts, toldFirst atomic.Bool
+	mu                                       sync.Mutex
+	samples                                  learn.Samples // guarded by mu
 	// count is the count of the server's quota the last answer carried,
 	// read at countAt, told with the next ask (counted set), so that
-	// telling it costs no round trip of its own; guarded by mu.
-	count   store.Outcome
-	countAt time.Time
+	// telling it costs no round trip of its own; guarded by mu. A request
+	// that waits for the count's turn watches counted (countWatched set):
+	// a count that leaves some of the quota may give a turn sooner than
+	// the one held said (a bucket refills before its reset), and it is
+	// closed, and replaced, when one comes that leaves some (see
+	// watchCount).
+	count        store.Outcome
+	countAt      time.Time
+	counted      chan struct{}
+	countWatched bool
+	lastReset    time.Duration // the reset of the last count this transport read
 	// trial is the trial of a refusal of a request the fleet did not
 	// pace, which this transport holds back from the store until the
 	// trial says a rate (see trialRefusal); trialPassed is what the
@@ -61,11 +69,41 @@ func countOf(seq uint64, an learn.Answer) store.Outcome {
 		Reset: an.Reset, ResetDue: an.ResetDue}
 }
 
-// keepCount keeps o's count, read at now, to be told with the next ask.
+// keepCount keeps o's count, read at now, to be told with the next ask;
+// a request waiting for the count's reset asks now, if o leaves some of
+// the quota.
 func (k *sharedKey) keepCount(o store.Outcome, now time.Time) {
 	k.mu.Lock()
 	k.count, k.countAt = o, now
+	if o.Counted && o.Reset > 0 {
+		k.lastReset = o.Reset
+	}
+	if k.countWatched && o.Counted && o.Remaining > 0 {
+		close(k.counted)
+		k.counted, k.countWatched = nil, false
+	}
 	k.mu.Unlock()
+}
+
+// watchCount returns a channel closed when a count that leaves some of
+// the quota comes, for a request the store holds wait for its count:
+// nil unless the wait is the count's reset's (half of it at least). A
+// store that has not seen the server refill before the reset holds the
+// key to it; a bucket's reset, rounded up to the second, says when it is
+// full, and with every request waiting, no answer would show the
+// refill. Once the store has seen it, it paces the key at the refill,
+// and its waits are far shorter.
+func (k *sharedKey) watchCount(wait time.Duration) <-chan struct{} {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.lastReset <= 0 || wait < k.lastReset/2 {
+		return nil
+	}
+	if k.counted == nil {
+		k.counted = make(chan struct{})
+	}
+	k.countWatched = true
+	return k.counted
 }
 
 // toldWith appends to outcomes the count kept to be told, once, and what
@@ -114,7 +152,7 @@ type fleetTurn struct {
 func (k *sharedKey) note(a *store.LearnAnswer) {
 	k.paced.Store(a.Paced)
 	k.overstate.Store(a.HintsOverstate)
-	k.counted.Store(a.State.Counted)
+	k.storeCounts.Store(a.State.Counted)
 }
 
 // sharedAnswer is what admitShared found.
@@ -181,7 +219,11 @@ func (s *Scope) admitShared(r *Request, key string, st *State, deadline time.Tim
 		case !deadline.IsZero() && now.Add(a.Wait).After(deadline):
 			return learnedTurn{}, sharedFailed, &Refusal{Scope: s.name, Key: key, Reason: "max-wait", RetryIn: a.Wait}
 		}
-		if err := r.waitFor(s, a.Wait, nil); err != nil {
+		var sooner <-chan struct{}
+		if a.State.Counted {
+			sooner = k.watchCount(a.Wait) // a count on its way may give a turn sooner
+		}
+		if err := r.waitFor(s, a.Wait, sooner); err != nil {
 			return learnedTurn{}, sharedFailed, err
 		}
 	}
@@ -233,7 +275,7 @@ func (t Ticket) tellShared(ctx context.Context, answer Answer, now time.Time) {
 	case an.OK && f.tell:
 		told.Kind = store.Passed
 		outcomes = append(outcomes, told)
-	case told.Counted || an.OK && k.counted.Load():
+	case told.Counted || an.OK && k.storeCounts.Load():
 		// Told with the next ask: a count, or that this success carried
 		// none where the store counts.
 		k.keepCount(told, now)

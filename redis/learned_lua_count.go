@@ -136,6 +136,9 @@ const learnLuaCount = `
     end
     local seen = s.clim - s.crem
     local ours = (s.cseq - s.cbef) - (s.crefu - s.crefb)
+    if ours > s.clim then
+      return 0
+    end
     if seen > ours then
       return math.min(seen - ours, s.seq - s.cseq)
     end

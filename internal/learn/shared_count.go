@@ -212,13 +212,20 @@ func (c *sharedCount) refill() float64 {
 // fleet is one client, as for the rest of the count. The window must be
 // one whose first turn the counts saw: the first window's quota went to
 // requests before the key was paced, too. A bucket's count, which
-// refills, says nothing of it.)
+// refills, says nothing of it, nor one whose window turned unseen.)
 func (c *sharedCount) order(seq uint64) int {
 	if !c.sawTurn || c.refills || c.limit <= 0 || c.cseq < c.before || seq < c.cseq {
 		return 0
 	}
 	seen := c.limit - c.remaining
 	ours := int(c.cseq-c.before) - int(c.refusals-c.refusedBefore)
+	if ours > c.limit {
+		// More of the fleet's turns let through since the window began
+		// than it holds: the count is of a later window, whose turn no
+		// count showed (a bucket's, say, whose reset never passes), and
+		// says nothing of the order of this one's.
+		return 0
+	}
 	if seen > ours {
 		return min(seen-ours, int(seq-c.cseq))
 	}

@@ -84,6 +84,16 @@ func (f *flights) note(k int, ok bool) {
 	}
 }
 
+// adopt counts the requests slow start st let through, each with as
+// many others in flight as it was sent with.
+func (f *flights) adopt(st *Start) {
+	for k := range capFlights {
+		for range st.OKWith(k) {
+			f.note(k, true)
+		}
+	}
+}
+
 // capAt returns the cap the counts show, c, two or more: a number of
 // others in flight some refused request was sent with, when requests sent
 // with fewer were let through twice at least, and those sent with c or

@@ -299,11 +299,7 @@ func (p *Pacer) Adopt(st *Start) {
 	p.untrackedOK += passed
 	p.freshOK += passed
 	p.untrackedOut += st.Out()
-	for k := range capFlights {
-		for range st.OKWith(k) {
-			p.flights.note(k, true)
-		}
-	}
+	p.flights.adopt(st)
 	p.mu.Unlock()
 }
 

@@ -115,11 +115,7 @@ func (s *Start) ShowsCap(others int) bool {
 		return false
 	}
 	var f flights
-	for k := range capFlights {
-		for range s.OKWith(k) {
-			f.note(k, true)
-		}
-	}
+	f.adopt(s)
 	f.note(max(others, s.out-1), false)
 	return f.capAt(1) > 0
 }

@@ -39,16 +39,14 @@ type sharedKey struct {
 	// count is the count of the server's quota the last answer carried,
 	// read at countAt, told with the next ask (counted set), so that
 	// telling it costs no round trip of its own; guarded by mu. A request
-	// that waits for the count's turn watches counted (countWatched set):
-	// a count that leaves some of the quota may give a turn sooner than
-	// the one held said (a bucket refills before its reset), and it is
-	// closed, and replaced, when one comes that leaves some (see
-	// watchCount).
-	count        store.Outcome
-	countAt      time.Time
-	counted      chan struct{}
-	countWatched bool
-	lastReset    time.Duration // the reset of the last count this transport read
+	// that waits for the count's reset watches counted (nil while none
+	// does): a count that leaves some of the quota may give a turn sooner
+	// than the one held said (a bucket refills before its reset), and it
+	// is closed when one comes (see watchCount).
+	count     store.Outcome
+	countAt   time.Time
+	counted   chan struct{}
+	lastReset time.Duration // the reset of the last count this transport read
 	// trial is the trial of a refusal of a request the fleet did not
 	// pace, which this transport holds back from the store until the
 	// trial says a rate (see trialRefusal); trialPassed is what the
@@ -78,9 +76,9 @@ func (k *sharedKey) keepCount(o store.Outcome, now time.Time) {
 	if o.Counted && o.Reset > 0 {
 		k.lastReset = o.Reset
 	}
-	if k.countWatched && o.Counted && o.Remaining > 0 {
+	if k.counted != nil && o.Counted && o.Remaining > 0 {
 		close(k.counted)
-		k.counted, k.countWatched = nil, false
+		k.counted = nil
 	}
 	k.mu.Unlock()
 }
@@ -102,7 +100,6 @@ func (k *sharedKey) watchCount(wait time.Duration) <-chan struct{} {
 	if k.counted == nil {
 		k.counted = make(chan struct{})
 	}
-	k.countWatched = true
 	return k.counted
 }
 
@@ -344,12 +341,19 @@ func (s *Scope) tellStoreUnpaced(r *Request, key string, st *State, an learn.Ans
 	if !r.Told.On && an.Remaining < 0 && s.trialRefusal(key, k, an.Hint, passed) {
 		return true // held back: tried first
 	}
+	return s.tellRefused(r.Ctx(), k, k.unpacedRefusal(an, passed), sharedCeiling(s.cfg.Load(), &r.Told))
+}
+
+// unpacedRefusal is the outcome that tells the store the refusal an of
+// a request the fleet did not pace; the transport's first tells what
+// its slow start let through before, passed.
+func (k *sharedKey) unpacedRefusal(an learn.Answer, passed int) store.Outcome {
 	refused := countOf(0, an)
 	refused.Kind, refused.Hint = store.Refused, an.Hint
 	if !k.toldFirst.Swap(true) {
 		refused.Passed = passed
 	}
-	return s.tellRefused(r.Ctx(), k, refused, sharedCeiling(s.cfg.Load(), &r.Told))
+	return refused
 }
 
 // tellRefused tells the store the refusal of a request no pace let go,
@@ -556,23 +560,19 @@ func heldHere(st *State) bool {
 }
 
 // handBack gives the key back to the store's pace when the refusal of
-// one of its requests ended the cap its own Pacer a held: the refusal is
-// told to the store, as the key's first, and the Pacer goes. It reports
-// whether the store took it; when it did not, the Pacer stays, and
-// stands in while the store is away.
+// one of its requests ended the cap its own Pacer a held it to: the
+// refusal is told to the store, as the key's first, and the Pacer goes.
+// It reports whether the store took it; when it did not, the Pacer
+// stays, and stands in while the store is away.
 func (s *Scope) handBack(ctx context.Context, st *State, a *learn.Pacer, an learn.Answer) bool {
 	k := st.fleet.Load() // made when the key's first request asked the store
 	if k == nil {
 		return false
 	}
-	refused := countOf(0, an)
-	refused.Kind, refused.Hint = store.Refused, an.Hint
-	if !k.toldFirst.Swap(true) {
-		st.mu.Lock()
-		refused.Passed = st.start.Passed()
-		st.mu.Unlock()
-	}
-	if !s.tellRefused(ctx, k, refused, sharedCeiling(s.cfg.Load(), &Told{})) {
+	st.mu.Lock()
+	passed := st.start.Passed()
+	st.mu.Unlock()
+	if !s.tellRefused(ctx, k, k.unpacedRefusal(an, passed), sharedCeiling(s.cfg.Load(), &Told{})) {
 		return false
 	}
 	if s.Trace != nil {

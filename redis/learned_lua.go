@@ -30,7 +30,7 @@ local F = {'mode', 'seq', 'tat', 'last', 'slack', 'prob', 'from', 'to', 'hold', 
   'wseq', 'opat', 'per', 'prb', 'held', 'aseq', 'auntil', 'bunt', 'bhold', 'pfirst', 'ppaced',
   'cnt', 'crem', 'clim', 'cseq', 'cat', 'creset', 'crst', 'crefl', 'cnob', 'cretry', 'cearly', 'ccut', 'copen',
   'creask', 'cper', 'cask', 'caskt', 'crefu', 'csat', 'csseq', 'csrefu', 'csrem', 'cnat', 'cnseq', 'cnrefu', 'cnrem',
-  'csaw', 'cbef', 'crefb', 'ctold', 'crc'}
+  'csaw', 'cbef', 'crefb', 'ctold', 'crc', 'qfrom', 'qto', 'dryp'}
 local CF = {'cnt', 'crem', 'clim', 'cseq', 'cat', 'creset', 'crst', 'crefl', 'cnob', 'cretry', 'cearly', 'ccut',
   'copen', 'creask', 'cper', 'cask', 'caskt', 'crefu', 'csat', 'csseq', 'csrefu', 'csrem', 'cnat', 'cnseq', 'cnrefu',
   'cnrem', 'csaw', 'cbef', 'crefb', 'ctold', 'crc'}
@@ -180,7 +180,7 @@ const learnLuaTail = `
       end
       s.seq = s.seq + 1
       a.took, a.seq = 1, s.seq
-      if s.conf == 0 and used == 0 then
+      if s.conf == 0 and (used == 0 or used == s.quota) then
         s.aseq, s.auntil = s.seq, now + ASK_TIMEOUT
         a.tell = 1
       end

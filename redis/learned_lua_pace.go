@@ -163,6 +163,7 @@ const learnLuaRefusal = `
     s.ppaced = s.ppaced + math.max(passed, 0)
     if passed > 0 or s.dryf == 0 then
       s.dry, s.dryf, s.dryt = 0, now, 0
+      s.dryp = math.max(passed, 0)
     end
     if target ~= 0 and (s.dryt == 0 or target < s.dryt) then
       s.dryt = target

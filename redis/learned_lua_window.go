@@ -16,12 +16,17 @@ const learnLuaWindow = `
     s.quota, s.conf, s.fore, s.per, s.opat, s.aseq = 0, 0, 0, 0, 0, 0
     if s.ppaced == 0 then
       s.quota = s.pfirst
+    elseif s.dryp >= 2 then
+      s.quota = s.dryp
     end
     s.prob, s.tat = 0, 0
     s.cut = s.seq
   end
 
   local function windowRefused(seq, sibling, target)
+    if s.conf == 1 and seq > s.qfrom and seq <= s.qto and s.quota > 0 then
+      s.quota = s.quota - 1
+    end
     if s.fore == 1 and s.opens == 0 and seq == s.wseq + 1 then
       s.per, s.fore, s.prb = 0, 0, WPROBE_START
       s.opens = now + s.prb
@@ -66,7 +71,8 @@ const learnLuaWindow = `
       end
       return false
     end
-    s.quota, s.conf, s.fore = used, 1, 0
+    s.quota, s.conf, s.fore = s.seq - s.wseq - 1, 1, 0
+    s.qfrom, s.qto = s.wseq, s.seq
     s.cut = s.seq
     if target ~= 0 then
       s.opens, s.held = target, target - now

@@ -95,6 +95,9 @@ type Shared struct {
 	dryTarget   time.Time
 	dryShown    float64
 	notWindowed bool
+	// dryPassed is how many turns passed between the refusal before
+	// the streak and its first: what a window that ran out then gave.
+	dryPassed int
 	// passedFirst sums what the fleet's transports let through before
 	// each saw its first refusal of the key (Outcome.Passed), and
 	// passedPaced the turns that passed since, as the events counted them.
@@ -110,6 +113,11 @@ type Shared struct {
 	winSeq   uint64
 	askSeq   uint64
 	askUntil time.Time
+	// closedFrom and closedTo bound the turns of the window the last
+	// refusal that confirmed a quota closed, (closedFrom, closedTo]: the
+	// quota counts each of them but that refusal's, and a refusal of
+	// one of them later takes it back (see windowRefused).
+	closedFrom, closedTo uint64
 
 	// blindHold holds unpaced a key whose refusals proved blind to its
 	// pace.
@@ -258,7 +266,11 @@ func (s *Shared) take(a *store.LearnAnswer, maxWait time.Duration, top float64, 
 		}
 		s.seq++
 		a.Took, a.Seq = true, s.seq
-		if !s.confirmed && used == 0 {
+		if !s.confirmed && (used == 0 || used == s.quota) {
+			// The window's first turn asks whether it reopened, and the
+			// first past the quota the last window gave, whether this one
+			// gives more: the others wait for its outcome, rather than go
+			// at once and be refused with it.
 			s.askSeq, s.askUntil = s.seq, now.Add(sharedAskTimeout)
 			a.Tell = true
 		}

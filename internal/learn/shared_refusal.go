@@ -95,6 +95,7 @@ func (s *Shared) refused(seq uint64, hint time.Duration, top float64, now time.T
 	s.passedPaced += max(passed, 0)
 	if passed > 0 || s.dryFrom.IsZero() {
 		s.dry, s.dryFrom, s.dryTarget, s.dryShown = 0, now, time.Time{}, 0
+		s.dryPassed = max(passed, 0)
 		if !s.lastEmpty.IsZero() {
 			s.dryShown = refillRate(int64(passed), now.Sub(s.lastEmpty))
 		}

@@ -186,6 +186,74 @@ func TestSharedWindowHeldAndCounted(t *testing.T) {
 	}
 }
 
+// Turns taken in one instant reach the server in any order: the refusal
+// that closes a window may be of a turn taken before others that passed.
+// The quota is every turn the window gave but the refused ones, those
+// refused after it too; counted as the turns before the first refused, a
+// window of 10 would be kept to 7 for good.
+func TestSharedWindowQuotaCountsTheTurnsThatPassedAfterTheRefusedOne(t *testing.T) {
+	var s Shared
+	tell(&s, sharedT0, refusal(0, 2*time.Second))
+	opens := sharedT0.Add(2 * time.Second)
+	asker := takeAt(&s, opens, time.Minute)
+	tell(&s, opens, store.Outcome{Seq: asker.Seq, Kind: store.Passed})
+	var seqs []uint64
+	for range 10 {
+		a := takeAt(&s, opens, time.Minute)
+		if !a.Took {
+			t.Fatalf("a turn of the open window: %+v, want it taken", a)
+		}
+		seqs = append(seqs, a.Seq)
+	}
+	// Of the 11 turns, the 9th, 10th and 11th were refused, the 10th's
+	// refusal told first: 8 went through.
+	now := opens.Add(time.Millisecond)
+	if a := tell(&s, now, refusal(seqs[8], 2*time.Second)); a.State.Quota != 10 {
+		t.Fatalf("the first refusal, of the 10th turn of 11: quota %d, want the 10 others", a.State.Quota)
+	}
+	tell(&s, now, refusal(seqs[9], 2*time.Second))
+	if a := tell(&s, now, refusal(seqs[7], 2*time.Second)); a.State.Quota != 8 {
+		t.Errorf("the 11th and the 9th refused after it: quota %d, want 8", a.State.Quota)
+	}
+}
+
+// A key the fleet paced, whose turns then met a window (a refusal asking
+// for more than a second), guesses the window's quota from the turns that
+// passed before the refusal: the first turn past it, in the next window,
+// asks whether the window gives more, and the others wait for its
+// outcome, rather than go at once and be refused with it.
+func TestSharedWindowLearnedOnTheWayAsksPastTheQuotaItGuessed(t *testing.T) {
+	var s Shared
+	tell(&s, sharedT0, refusal(0, 0))
+	now := sharedT0
+	var last uint64
+	for taken := 0; taken < 7; {
+		a := takeAt(&s, now, time.Minute)
+		now = now.Add(a.Wait)
+		if a.Took {
+			taken, last = taken+1, a.Seq
+		}
+	}
+	a := tell(&s, now, refusal(last, 2*time.Second))
+	if !a.State.Windowed || a.State.Quota != 6 {
+		t.Fatalf("6 turns passed, the 7th refused asking 2s: %+v, want windowed, a quota of 6", a.State)
+	}
+	opens := a.State.HeldUntil
+	asker := takeAt(&s, opens, time.Minute)
+	tell(&s, opens, store.Outcome{Seq: asker.Seq, Kind: store.Passed})
+	for i := range 5 {
+		if a := takeAt(&s, opens, time.Minute); !a.Took || a.Tell {
+			t.Fatalf("turn %d of the quota: %+v, want it taken, no outcome asked for", i+2, a)
+		}
+	}
+	if a := takeAt(&s, opens, time.Minute); !a.Took || !a.Tell {
+		t.Fatalf("the 7th turn, past the quota: %+v, want it taken, its outcome asked for", a)
+	}
+	if a := takeAt(&s, opens, time.Minute); a.Took || a.Wait != sharedAskPoll {
+		t.Errorf("a turn while the 7th asks: %+v, want none, asked again in %v", a, sharedAskPoll)
+	}
+}
+
 // A count one replica reads is what every replica takes from: the turns
 // taken since consume it, and when none is left the key waits for the
 // reset; a higher count of an earlier turn is stale and left alone.

@@ -24,6 +24,11 @@ func (s *Shared) becomeWindowed(opens, now time.Time) {
 		// first, and what the fleet let through before its refusals is
 		// its quota, or less when some were still on their way.
 		s.quota = s.passedFirst
+	} else if s.dryPassed >= 2 {
+		// The turns that passed before the refusals that showed the
+		// window: what the window that ran out gave, or less, when it
+		// had given some before.
+		s.quota = s.dryPassed
 	}
 	s.probing, s.tat = false, time.Time{}
 	s.cutAt = s.seq
@@ -35,6 +40,9 @@ func (s *Shared) becomeWindowed(opens, now time.Time) {
 // reopened: the key is no longer windowed, and is paced from what the
 // last window gave over how long it held the key, when that measures.
 func (s *Shared) windowRefused(seq uint64, sibling bool, target time.Time, top float64, now time.Time) bool {
+	if s.confirmed && seq > s.closedFrom && seq <= s.closedTo && s.quota > 0 {
+		s.quota-- // a turn the quota counted, which did not pass
+	}
 	if s.foretold && s.opens.IsZero() && seq == s.winSeq+1 {
 		// Refused at the turn the period foretold, before anything of the
 		// window passed: the server had not turned yet. Distrust the
@@ -85,7 +93,14 @@ func (s *Shared) windowRefused(seq uint64, sibling bool, target time.Time, top f
 		}
 		return false
 	}
-	s.quota, s.confirmed, s.foretold = used, true, false
+	// The quota is every turn the window gave but this one, less those
+	// of them refused later: turns taken in one instant reach the server
+	// in any order, and one taken after the turn refused may have passed
+	// before it. Counted as the turns before the one refused, a quota
+	// learned low is one the key then keeps to, turn after turn, with no
+	// refusal to correct it.
+	s.quota, s.confirmed, s.foretold = int(s.seq-s.winSeq)-1, true, false
+	s.closedFrom, s.closedTo = s.winSeq, s.seq
 	s.cutAt = s.seq // turns on their way are refused with it
 	s.closeAt(target, now)
 	return true

@@ -97,6 +97,13 @@ const learnLuaPace = `
     return math.max(seq - s.eseq - 1 - s.sref, 0)
   end
 
+  local function refillRate(passed, span)
+    if span <= 0 or passed <= DRY_INTERVALS then
+      return 0
+    end
+    return (passed - 1) / span
+  end
+
   local function decrease(passed, hint)
     local wasUnpaced = s.mode ~= PACED
     if passed == 0 then
@@ -162,15 +169,19 @@ const learnLuaRefusal = `
     local passed = passedSince(seq)
     s.ppaced = s.ppaced + math.max(passed, 0)
     if passed > 0 or s.dryf == 0 then
-      s.dry, s.dryf, s.dryt = 0, now, 0
+      s.dry, s.dryf, s.dryt, s.dsh = 0, now, 0, 0
       s.dryp = math.max(passed, 0)
+      if s.empty ~= 0 then
+        s.dsh = refillRate(passed, now - s.empty)
+      end
     end
     if target ~= 0 and (s.dryt == 0 or target < s.dryt) then
       s.dryt = target
     end
     s.dry = s.dry + 1
     s.lhint = hint
-    local dry = s.dry >= DRY_REFUSALS and now - s.dryf >= DRY_SPAN
+    local span = now - s.dryf
+    local dry = s.dry >= DRY_REFUSALS and (span >= DRY_SPAN or span * s.dsh >= DRY_INTERVALS)
     if s.notw == 0 and top == math.huge and (dry or hint > 1) then
       becomeWindowed(s.dryt)
     else

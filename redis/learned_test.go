@@ -236,6 +236,44 @@ func TestLearnScriptSeedsASlidingWindowFromItsHint(t *testing.T) {
 	}
 }
 
+// A fleet paced at a search that climbed for 300 ms, every turn let
+// through, then refused three times in some 55 ms, each turn sent after
+// the last refusal: shorter than the dry span, but over three intervals
+// of the rate the server let turns through at before, so the server
+// refilled nothing a bucket at that rate would have. The script, as the
+// reference, takes the key for a window's (windowDry).
+func TestLearnScriptReadsADryStreakByTheRefillShown(t *testing.T) {
+	start := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	ask := mirrored(t, start)
+	take := store.LearnAsk{Take: true, MaxWait: time.Minute}
+	ask(start, store.LearnAsk{Outcomes: []store.Outcome{{Kind: store.Refused}}})
+	now := start
+	var last store.LearnAnswer
+	for now.Before(start.Add(300 * time.Millisecond)) {
+		a := ask(now, take)
+		now = now.Add(a.Wait)
+		if a.Took {
+			last = a
+		}
+	}
+	refuse := func(seq uint64) store.LearnAnswer {
+		return ask(now, store.LearnAsk{Outcomes: []store.Outcome{{Seq: seq, Kind: store.Refused, Hint: time.Second}}})
+	}
+	a := refuse(last.Seq)
+	for range 2 {
+		var turn store.LearnAnswer
+		for !turn.Took {
+			turn = ask(now, take)
+			now = now.Add(turn.Wait)
+		}
+		now = now.Add(20 * time.Millisecond) // its answer
+		a = refuse(turn.Seq)
+	}
+	if !a.State.Windowed {
+		t.Errorf("three refusals of turns sent one after the other, after %d let through in 300 ms: %+v, want windowed", last.Seq, a.State)
+	}
+}
+
 // mirrored returns a function that asks the script and the reference
 // (learn.Shared) the same of one key at now, fails the test where their
 // answers differ, and returns the script's. Times are sent as seconds

@@ -30,7 +30,7 @@ local F = {'mode', 'seq', 'tat', 'last', 'slack', 'prob', 'from', 'to', 'hold', 
   'wseq', 'opat', 'per', 'prb', 'held', 'aseq', 'auntil', 'bunt', 'bhold', 'pfirst', 'ppaced',
   'cnt', 'crem', 'clim', 'cseq', 'cat', 'creset', 'crst', 'crefl', 'cnob', 'cretry', 'cearly', 'ccut', 'copen',
   'creask', 'cper', 'cask', 'caskt', 'crefu', 'csat', 'csseq', 'csrefu', 'csrem', 'cnat', 'cnseq', 'cnrefu', 'cnrem',
-  'csaw', 'cbef', 'crefb', 'ctold', 'crc', 'qfrom', 'qto', 'dryp', 'dsh'}
+  'csaw', 'cbef', 'crefb', 'ctold', 'crc', 'qfrom', 'qto', 'dryp', 'dsh', 'etgt', 'danc'}
 local CF = {'cnt', 'crem', 'clim', 'cseq', 'cat', 'creset', 'crst', 'crefl', 'cnob', 'cretry', 'cearly', 'ccut',
   'copen', 'creask', 'cper', 'cask', 'caskt', 'crefu', 'csat', 'csseq', 'csrefu', 'csrem', 'cnat', 'cnseq', 'cnrefu',
   'cnrem', 'csaw', 'cbef', 'crefb', 'ctold', 'crc'}
@@ -41,7 +41,7 @@ local PROBE_START, MIN_SAMPLE, PROBE_GROWTH, RAMP, MAX_CREDIT = 25, 0.1, 0.1, 1,
 local MIN_BAND, CUT, MAX_HOLD, PROBE_AFTER = 0.02, 0.7, 30, 100
 local MAX_RATE, MIN_RATE = 1e6, 1 / 60
 local DRY_SPAN, DRY_REFUSALS, DRY_INTERVALS, WPROBE_START, WPROBE_MAX, MARGIN = 0.2, 3, 3, 0.1, 60, 0.005
-local BHOLD_START, BHOLD_MAX, FLOOR_DEPTH = 30, 600, 8
+local BHOLD_START, BHOLD_MAX, FLOOR_DEPTH, ANCHOR_STEPS = 30, 600, 8, 4
 local ASK_TIMEOUT, ASK_POLL, REACH_SLACK = 1, 0.01, 0.001
 
 local function learn(key, A, o)

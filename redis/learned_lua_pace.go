@@ -170,7 +170,7 @@ const learnLuaRefusal = `
     s.ppaced = s.ppaced + math.max(passed, 0)
     if passed > 0 or s.dryf == 0 then
       s.dry, s.dryf, s.dryt, s.dsh = 0, now, 0, 0
-      s.dryp = math.max(passed, 0)
+      s.dryp, s.danc = math.max(passed, 0), s.etgt
       if s.empty ~= 0 then
         s.dsh = refillRate(passed, now - s.empty)
       end
@@ -187,7 +187,7 @@ const learnLuaRefusal = `
     else
       decrease(passed, hint)
     end
-    s.empty, s.eseq, s.sref = now, math.max(seq, s.eseq), 0
+    s.empty, s.eseq, s.sref, s.etgt = now, math.max(seq, s.eseq), 0, target
   end
 
   local function passedBefore(n)

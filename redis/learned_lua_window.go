@@ -4,6 +4,20 @@ package redis
 
 // learnLuaWindow is becomeWindowed and windowRefused.
 const learnLuaWindow = `
+  local function earlierTurn(anchor, step, opens)
+    if anchor == 0 or step <= 0 or now - anchor > ANCHOR_STEPS * step then
+      return 0
+    end
+    local turn = anchor
+    if turn <= now then
+      turn = anchor + (math.floor((now - anchor) / step) + 1) * step
+    end
+    if turn >= opens then
+      return 0
+    end
+    return turn
+  end
+
   local function becomeWindowed(opens)
     s.held = 0
     if opens == 0 or opens <= now then
@@ -19,6 +33,10 @@ const learnLuaWindow = `
     elseif s.dryp >= 2 then
       s.quota = s.dryp
     end
+    local turn = earlierTurn(s.danc, s.lhint, opens)
+    if turn ~= 0 then
+      s.opens, s.fore = turn, 1
+    end
     s.prob, s.tat = 0, 0
     s.cut = s.seq
   end
@@ -32,6 +50,9 @@ const learnLuaWindow = `
       s.opens = now + s.prb
       if target ~= 0 then
         s.opens = target
+      end
+      if s.dryt > now and s.dryt < s.opens then
+        s.opens = s.dryt
       end
       s.cut = s.seq
       return true

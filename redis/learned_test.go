@@ -274,6 +274,50 @@ func TestLearnScriptReadsADryStreakByTheRefillShown(t *testing.T) {
 	}
 }
 
+// A window the fleet found on the way, as in learn's
+// TestSharedWindowFoundOnTheWayTurnsWhenTheFirstHintSaid: the script,
+// as the reference, holds the key to the turn the first wave's hint
+// said, a second on, and, that turn refused, to the later one.
+func TestLearnScriptTurnsWhenTheFirstHintSaid(t *testing.T) {
+	start := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	ask := mirrored(t, start)
+	take := store.LearnAsk{Take: true, MaxWait: time.Minute}
+	refuse := func(now time.Time, seq uint64) store.LearnAnswer {
+		return ask(now, store.LearnAsk{Outcomes: []store.Outcome{{Seq: seq, Kind: store.Refused, Hint: time.Second}}})
+	}
+	ask(start, store.LearnAsk{Outcomes: []store.Outcome{{Kind: store.Refused, Hint: time.Second, Passed: 50}}})
+	now := start.Add(time.Second)
+	var last uint64
+	for now.Before(start.Add(1400 * time.Millisecond)) {
+		a := ask(now, take)
+		now = now.Add(a.Wait)
+		if a.Took {
+			last = a.Seq
+		}
+	}
+	a := refuse(now, last)
+	for range 2 {
+		now = now.Add(150 * time.Millisecond)
+		turn := ask(now, take)
+		for !turn.Took {
+			now = now.Add(turn.Wait)
+			turn = ask(now, take)
+		}
+		a = refuse(now, turn.Seq)
+	}
+	if !a.State.Windowed {
+		t.Fatalf("three refusals in a row after the turns passed: %+v, want windowed", a.State)
+	}
+	opens := start.Add(2 * time.Second)
+	asker := ask(opens, take)
+	if !asker.Took || !asker.Tell {
+		t.Fatalf("the first turn at the turn the first hint said: %+v, want it taken, asking", asker)
+	}
+	if a := refuse(opens, asker.Seq); !a.State.Windowed || a.State.HeldUntil.IsZero() {
+		t.Errorf("that turn refused: %+v, want held to the later turn", a.State)
+	}
+}
+
 // mirrored returns a function that asks the script and the reference
 // (learn.Shared) the same of one key at now, fails the test where their
 // answers differ, and returns the script's. Times are sent as seconds

@@ -97,7 +97,11 @@ type Shared struct {
 	notWindowed bool
 	// dryPassed is how many turns passed between the refusal before
 	// the streak and its first: what a window that ran out then gave.
-	dryPassed int
+	// emptyTarget is when the last event's hint said to come back, zero
+	// without one, and dryAnchor that of the event before the streak
+	// (see earlierTurn).
+	dryPassed              int
+	emptyTarget, dryAnchor time.Time
 	// passedFirst sums what the fleet's transports let through before
 	// each saw its first refusal of the key (Outcome.Passed), and
 	// passedPaced the turns that passed since, as the events counted them.

@@ -95,7 +95,7 @@ func (s *Shared) refused(seq uint64, hint time.Duration, top float64, now time.T
 	s.passedPaced += max(passed, 0)
 	if passed > 0 || s.dryFrom.IsZero() {
 		s.dry, s.dryFrom, s.dryTarget, s.dryShown = 0, now, time.Time{}, 0
-		s.dryPassed = max(passed, 0)
+		s.dryPassed, s.dryAnchor = max(passed, 0), s.emptyTarget
 		if !s.lastEmpty.IsZero() {
 			s.dryShown = refillRate(int64(passed), now.Sub(s.lastEmpty))
 		}
@@ -111,7 +111,7 @@ func (s *Shared) refused(seq uint64, hint time.Duration, top float64, now time.T
 	} else {
 		s.decrease(passed, hint, top, now)
 	}
-	s.lastEmpty, s.eventSeq, s.siblingRefusals = now, max(seq, s.eventSeq), 0
+	s.lastEmpty, s.eventSeq, s.siblingRefusals, s.emptyTarget = now, max(seq, s.eventSeq), 0, target
 }
 
 // passedSince is how many turns went through between the last event and

@@ -254,6 +254,75 @@ func TestSharedWindowLearnedOnTheWayAsksPastTheQuotaItGuessed(t *testing.T) {
 	}
 }
 
+// sharedOnTheWay runs a fleet into a window it first took for a bucket:
+// its first wave refused at start with a hint of a second, its turns at
+// the search's pace from when the hint ends until, 400 ms on, one is
+// refused, then two more, 150 ms apart: windowed. It returns the key and
+// the answer to the last refusal, and when each refusal's hint ends.
+func sharedOnTheWay(t *testing.T, start time.Time) (*Shared, store.LearnAnswer, []time.Time) {
+	t.Helper()
+	s := new(Shared)
+	tell(s, start, store.Outcome{Kind: store.Refused, Hint: time.Second, Passed: 50})
+	now := start.Add(time.Second)
+	var last uint64
+	for now.Before(start.Add(1400 * time.Millisecond)) {
+		a := takeAt(s, now, time.Minute)
+		now = now.Add(a.Wait)
+		if a.Took {
+			last = a.Seq
+		}
+	}
+	var a store.LearnAnswer
+	var targets []time.Time
+	for i := range 3 {
+		if i > 0 {
+			now = now.Add(150 * time.Millisecond)
+			turn := takeAt(s, now, time.Minute)
+			for !turn.Took {
+				now = now.Add(turn.Wait)
+				turn = takeAt(s, now, time.Minute)
+			}
+			last = turn.Seq
+		}
+		a = tell(s, now, refusal(last, time.Second))
+		targets = append(targets, now.Add(time.Second))
+	}
+	if !a.State.Windowed {
+		t.Fatalf("three refusals in a row after the turns passed: %+v, want windowed", a.State)
+	}
+	return s, a, targets
+}
+
+// A window a fleet found on the way, its turns let through from the turn
+// the first wave's hint said until one was refused amid the window, is
+// held to the turn that first hint says, a second on, not to the later
+// one the hints of its refusals say: that would keep the fleet's turns
+// late by most of a window for good.
+func TestSharedWindowFoundOnTheWayTurnsWhenTheFirstHintSaid(t *testing.T) {
+	_, a, targets := sharedOnTheWay(t, sharedT0)
+	if want := sharedT0.Add(2 * time.Second); !a.State.HeldUntil.Equal(want) {
+		t.Errorf("held until %v, want %v, a second after the first wave's hint ended (its refusals' hints say %v)",
+			a.State.HeldUntil.Sub(sharedT0), want.Sub(sharedT0), targets[0].Sub(sharedT0))
+	}
+}
+
+// The turn an earlier hint said, refused before anything of the window
+// passed, was not a turn yet: the fleet goes back to the one the hints of
+// the refusals that showed the window said.
+func TestSharedWindowTurnAnEarlierHintSaidRefusedGoesBackToTheLater(t *testing.T) {
+	s, a, targets := sharedOnTheWay(t, sharedT0)
+	opens := a.State.HeldUntil
+	asker := takeAt(s, opens, time.Minute)
+	if !asker.Took || !asker.Tell {
+		t.Fatalf("the first turn at %v: %+v, want it taken, asking", opens.Sub(sharedT0), asker)
+	}
+	a = tell(s, opens, refusal(asker.Seq, time.Second))
+	if !a.State.HeldUntil.Equal(targets[0]) {
+		t.Errorf("the turn refused: held until %v, want %v, the first the refusals that showed the window said",
+			a.State.HeldUntil.Sub(sharedT0), targets[0].Sub(sharedT0))
+	}
+}
+
 // A count one replica reads is what every replica takes from: the turns
 // taken since consume it, and when none is left the key waits for the
 // reset; a higher count of an earlier turn is stale and left alone.

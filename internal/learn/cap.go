@@ -226,11 +226,29 @@ func (p *Pacer) capHolds() {
 // pace goes; an empty bucket refuses them, a refill lets one through
 // at most, and the cap ends (capTold).
 func (p *Pacer) capDoubt() {
-	p.capDoubted, p.capTellFrom, p.capTellOK = true, 0, 0
+	p.capDoubted, p.capTellFrom, p.capTellOK, p.capTellBy = true, 0, 0, p.lastTarget
 	p.wakeHead()
 	if p.trace != nil {
 		p.trace("cap %d in doubt: the search's pace holds until %d requests sent at once are answered", p.flightCap, capTellers)
 	}
+}
+
+// tellersLate ends a cap in doubt whose tellers could not go before the
+// hint of the refusal that showed it ended, with p.mu held, at now, as
+// the first is due: by then a bucket's refill, or a window's turn, gave
+// back what it refused, and they would go through whatever holds the
+// key. So a window of 50 a second, its first wave of 20 refused whole
+// with a hint of a second, was taken for a cap of 19: its tellers, held
+// to the turn, went through, and the key sent the next window at once,
+// past its quota.
+func (p *Pacer) tellersLate(now time.Time) {
+	if !p.capDoubted || p.capTellFrom != 0 || p.capTellBy.IsZero() || now.Before(p.capTellBy) {
+		return
+	}
+	if p.trace != nil {
+		p.trace("cap %d: its tellers go after the hint that showed it: they tell nothing, no cap", p.flightCap)
+	}
+	p.noCap()
 }
 
 // noCap ends the cap, with p.mu held: the refusals of requests sent so

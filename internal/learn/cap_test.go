@@ -380,3 +380,39 @@ func TestFirstWaveCapIsDoubted(t *testing.T) {
 		}
 	})
 }
+
+// TestDoubtedCapTellersHeldByTheHintTellNothing: a first wave refused
+// with 5 and 6 others in flight, each refusal asking for a second, shows
+// a cap in doubt. Tellers sent before the hint ends tell it from a
+// bucket's burst, as ever; but when nothing could go before (every
+// request of the wave was refused, and waits for its hint), the first
+// request sent once the hint ended is no teller: a bucket's refill, or a
+// window's turn, lets anything through by then. The cap ends, and the
+// request goes at the search's pace.
+func TestDoubtedCapTellersHeldByTheHintTellNothing(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		name   string
+		sendAt time.Duration
+		capped bool
+	}{{"before the hint ends", 10 * time.Millisecond, true}, {"once it ended", time.Second, false}} {
+		a := New(0, math.Inf(1), t0)
+		for _, k := range []int{2, 2, 3, 3} {
+			a.Untracked(Answer{OK: true, Remaining: -1, Flight: k}, 0, t0)
+		}
+		for _, k := range []int{5, 6} {
+			a.Untracked(Answer{Refused: true, Remaining: -1, Flight: k, Hint: time.Second}, 0, t0)
+		}
+		if a.flightCap != 5 || !a.capDoubted {
+			t.Fatalf("%s: capped at %d, in doubt %v; want 5, in doubt", c.name, a.flightCap, a.capDoubted)
+		}
+		_, _, _, sent := a.Take(t0.Add(c.sendAt))
+		if !sent {
+			t.Fatalf("%s: the first request was held; want it sent (a teller, or at the search's pace)", c.name)
+		}
+		if got := a.flightCap == 5 && a.capDoubted && a.capTellFrom != 0; got != c.capped {
+			t.Errorf("%s: capped at %d, in doubt %v, a teller %v; want the cap in doubt, the request its teller: %v",
+				c.name, a.flightCap, a.capDoubted, a.capTellFrom != 0, c.capped)
+		}
+	}
+}

@@ -85,6 +85,7 @@ func (p *Pacer) takeLocked(now time.Time) (seq uint64, delay time.Duration, read
 		return 0, delay, ready, false
 	}
 	r := p.rate(now)
+	p.tellersLate(now)
 	teller := p.tellerDue()
 	if !math.IsInf(r, 1) && !teller {
 		// A head a little late keeps the learned cadence, which timers

@@ -132,6 +132,14 @@ type Pacer struct {
 	dry      int
 	dryFrom  time.Time
 	dryShown float64
+	// lastTarget is when the last refusal's hint said to come back, zero
+	// without one, and dryAnchor that of the refusal before the streak
+	// (see earlierTurn).
+	lastTarget, dryAnchor time.Time
+	// okRun counts the successes of the key's paced requests since its
+	// last refusal; okRunBefore is the last run of them a refusal ended,
+	// and dryPassed the one before the streak.
+	okRun, okRunBefore, dryPassed int64
 
 	// sentWith is how each of the last requests was sent, by its number
 	// (see sentAs).
@@ -165,6 +173,10 @@ type Pacer struct {
 	capTellFrom  uint64
 	capTellOK    int
 	capRefutedAt uint64
+	// capTellBy is when the hint of the refusal that showed the cap in
+	// doubt ended, zero without one: tellers sent later tell nothing
+	// (tellersLate).
+	capTellBy time.Time
 	// refusalCounted is set when the count explained the last refusal:
 	// it said nothing was left.
 	refusalCounted bool
@@ -326,7 +338,11 @@ func (p *Pacer) Unpaced(passed bool, others int) {
 // learn takes in the answer to request seq, with p.mu held; newEvent
 // says a refusal in it is not the sibling of one already answered.
 func (p *Pacer) learn(seq uint64, newEvent bool, an Answer, now time.Time) (capped bool) {
+	if an.Refused && p.okRun > 0 {
+		p.okRun, p.okRunBefore = 0, p.okRun
+	}
 	if an.OK {
+		p.okRun++
 		p.successes++
 		p.freshOK++
 		if !p.lastSuccess.IsZero() {

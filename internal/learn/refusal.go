@@ -19,9 +19,9 @@ func (p *Pacer) refused(newEvent bool, hint time.Duration, now time.Time) {
 		p.goBlind(now)
 		return
 	}
-	defer func() { p.lastEmpty, p.successesAtEmpty = now, p.successes }()
 	p.lastHint = hint
 	var target time.Time
+	defer func() { p.lastEmpty, p.successesAtEmpty, p.lastTarget = now, p.successes, target }()
 	if hint > 0 {
 		target = now.Add(hint)
 		if p.dryTarget.IsZero() || target.Before(p.dryTarget) {
@@ -45,7 +45,7 @@ func (p *Pacer) refused(newEvent bool, hint time.Duration, now time.Time) {
 	// windowDryIntervals of them through. A pause of more than a second
 	// the server asks for is one too, until it shows otherwise.
 	if p.dryFrom.IsZero() {
-		p.dryFrom, p.dryShown = now, p.refillShown(now)
+		p.dryFrom, p.dryShown, p.dryAnchor, p.dryPassed = now, p.refillShown(now), p.lastTarget, p.okRunBefore
 	}
 	if newEvent {
 		p.dry++

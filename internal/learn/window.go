@@ -74,6 +74,12 @@ func refillRate(passed int64, span time.Duration) float64 {
 // learnedWindow is what a windowed key learned of its server's window.
 type learnedWindow struct {
 	quota int // what the last window let through; 0 before one was counted
+	// guess is what the key saw let through before it learned the
+	// window, while quota is 0: the first window that reopens sends that
+	// many, then one more alone, then twice as many as came beyond it,
+	// each batch once the last was answered, until one is refused (see
+	// guessed); 0 for none.
+	guess int
 	// confirmed is set once a window reopened and gave its quota; before,
 	// the quota is the transport's guess, and a hint may not be a turn.
 	confirmed bool
@@ -202,6 +208,9 @@ func (p *Pacer) windowRefused(target, now time.Time) bool {
 		if !target.IsZero() {
 			w.opens = target
 		}
+		if p.dryTarget.After(now) && p.dryTarget.Before(w.opens) {
+			w.opens = p.dryTarget // the turn an earlier hint said was not yet: back to the later one (earlierTurn)
+		}
 		p.cutAt = p.sent
 		return true
 	}
@@ -271,8 +280,18 @@ func (p *Pacer) becomeWindowed(opens, now time.Time) {
 		p.trace("%v windowed: opens in %v", now.Sub(p.firstSend).Round(time.Millisecond), opens.Sub(now))
 	}
 	p.win = &learnedWindow{windowTurns: windowTurns{opens: opens, probe: windowProbeStart, held: held}}
+	if turn := earlierTurn(p.dryAnchor, p.lastHint, opens, now); !turn.IsZero() {
+		p.win.opens, p.win.foretold = turn, true
+	}
 	switch {
 	case p.successes > 0:
+		// What the key's paced requests let through before the streak
+		// of refusals that showed the window: what the window that ran
+		// out gave, or less, when it had given some before. The next
+		// one sends that many, then asks whether it gives more (guess).
+		if p.dryPassed >= 2 {
+			p.win.guess = int(min(p.dryPassed, math.MaxInt32))
+		}
 	case p.untrackedOK > 0:
 		// Nothing paced has passed yet: the window that ran out is the
 		// first, and its successes are its quota, or less when some were
@@ -312,6 +331,18 @@ func (w *learnedWindow) succeeded(seq, closedAt uint64) {
 	case w.confirmed && seq > w.openSeq && seq <= closedAt:
 		w.quota++
 	}
+}
+
+// guessed is how many requests of a window whose quota is not known
+// yet may be let through or on their way, from what the key guessed of
+// it: the guess, then one more, then twice as many as came beyond it.
+// Without one, every request waiting would go at once, and all those
+// the window's quota leaves would be refused with it.
+func (w *learnedWindow) guessed() int {
+	if w.used < w.guess {
+		return w.guess
+	}
+	return w.guess + 2*(w.used-w.guess) + 1
 }
 
 // wait is how long the head of the line waits at now for the window, with
@@ -354,6 +385,8 @@ func (w *learnedWindow) wait(p *Pacer, now time.Time) (time.Duration, <-chan str
 	switch {
 	case w.quota > 0 && w.used+p.inFlight >= allowed && p.inFlight > 0:
 		return 0, p.answered() // the last window's quota is on its way
+	case w.quota == 0 && w.guess > 0 && w.used+p.inFlight >= w.guessed() && p.inFlight > 0:
+		return 0, p.answered() // what the guess allows is on its way: its answers say whether more fits
 	case w.confirmed && w.period > 0 && w.quota > 0 && w.used >= allowed:
 		switch {
 		case asking && w.ask.grow():

@@ -167,3 +167,91 @@ func TestWindowAskRefusedSoonerMovesThePhase(t *testing.T) {
 		t.Fatalf("held until %v after the window that followed; want %v, a period of 1s after its turn", held.Sub(t0), want.Sub(t0))
 	}
 }
+
+// pacerOnTheWay runs a key into a window it first took for a bucket: its
+// first wave refused at t0 with a hint of a second, its requests at the
+// search's pace, each let through, from when the hint ends until, 400 ms
+// on, one is refused, then two more, 150 ms apart, sent one after the
+// other: windowed. It returns the key, how many went through in the
+// window, and when the first refusal of the streak said to come back.
+func pacerOnTheWay(t *testing.T, t0 time.Time) (*Pacer, int, time.Time) {
+	t.Helper()
+	a := New(0, math.Inf(1), t0)
+	a.Untracked(Answer{Refused: true, Remaining: -1, Hint: time.Second, Flight: -1}, 0, t0)
+	now, passed := t0.Add(time.Second), 0
+	var seq uint64
+	for {
+		seq, now = sendAt(t, a, now)
+		if now.After(t0.Add(1400 * time.Millisecond)) {
+			break
+		}
+		a.Outcome(seq, succeeded, now)
+		passed++
+	}
+	refused := Answer{Refused: true, Remaining: -1, Hint: time.Second}
+	a.Outcome(seq, refused, now)
+	streak := now.Add(time.Second)
+	for range 2 {
+		seq, now = sendAt(t, a, now.Add(150*time.Millisecond))
+		a.Outcome(seq, refused, now)
+	}
+	if a.WindowHeldUntil().IsZero() {
+		t.Fatal("three refusals in a row after the requests went through: not windowed")
+	}
+	return a, passed, streak
+}
+
+// TestWindowFoundOnTheWayTurnsWhenTheFirstWaveSaid: a window the key
+// found on the way, its requests let through from the turn the first
+// wave's hint said until one was refused amid the window, is held to the
+// turn that first hint says, a second on, not to the later one the hints
+// of its refusals say: that would keep its turns late by most of a
+// window for good. A turn so foretold that is refused before anything of
+// the window passed was no turn: the key goes back to the later one.
+func TestWindowFoundOnTheWayTurnsWhenTheFirstWaveSaid(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	a, _, streak := pacerOnTheWay(t, t0)
+	turn := t0.Add(2 * time.Second)
+	if got := a.WindowHeldUntil(); !got.Equal(turn) {
+		t.Fatalf("held until %v, want %v, a second after the first wave's hint ended (the streak's hints say %v)",
+			got.Sub(t0), turn.Sub(t0), streak.Sub(t0))
+	}
+	seq, _ := sendAt(t, a, turn)
+	a.Outcome(seq, Answer{Refused: true, Remaining: -1, Hint: time.Second}, turn)
+	if got := a.WindowHeldUntil(); !got.Equal(streak) {
+		t.Errorf("the foretold turn refused: held until %v, want %v, the turn the streak's first hint said", got.Sub(t0), streak.Sub(t0))
+	}
+}
+
+// TestWindowFoundOnTheWaySendsWhatTheLastGaveThenAsks: the first window
+// that reopens after the key found it on the way sends what the last
+// window let through, then one more alone, whose answer says whether the
+// window gives more, rather than every request waiting at once, all but
+// the quota refused with it.
+func TestWindowFoundOnTheWaySendsWhatTheLastGaveThenAsks(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	a, passed, _ := pacerOnTheWay(t, t0)
+	turn := a.WindowHeldUntil()
+	first, _ := sendAt(t, a, turn) // asks alone whether the window turned
+	a.Outcome(first, succeeded, turn)
+	var seqs []uint64
+	for range 2 * passed { // bounded: a window with no guess sends all it is given
+		seq, _, _, went := a.Take(turn)
+		if !went {
+			break
+		}
+		seqs = append(seqs, seq)
+	}
+	if len(seqs) != passed-1 {
+		t.Fatalf("sent %d at once once the window turned, want the %d the last window gave, less the one that asked", len(seqs), passed-1)
+	}
+	for _, seq := range seqs {
+		a.Outcome(seq, succeeded, turn)
+	}
+	if _, _, _, went := a.Take(turn); !went {
+		t.Fatal("the quota answered: no request goes to ask for more")
+	}
+	if _, _, ready, went := a.Take(turn); went || ready == nil {
+		t.Errorf("a request beside the one that asks: went %v, want it held for that one's answer", went)
+	}
+}

@@ -46,7 +46,7 @@ const learnLuaWindow = `
       s.quota = s.quota - 1
     end
     if s.fore == 1 and s.opens == 0 and seq == s.wseq + 1 then
-      s.per, s.fore, s.prb = 0, 0, WPROBE_START
+      s.per, s.fore, s.prb, s.opat = 0, 0, WPROBE_START, 0
       s.opens = now + s.prb
       if target ~= 0 then
         s.opens = target

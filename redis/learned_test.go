@@ -313,8 +313,36 @@ func TestLearnScriptTurnsWhenTheFirstHintSaid(t *testing.T) {
 	if !asker.Took || !asker.Tell {
 		t.Fatalf("the first turn at the turn the first hint said: %+v, want it taken, asking", asker)
 	}
-	if a := refuse(opens, asker.Seq); !a.State.Windowed || a.State.HeldUntil.IsZero() {
-		t.Errorf("that turn refused: %+v, want held to the later turn", a.State)
+	a = refuse(opens, asker.Seq)
+	if !a.State.Windowed || a.State.HeldUntil.IsZero() {
+		t.Fatalf("that turn refused: %+v, want held to the later turn", a.State)
+	}
+	// Two windows more: the period the second measures is from the
+	// first, not from the turn refused (the answers are compared turn by
+	// turn, the waits with them).
+	window := func(at time.Time) store.LearnAnswer {
+		t.Helper()
+		first := ask(at, take)
+		ask(at, store.LearnAsk{Outcomes: []store.Outcome{{Seq: first.Seq, Kind: store.Passed}}})
+		for range 200 {
+			turn := ask(at, take)
+			switch {
+			case !turn.Took:
+				return turn
+			case turn.Tell:
+				return refuse(at.Add(5*time.Millisecond), turn.Seq)
+			}
+		}
+		t.Fatalf("at %v: the window never closed", at.Sub(start))
+		return store.LearnAnswer{}
+	}
+	// The script's HeldUntil is on the real clock: how long it holds is
+	// the same on the test's.
+	next := opens.Add(time.Until(a.State.HeldUntil) + 10*time.Millisecond)
+	a = window(next)
+	next = next.Add(5*time.Millisecond + time.Until(a.State.HeldUntil) + 10*time.Millisecond)
+	if a = window(next); a.Took || a.Wait < 900*time.Millisecond {
+		t.Errorf("the second window's quota spent: %+v, want the next turn about a second on, the period", a)
 	}
 }
 

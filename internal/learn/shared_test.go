@@ -318,8 +318,37 @@ func TestSharedWindowTurnAnEarlierHintSaidRefusedGoesBackToTheLater(t *testing.T
 	}
 	a = tell(s, opens, refusal(asker.Seq, time.Second))
 	if !a.State.HeldUntil.Equal(targets[0]) {
-		t.Errorf("the turn refused: held until %v, want %v, the first the refusals that showed the window said",
+		t.Fatalf("the turn refused: held until %v, want %v, the first the refusals that showed the window said",
 			a.State.HeldUntil.Sub(sharedT0), targets[0].Sub(sharedT0))
+	}
+	// The window reopens there, and a second later: its period is that
+	// second, not the time since the turn refused, which was no turn.
+	// Measured from it, a period of 400 ms sent every turn after early,
+	// refused whole (1.34 of the least time on loopback).
+	window := func(at time.Time) store.LearnAnswer {
+		t.Helper()
+		first := takeAt(s, at, time.Minute)
+		if !first.Took {
+			t.Fatalf("the first turn at %v: %+v, want it taken", at.Sub(sharedT0), first)
+		}
+		tell(s, at, store.Outcome{Seq: first.Seq, Kind: store.Passed})
+		for {
+			turn := takeAt(s, at, time.Minute)
+			if !turn.Took {
+				return turn
+			}
+			if turn.Tell {
+				return tell(s, at.Add(5*time.Millisecond), refusal(turn.Seq, time.Second))
+			}
+		}
+	}
+	a = window(targets[0])
+	second := a.State.HeldUntil
+	if a = window(second); a.Took {
+		t.Fatalf("the second window: a turn past its quota taken: %+v", a)
+	}
+	if a.Wait < 900*time.Millisecond {
+		t.Errorf("the quota of the window at %v spent: the next turn in %v, want about a second, the period", second.Sub(sharedT0), a.Wait)
 	}
 }
 

@@ -80,8 +80,9 @@ func (s *Shared) windowRefused(seq uint64, sibling bool, target time.Time, top f
 	if s.foretold && s.opens.IsZero() && seq == s.winSeq+1 {
 		// Refused at the turn the period foretold, before anything of the
 		// window passed: the server had not turned yet. Distrust the
-		// period, and wait for the turn the hint says.
-		s.period, s.foretold, s.probe = 0, false, windowProbeStart
+		// period, and wait for the turn the hint says; the turn that was
+		// none is no start of a period either.
+		s.period, s.foretold, s.probe, s.openedAt = 0, false, windowProbeStart, time.Time{}
 		s.opens = now.Add(s.probe)
 		if !target.IsZero() {
 			s.opens = target

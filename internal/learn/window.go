@@ -202,7 +202,7 @@ func (p *Pacer) windowRefused(target, now time.Time) bool {
 		// Refused at the turn the period foretold, before anything of the
 		// window passed: the server had not turned yet. Distrust the
 		// period, and wait for the turn the hint says.
-		w.period, w.foretold = 0, false
+		w.period, w.foretold, w.openedAt = 0, false, time.Time{} // that turn was none: no start of a period either
 		w.probe = windowProbeStart
 		w.opens = now.Add(w.probe)
 		if !target.IsZero() {

@@ -219,7 +219,26 @@ func TestWindowFoundOnTheWayTurnsWhenTheFirstWaveSaid(t *testing.T) {
 	seq, _ := sendAt(t, a, turn)
 	a.Outcome(seq, Answer{Refused: true, Remaining: -1, Hint: time.Second}, turn)
 	if got := a.WindowHeldUntil(); !got.Equal(streak) {
-		t.Errorf("the foretold turn refused: held until %v, want %v, the turn the streak's first hint said", got.Sub(t0), streak.Sub(t0))
+		t.Fatalf("the foretold turn refused: held until %v, want %v, the turn the streak's first hint said", got.Sub(t0), streak.Sub(t0))
+	}
+	// The window reopens there, and a second later: its period is that
+	// second, not the time since the turn refused, which was no turn.
+	// Measured from it, a period of 400 ms would hold every turn after
+	// from the wrong instant.
+	for range 10 {
+		seq, _ := sendAt(t, a, streak)
+		a.Outcome(seq, succeeded, streak)
+	}
+	seq, _ = sendAt(t, a, streak)
+	closed := streak.Add(5 * time.Millisecond)
+	a.Outcome(seq, Answer{Refused: true, Remaining: -1, Hint: time.Second}, closed)
+	second := a.WindowHeldUntil()
+	if !second.After(closed) {
+		t.Fatalf("the window refused at %v: held until %v, want a second on", closed.Sub(t0), second.Sub(t0))
+	}
+	sendAt(t, a, second)
+	if p := a.win.period; p < 900*time.Millisecond {
+		t.Errorf("reopened at %v, a second after %v: period %v, want about a second", second.Sub(t0), streak.Sub(t0), p)
 	}
 }
 

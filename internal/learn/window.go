@@ -71,6 +71,37 @@ func refillRate(passed int64, span time.Duration) float64 {
 	return float64(passed-1) / span.Seconds()
 }
 
+// windowAnchorSteps is how many steps back, at most, an earlier
+// refusal's hint still says when the window turns (earlierTurn).
+const windowAnchorSteps = 4
+
+// earlierTurn is the first turn after now that an earlier refusal's hint
+// says, a step at a time, when it comes before opens, the turn the hints
+// of the refusals that showed the window say; zero otherwise. anchor is
+// when the earlier hint said to come back, step the hint of the refusals
+// that showed the window. A hint in whole seconds says a turn late by up
+// to a second: a refusal as the window ran out amid it says it late, and
+// a key (or a fleet) that searched for a pace through a window it took
+// for a bucket ran it out amid it; held to that hint, its turns would
+// stay late for good (1.06 of the least time on a window of 50 a
+// second). The first wave's refusal came as its window ran out at its
+// start: its hint says the turn best, and a window of one step comes
+// back a step after each turn. The first turn there asks; a refusal of
+// it sends the key back to the later turn (see windowRefused).
+func earlierTurn(anchor time.Time, step time.Duration, opens, now time.Time) time.Time {
+	if anchor.IsZero() || step <= 0 || now.Sub(anchor) > windowAnchorSteps*step {
+		return time.Time{}
+	}
+	turn := anchor
+	if !turn.After(now) {
+		turn = anchor.Add((now.Sub(anchor)/step + 1) * step)
+	}
+	if !turn.Before(opens) {
+		return time.Time{}
+	}
+	return turn
+}
+
 // learnedWindow is what a windowed key learned of its server's window.
 type learnedWindow struct {
 	quota int // what the last window let through; 0 before one was counted

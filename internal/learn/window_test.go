@@ -274,3 +274,30 @@ func TestWindowFoundOnTheWaySendsWhatTheLastGaveThenAsks(t *testing.T) {
 		t.Errorf("a request beside the one that asks: went %v, want it held for that one's answer", went)
 	}
 }
+
+// TestEarlierTurn pins the turn an earlier hint says, a step at a time:
+// the next one after now, when it comes before the turn the later hints
+// say, and none from an anchor more than windowAnchorSteps steps back.
+func TestEarlierTurn(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	for _, c := range []struct {
+		name              string
+		anchor, opens, at time.Time
+		step              time.Duration
+		want              time.Time
+	}{
+		{"a step after the anchor", at(1003), at(2404), at(1450), time.Second, at(2003)},
+		{"the anchor itself, still ahead", at(1003), at(1043), at(40), time.Second, at(1003)},
+		{"three steps on", at(1003), at(4404), at(3450), time.Second, at(4003)},
+		{"now on an anchor's step: the next one", at(1003), at(3404), at(2003), time.Second, at(3003)},
+		{"not before the later turn", at(1003), at(2003), at(1450), time.Second, time.Time{}},
+		{"an anchor too far back", at(1003), at(7404), at(6450), time.Second, time.Time{}},
+		{"no anchor", time.Time{}, at(2404), at(1450), time.Second, time.Time{}},
+		{"no step", at(1003), at(2404), at(1450), 0, time.Time{}},
+	} {
+		if got := earlierTurn(c.anchor, c.step, c.opens, c.at); !got.Equal(c.want) {
+			t.Errorf("%s: %v, want %v", c.name, got.Sub(t0), c.want.Sub(t0))
+		}
+	}
+}

@@ -136,10 +136,10 @@ type Pacer struct {
 	// without one, and dryAnchor that of the refusal before the streak
 	// (see earlierTurn).
 	lastTarget, dryAnchor time.Time
-	// okRun counts the successes of the key's paced requests since its
-	// last refusal; okRunBefore is the last run of them a refusal ended,
-	// and dryPassed the one before the streak.
-	okRun, okRunBefore, dryPassed int64
+	// successesAtRefusal is successes at the key's last refusal of any
+	// kind; okRunBefore is the last run of successes a refusal ended, and
+	// dryPassed the one before the streak.
+	successesAtRefusal, okRunBefore, dryPassed int64
 
 	// sentWith is how each of the last requests was sent, by its number
 	// (see sentAs).
@@ -338,11 +338,10 @@ func (p *Pacer) Unpaced(passed bool, others int) {
 // learn takes in the answer to request seq, with p.mu held; newEvent
 // says a refusal in it is not the sibling of one already answered.
 func (p *Pacer) learn(seq uint64, newEvent bool, an Answer, now time.Time) (capped bool) {
-	if an.Refused && p.okRun > 0 {
-		p.okRun, p.okRunBefore = 0, p.okRun
+	if run := p.successes - p.successesAtRefusal; an.Refused && run > 0 {
+		p.successesAtRefusal, p.okRunBefore = p.successes, run
 	}
 	if an.OK {
-		p.okRun++
 		p.successes++
 		p.freshOK++
 		if !p.lastSuccess.IsZero() {

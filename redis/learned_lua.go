@@ -35,7 +35,7 @@ local CF = {'cnt', 'crem', 'clim', 'cseq', 'cat', 'creset', 'crst', 'crefl', 'cn
   'copen', 'creask', 'cper', 'cask', 'caskt', 'crefu', 'csat', 'csseq', 'csrefu', 'csrem', 'cnat', 'cnseq', 'cnrefu',
   'cnrem', 'csaw', 'cbef', 'crefb', 'ctold', 'crc'}
 local UNPACED, PACED, WINDOWED, BLIND = 0, 1, 2, 3
-local REFUSED, PASSED, BLINDV, RATED, UNDECIDED, UNPACEDV, ANSWERED = 1, 2, 3, 4, 5, 6, 7
+local REFUSED, PASSED, BLINDV, RATED, UNDECIDED, UNPACEDV, ANSWERED, WITHDRAWN = 1, 2, 3, 4, 5, 6, 7, 8
 local EARLY_STEP, EARLY_MAX, SETTLE, MAX_REASK, SAMPLE_SPAN = 0.05, 0.2, 0.01, 60, 4
 local PROBE_START, MIN_SAMPLE, PROBE_GROWTH, RAMP, MAX_CREDIT = 25, 0.1, 0.1, 1, 1
 local MIN_BAND, CUT, MAX_HOLD, PROBE_AFTER = 0.02, 0.7, 30, 100
@@ -88,8 +88,27 @@ local function learn(key, A, o)
 // learnLuaTail closes learn: each outcome taken in, then the turn, the
 // state written back where it changed, and the answer.
 const learnLuaTail = `
+  local function withdrawn(seq)
+    if seq == 0 then
+      return
+    end
+    if seq == s.aseq then
+      s.aseq = 0
+      if s.mode == WINDOWED and seq == s.seq and seq > s.wseq then
+        s.wseq = s.wseq + 1
+      end
+    end
+    if seq == s.cask then
+      s.cask = 0
+    end
+  end
+
   local function outcome(x)
     local seq, kind = x.seq, x.kind
+    if kind == WITHDRAWN then
+      withdrawn(seq)
+      return
+    end
     local explained = counted(x)
     if kind == UNPACEDV then
       passedBefore(x.passed)

@@ -35,7 +35,7 @@ func TestLearnMatchesTheReference(t *testing.T) {
 		start := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
 		now := start
 		var seq uint64
-		tell, kept := false, false
+		tell, kept, windowAsked := false, false, false
 		for step := range 400 {
 			now = now.Add(time.Duration(rng.Int64N(int64(60 * time.Millisecond))))
 			if rng.IntN(40) == 0 {
@@ -63,8 +63,13 @@ func TestLearnMatchesTheReference(t *testing.T) {
 			if diff := answerDiff(got, want, now); diff != "" {
 				t.Fatalf("run %d step %d at %v, ask %+v: %s\nscript:    %+v\nreference: %+v", run, step, now.Format("15:04:05.000"), ask, diff, got, want)
 			}
+			for _, o := range ask.Outcomes {
+				if o.Kind == store.Withdrawn && windowAsked {
+					seen["a window's asking turn withdrawn"]++
+				}
+			}
 			seq = max(seq, want.Seq)
-			tell = want.Tell
+			tell, windowAsked = want.Tell, want.Tell && want.State.Windowed
 			switch {
 			case want.State.Counted && want.Took:
 				seen["a turn a count allowed"]++
@@ -85,7 +90,7 @@ func TestLearnMatchesTheReference(t *testing.T) {
 	}
 	// The draws must reach every way of answering, or they test less.
 	for _, way := range []string{"a turn a count allowed", "a count's wait", "a window's first turn asking", "a turn of a window whose quota is known", "blind",
-		"a turn of the pace reserved ahead", "held"} {
+		"a turn of the pace reserved ahead", "held", "a window's asking turn withdrawn"} {
 		if seen[way] < 5 {
 			t.Errorf("the draws reached %q %d times, want 5 at least: %v", way, seen[way], seen)
 		}
@@ -124,7 +129,11 @@ func drawAsk(rng *rand.Rand, seq uint64, tell, counts bool) store.LearnAsk {
 		ask.Ceiling = float64(5 + rng.IntN(100))
 	}
 	if tell && rng.IntN(3) != 0 {
-		ask.Outcomes = append(ask.Outcomes, store.Outcome{Seq: seq, Kind: store.Passed})
+		kind := store.Passed
+		if rng.IntN(4) == 0 {
+			kind = store.Withdrawn // held by a pause instead of sent
+		}
+		ask.Outcomes = append(ask.Outcomes, store.Outcome{Seq: seq, Kind: kind})
 	}
 	if counts && rng.IntN(3) == 0 {
 		// The count an answer carried, told with the next ask.

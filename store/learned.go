@@ -93,6 +93,10 @@ const (
 	Unpaced
 	// Answered: an answer told for the count it carried alone.
 	Answered
+	// Withdrawn: a turn taken and never sent (its request waited out a
+	// pause the server asked for instead), told when the answer to it
+	// was to be told (LearnAnswer.Tell): the turns it held back go on.
+	Withdrawn
 )
 
 // LearnAnswer is a store's answer to a LearnAsk.

@@ -14,6 +14,10 @@ import (
 
 // outcome takes in one outcome at now.
 func (s *Shared) outcome(o store.Outcome, top float64, now time.Time) {
+	if o.Kind == store.Withdrawn {
+		s.withdrawn(o.Seq)
+		return
+	}
 	explained := s.counted(o, now)
 	switch o.Kind {
 	case store.Passed:
@@ -41,6 +45,25 @@ func (s *Shared) outcome(o store.Outcome, top float64, now time.Time) {
 		s.searchFloor = 0
 	case store.Undecided:
 		s.searchFloor /= 2
+	}
+}
+
+// withdrawn takes in that turn seq, whose answer was to be told, was
+// never sent: the turns it held back go on, and a window's turn that
+// asked, the window's first or the first past its quota, is no turn of
+// the window; the next one asks in its place.
+func (s *Shared) withdrawn(seq uint64) {
+	if seq == 0 {
+		return
+	}
+	if seq == s.askSeq {
+		s.askSeq = 0
+		if s.mode == sharedWindowed && seq == s.seq && seq > s.winSeq {
+			s.winSeq++
+		}
+	}
+	if seq == s.count.askSeq {
+		s.count.askSeq = 0
 	}
 }
 

@@ -217,6 +217,61 @@ func TestSharedWindowQuotaCountsTheTurnsThatPassedAfterTheRefusedOne(t *testing.
 	}
 }
 
+// A window's turn that asks, withdrawn before it was sent (its request
+// waited out a pause instead), frees the turns it held back at once, and
+// the next turn asks in its place; untold, they waited out
+// sharedAskTimeout, a second of a fixed window of 30 per 10 s lost.
+func TestSharedWindowAskWithdrawnAsksAgain(t *testing.T) {
+	var s Shared
+	tell(&s, sharedT0, refusal(0, 2*time.Second))
+	opens := sharedT0.Add(2 * time.Second)
+	asker := takeAt(&s, opens, time.Minute)
+	if !asker.Took || !asker.Tell {
+		t.Fatalf("the first turn after the window reopens: %+v, want it asking", asker)
+	}
+	if a := takeAt(&s, opens, time.Minute); a.Took {
+		t.Fatalf("a turn while the first asks: %+v, want none", a)
+	}
+	tell(&s, opens, store.Outcome{Seq: asker.Seq, Kind: store.Withdrawn})
+	again := takeAt(&s, opens.Add(time.Millisecond), time.Minute)
+	if !again.Took || !again.Tell {
+		t.Fatalf("the turn after the asking one was withdrawn: %+v, want it taken and asking in its place", again)
+	}
+	tell(&s, opens, store.Outcome{Seq: again.Seq, Kind: store.Passed})
+	for i := range 3 {
+		if a := takeAt(&s, opens.Add(time.Millisecond), time.Minute); !a.Took || a.Tell {
+			t.Fatalf("turn %d once the window answered: %+v, want it taken, asking nothing", i+2, a)
+		}
+	}
+	// A withdrawn turn that asked nothing changes nothing.
+	before := s
+	tell(&s, opens.Add(time.Millisecond), store.Outcome{Seq: again.Seq + 1, Kind: store.Withdrawn})
+	if s != before {
+		t.Errorf("a withdrawn turn that asked nothing changed the key: %+v, was %+v", s, before)
+	}
+}
+
+// A count's asking turn, withdrawn, frees the others at once too.
+func TestSharedCountAskWithdrawnFreesTheOthers(t *testing.T) {
+	var s Shared
+	tell(&s, sharedT0, store.Outcome{Kind: store.Answered, Counted: true, Remaining: 1, Reset: time.Second})
+	if a := takeAt(&s, sharedT0, time.Minute); !a.Took {
+		t.Fatalf("a turn on a count of 1: %+v, want it taken", a)
+	}
+	back := sharedT0.Add(time.Second)
+	asker := takeAt(&s, back, time.Minute)
+	if !asker.Took || !asker.Tell {
+		t.Fatalf("the first turn past the count's reset: %+v, want it asking for the new count", asker)
+	}
+	if a := takeAt(&s, back, time.Minute); a.Took || a.Wait != sharedAskPoll {
+		t.Fatalf("a turn while it asks: %+v, want none, asked again in %v", a, sharedAskPoll)
+	}
+	tell(&s, back, store.Outcome{Seq: asker.Seq, Kind: store.Withdrawn})
+	if a := takeAt(&s, back, time.Minute); !a.Took || !a.Tell {
+		t.Errorf("the turn after the asking one was withdrawn: %+v, want it taken, asking in its place", a)
+	}
+}
+
 // A key the fleet paced, whose turns then met a window (a refusal asking
 // for more than a second), guesses the window's quota from the turns that
 // passed before the refusal: the first turn past it, in the next window,

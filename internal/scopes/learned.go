@@ -333,7 +333,12 @@ func (t Ticket) Finish(ctx context.Context, an Answer, closed bool, now time.Tim
 func (t Ticket) Cancel() {
 	switch {
 	case t.fleet != nil:
-		// A turn of the fleet's pace not used is spent, as a bucket's.
+		// A turn of the fleet's pace not used is spent, as a bucket's;
+		// one whose answer the store waits for is told, or the turns it
+		// holds back wait until the store gives up on it.
+		if t.fleet.tell {
+			t.tellWithdrawn()
+		}
 	case t.a == nil:
 		t.scope.endStarting(&t.entry.State, t.startKey, false, -1)
 	default:

@@ -306,6 +306,17 @@ func (t Ticket) tellShared(ctx context.Context, answer Answer, now time.Time) {
 	}
 }
 
+// tellWithdrawn tells the store that the turn, which was to tell its
+// answer, was never sent. A store that fails is left to its own timeout.
+func (t Ticket) tellWithdrawn() {
+	k := t.fleet.key
+	ceiling := sharedCeiling(t.scope.cfg.Load(), &Told{})
+	withdrawn := []store.Outcome{{Seq: t.seq, Kind: store.Withdrawn}}
+	if a, err := k.store.Learn(context.Background(), k.storeKey, &store.LearnAsk{Outcomes: withdrawn, Ceiling: ceiling}); err == nil {
+		k.note(&a)
+	}
+}
+
 // verdictKind is the outcome that tells the store a blind test's verdict;
 // 0 for none.
 func verdictKind(v learn.Verdict) store.OutcomeKind {

@@ -73,7 +73,7 @@ const learnLuaWindow = `
     end
     local used = 0
     if seq > s.wseq then
-      used = seq - s.wseq - 1
+      used = s.seq - s.wseq - 1
     end
     if used < 2 or used * 4 < s.quota * 3 then
       local held = s.held

@@ -453,6 +453,36 @@ func TestSharedFirstWindowQuotaIsWhatTheFleetLetThrough(t *testing.T) {
 	}
 }
 
+// A window whose quota is not confirmed yet, its turns let go in one
+// instant: the refusal of one taken before others that passed says the
+// window gave every turn but it, not the turns before it. Read as those,
+// a window of 10 refused at its 6th turn gave 5, less than three
+// quarters of 10: the key was taken for a sliding window's and paced at
+// what the last window gave over its length.
+func TestSharedWindowGaveEveryTurnButTheRefusedOne(t *testing.T) {
+	var s Shared
+	tell(&s, sharedT0, store.Outcome{Kind: store.Refused, Hint: 2 * time.Second, Passed: 10})
+	opens := sharedT0.Add(2 * time.Second)
+	asker := takeAt(&s, opens, time.Minute)
+	tell(&s, opens, store.Outcome{Seq: asker.Seq, Kind: store.Passed})
+	var seqs []uint64
+	for range 10 {
+		a := takeAt(&s, opens, time.Minute)
+		if !a.Took {
+			t.Fatalf("a turn of the open window: %+v, want it taken", a)
+		}
+		seqs = append(seqs, a.Seq)
+	}
+	now := opens.Add(time.Millisecond)
+	a := tell(&s, now, refusal(seqs[4], 2*time.Second))
+	if !a.State.Windowed || a.State.Quota != 10 || a.State.HeldUntil != now.Add(2*time.Second) {
+		t.Fatalf("the 6th turn of 11 refused first: %+v, want still windowed, a quota of the 10 others, held 2s", a.State)
+	}
+	if a := tell(&s, now, refusal(seqs[9], 2*time.Second)); a.State.Quota != 9 {
+		t.Errorf("the 11th refused after it: quota %d, want 9", a.State.Quota)
+	}
+}
+
 // A blind verdict gives the pace back for blindHoldStart, then the key
 // learns again from its next refusal.
 func TestSharedBlindGoesUnpacedForAWhile(t *testing.T) {

@@ -79,10 +79,17 @@ func (s *Shared) windowRefused(seq uint64, sibling bool, target time.Time, top f
 	if sibling {
 		return true // a turn of this window sent before the last refusal of it
 	}
-	// The turns of this window before the refused one went through.
+	// What the window gave: every turn of it but the refused one, as the
+	// quota below is counted. Turns taken in one instant reach the server
+	// in any order: counted as the turns before the one refused, a window
+	// that gave its quota to a burst could look a sliding one's, and the
+	// key paced at what it gave over a whole window (a fixed window of 30
+	// per 10 s that its 20 held requests reached at once, paced at 3 a
+	// second). Those of them refused later take it back, as they take
+	// back the quota's.
 	used := 0
 	if seq > s.winSeq {
-		used = int(seq - s.winSeq - 1)
+		used = int(s.seq - s.winSeq - 1)
 	}
 	if used < 2 || used*4 < s.quota*3 {
 		held := s.seedSpan()

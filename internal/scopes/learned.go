@@ -335,9 +335,10 @@ func (t Ticket) Cancel() {
 	case t.fleet != nil:
 		// A turn of the fleet's pace not used is spent, as a bucket's;
 		// one whose answer the store waits for is told, or the turns it
-		// holds back wait until the store gives up on it.
+		// holds back wait until the store gives up on it. Told aside: a
+		// request cancelled does not wait on the store.
 		if t.fleet.tell {
-			t.tellWithdrawn()
+			go t.tellWithdrawn()
 		}
 	case t.a == nil:
 		t.scope.endStarting(&t.entry.State, t.startKey, false, -1)

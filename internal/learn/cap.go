@@ -84,6 +84,17 @@ func (f *flights) note(k int, ok bool) {
 	}
 }
 
+// passedWith reports whether a request sent with k others in flight, or
+// more, was let through.
+func (f *flights) passedWith(k int) bool {
+	for _, n := range f.ok[min(k, capFlights-1):] {
+		if n > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // adopt counts the requests slow start st let through, each with as
 // many others in flight as it was sent with.
 func (f *flights) adopt(st *Start) {
@@ -275,9 +286,11 @@ func (p *Pacer) capTeller(seq uint64) bool {
 // capTold learns from the answer to teller seq of a cap in doubt, sent
 // with k others in flight, with p.mu held, and reports whether it
 // explains a refusal. Every teller let through, the cap holds and the
-// pace goes. One refused with fewer others than the cap shows a bucket's
-// burst: the cap ends, and the refusal, of a request sent outside the
-// pace, says nothing of it. Refused with one fewer, the cap is one
+// pace goes. One refused with fewer others than the cap, as many as a
+// request let through was sent with, shows a bucket's burst: the cap
+// ends, and the refusal, of a request sent outside the pace, says
+// nothing of it; with more others than any let through, the cap is that
+// many. Refused with one fewer, the cap is one
 // lower: the tellers, sent in one instant, reach the server in any
 // order, and the first sent may be refused for the place the second
 // took (heldWith), as when the first wave showed a cap one too high.
@@ -297,12 +310,21 @@ func (p *Pacer) capTold(seq uint64, an Answer, k int) bool {
 		return false
 	}
 	switch k = p.heldWith(seq, k); {
-	case k < p.flightCap-1:
+	case k < p.flightCap-1 && (k == 0 || p.flights.passedWith(k)):
 		if p.trace != nil {
 			p.trace("cap %d: a teller was refused with %d others in flight, no cap", p.flightCap, k)
 		}
 		p.noCap()
 		return true
+	case k < p.flightCap-1:
+		// No request sent with as many others went through: the cap is
+		// that many, lower than the first wave showed (a cap of 5 it
+		// read as 7, its requests sent in one instant counted with fewer
+		// others than the server held), and the next tellers tell it.
+		if p.trace != nil {
+			p.trace("cap %d: a teller was refused with %d others in flight, as many as none let through: the cap is %d", p.flightCap, k, k)
+		}
+		p.flightCap = k
 	case k == p.flightCap-1:
 		if p.trace != nil {
 			p.trace("cap %d: a teller was refused with %d others in flight, the cap is one lower", p.flightCap, k)

@@ -362,6 +362,30 @@ func TestFirstWaveCapIsDoubted(t *testing.T) {
 		}
 	})
 
+	t.Run("one refused with more others than any let through lowers the cap to that many", func(t *testing.T) {
+		// The first wave let requests through with 1 other in flight at
+		// most, and refused those with 5 and 6: a cap of 5 in doubt, which
+		// a teller refused with 3 others shows is 3.
+		a := waveCapped(t, t0, 0, 0, 1, 1)
+		seqs := tellers(a)
+		now := t0
+		for i := range 2 {
+			seq, delay, _, sent := a.Take(now)
+			if !sent {
+				now = now.Add(delay)
+				seq, delay, _, sent = a.Take(now)
+			}
+			if !sent || seq == 0 {
+				t.Fatalf("paced request %d held for %v", i+1, delay)
+			}
+		}
+		a.Outcome(seqs[0], refused, now) // answered with the other teller and 2 paced ones in flight
+		if a.flightCap != 3 || !a.capDoubted || !a.tellerDue() {
+			t.Fatalf("a teller refused with 3 others in flight, none let through with more than 1: capped at %d (in doubt %v, tellers due %v); want 3, in doubt, tellers due",
+				a.flightCap, a.capDoubted, a.tellerDue())
+		}
+	})
+
 	t.Run("an empty bucket refuses one", func(t *testing.T) {
 		a := firstWaveCap(t, t0)
 		pace := a.rate(t0)

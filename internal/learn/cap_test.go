@@ -323,6 +323,23 @@ func TestFirstWaveCapIsDoubted(t *testing.T) {
 		return seqs
 	}
 
+	// sendPaced sends n requests at a's pace from now on, returning when
+	// the last went.
+	sendPaced := func(t *testing.T, a *Pacer, now time.Time, n int) time.Time {
+		t.Helper()
+		for i := range n {
+			seq, delay, _, sent := a.Take(now)
+			if !sent {
+				now = now.Add(delay)
+				seq, delay, _, sent = a.Take(now)
+			}
+			if !sent || seq == 0 {
+				t.Fatalf("paced request %d held for %v", i+1, delay)
+			}
+		}
+		return now
+	}
+
 	t.Run("a cap lets both through", func(t *testing.T) {
 		a := firstWaveCap(t, t0)
 		seqs := tellers(a)
@@ -344,17 +361,7 @@ func TestFirstWaveCapIsDoubted(t *testing.T) {
 	t.Run("one refused for the places sent after it lowers the cap", func(t *testing.T) {
 		a := firstWaveCap(t, t0)
 		seqs := tellers(a)
-		now := t0
-		for i := range 3 { // paced, after the tellers: they may reach the server first
-			seq, delay, _, sent := a.Take(now)
-			if !sent {
-				now = now.Add(delay)
-				seq, delay, _, sent = a.Take(now)
-			}
-			if !sent || seq == 0 {
-				t.Fatalf("paced request %d held for %v", i+1, delay)
-			}
-		}
+		now := sendPaced(t, a, t0, 3)    // paced, after the tellers: they may reach the server first
 		a.Outcome(seqs[0], refused, now) // sent with none in flight, answered with 4
 		if a.flightCap != 4 || !a.capDoubted || !a.tellerDue() {
 			t.Fatalf("a teller refused with 4 others in flight at its answer under a cap of 5 in doubt: capped at %d (in doubt %v, tellers due %v); want 4, in doubt, tellers due",
@@ -368,17 +375,7 @@ func TestFirstWaveCapIsDoubted(t *testing.T) {
 		// a teller refused with 3 others shows is 3.
 		a := waveCapped(t, t0, 0, 0, 1, 1)
 		seqs := tellers(a)
-		now := t0
-		for i := range 2 {
-			seq, delay, _, sent := a.Take(now)
-			if !sent {
-				now = now.Add(delay)
-				seq, delay, _, sent = a.Take(now)
-			}
-			if !sent || seq == 0 {
-				t.Fatalf("paced request %d held for %v", i+1, delay)
-			}
-		}
+		now := sendPaced(t, a, t0, 2)
 		a.Outcome(seqs[0], refused, now) // answered with the other teller and 2 paced ones in flight
 		if a.flightCap != 3 || !a.capDoubted || !a.tellerDue() {
 			t.Fatalf("a teller refused with 3 others in flight, none let through with more than 1: capped at %d (in doubt %v, tellers due %v); want 3, in doubt, tellers due",

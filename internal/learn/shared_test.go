@@ -21,6 +21,39 @@ func tell(s *Shared, now time.Time, outcomes ...store.Outcome) store.LearnAnswer
 	return s.Learn(now, &store.LearnAsk{Outcomes: outcomes})
 }
 
+// askingTurn takes s's next turn at now, named what in a failure, and
+// checks that it asks for its outcome and that a turn taken meanwhile
+// waits for it.
+func askingTurn(t *testing.T, s *Shared, now time.Time, what string) store.LearnAnswer {
+	t.Helper()
+	asker := takeAt(s, now, time.Minute)
+	if !asker.Took || !asker.Tell {
+		t.Fatalf("%s: %+v, want it taken, its outcome asked for", what, asker)
+	}
+	if a := takeAt(s, now, time.Minute); a.Took || a.Wait != sharedAskPoll {
+		t.Fatalf("a turn while %s asks: %+v, want none, asked again in %v", what, a, sharedAskPoll)
+	}
+	return asker
+}
+
+// reopenedTurns takes the first turn of s's window reopened at opens,
+// which asks, tells it passed, and takes n turns more at once, returning
+// theirs.
+func reopenedTurns(t *testing.T, s *Shared, opens time.Time, n int) []uint64 {
+	t.Helper()
+	asker := takeAt(s, opens, time.Minute)
+	tell(s, opens, store.Outcome{Seq: asker.Seq, Kind: store.Passed})
+	var seqs []uint64
+	for range n {
+		a := takeAt(s, opens, time.Minute)
+		if !a.Took {
+			t.Fatalf("a turn of the open window: %+v, want it taken", a)
+		}
+		seqs = append(seqs, a.Seq)
+	}
+	return seqs
+}
+
 func refusal(seq uint64, hint time.Duration) store.Outcome {
 	return store.Outcome{Seq: seq, Kind: store.Refused, Hint: hint}
 }
@@ -154,13 +187,7 @@ func TestSharedWindowHeldAndCounted(t *testing.T) {
 		t.Fatalf("a turn while held: %+v, want none, and the hold's second left", a)
 	}
 	opens := sharedT0.Add(2 * time.Second)
-	asker := takeAt(&s, opens, time.Minute)
-	if !asker.Took || !asker.Tell {
-		t.Fatalf("the first turn after the window reopens: %+v, want it taken, its outcome asked for", asker)
-	}
-	if a := takeAt(&s, opens, time.Minute); a.Took || a.Wait != sharedAskPoll {
-		t.Fatalf("a turn while the first asks: %+v, want none, asked again in %v", a, sharedAskPoll)
-	}
+	asker := askingTurn(t, &s, opens, "the first turn after the window reopens")
 	tell(&s, opens, store.Outcome{Seq: asker.Seq, Kind: store.Passed})
 	var last uint64
 	for range 9 {
@@ -195,16 +222,7 @@ func TestSharedWindowQuotaCountsTheTurnsThatPassedAfterTheRefusedOne(t *testing.
 	var s Shared
 	tell(&s, sharedT0, refusal(0, 2*time.Second))
 	opens := sharedT0.Add(2 * time.Second)
-	asker := takeAt(&s, opens, time.Minute)
-	tell(&s, opens, store.Outcome{Seq: asker.Seq, Kind: store.Passed})
-	var seqs []uint64
-	for range 10 {
-		a := takeAt(&s, opens, time.Minute)
-		if !a.Took {
-			t.Fatalf("a turn of the open window: %+v, want it taken", a)
-		}
-		seqs = append(seqs, a.Seq)
-	}
+	seqs := reopenedTurns(t, &s, opens, 10)
 	// Of the 11 turns, the 9th, 10th and 11th were refused, the 10th's
 	// refusal told first: 8 went through.
 	now := opens.Add(time.Millisecond)
@@ -259,13 +277,7 @@ func TestSharedCountAskWithdrawnFreesTheOthers(t *testing.T) {
 		t.Fatalf("a turn on a count of 1: %+v, want it taken", a)
 	}
 	back := sharedT0.Add(time.Second)
-	asker := takeAt(&s, back, time.Minute)
-	if !asker.Took || !asker.Tell {
-		t.Fatalf("the first turn past the count's reset: %+v, want it asking for the new count", asker)
-	}
-	if a := takeAt(&s, back, time.Minute); a.Took || a.Wait != sharedAskPoll {
-		t.Fatalf("a turn while it asks: %+v, want none, asked again in %v", a, sharedAskPoll)
-	}
+	asker := askingTurn(t, &s, back, "the first turn past the count's reset")
 	tell(&s, back, store.Outcome{Seq: asker.Seq, Kind: store.Withdrawn})
 	if a := takeAt(&s, back, time.Minute); !a.Took || !a.Tell {
 		t.Errorf("the turn after the asking one was withdrawn: %+v, want it taken, asking in its place", a)
@@ -463,16 +475,7 @@ func TestSharedWindowGaveEveryTurnButTheRefusedOne(t *testing.T) {
 	var s Shared
 	tell(&s, sharedT0, store.Outcome{Kind: store.Refused, Hint: 2 * time.Second, Passed: 10})
 	opens := sharedT0.Add(2 * time.Second)
-	asker := takeAt(&s, opens, time.Minute)
-	tell(&s, opens, store.Outcome{Seq: asker.Seq, Kind: store.Passed})
-	var seqs []uint64
-	for range 10 {
-		a := takeAt(&s, opens, time.Minute)
-		if !a.Took {
-			t.Fatalf("a turn of the open window: %+v, want it taken", a)
-		}
-		seqs = append(seqs, a.Seq)
-	}
+	seqs := reopenedTurns(t, &s, opens, 10)
 	now := opens.Add(time.Millisecond)
 	a := tell(&s, now, refusal(seqs[4], 2*time.Second))
 	if !a.State.Windowed || a.State.Quota != 10 || a.State.HeldUntil != now.Add(2*time.Second) {

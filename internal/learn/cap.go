@@ -316,18 +316,15 @@ func (p *Pacer) capTold(seq uint64, an Answer, k int) bool {
 		}
 		p.noCap()
 		return true
-	case k < p.flightCap-1:
-		// No request sent with as many others went through: the cap is
-		// that many, lower than the first wave showed (a cap of 5 it
-		// read as 7, its requests sent in one instant counted with fewer
-		// others than the server held), and the next tellers tell it.
+	case k < p.flightCap:
+		// One fewer than the cap: the tellers, sent in one instant,
+		// reach the server in any order (heldWith). Fewer still, and no
+		// request sent with as many others went through: the first wave,
+		// sent in one instant too, counted some the server held with
+		// fewer others (a cap of 5 read as 7). Either way the cap is k,
+		// and the next tellers tell it.
 		if p.trace != nil {
-			p.trace("cap %d: a teller was refused with %d others in flight, as many as none let through: the cap is %d", p.flightCap, k, k)
-		}
-		p.flightCap = k
-	case k == p.flightCap-1:
-		if p.trace != nil {
-			p.trace("cap %d: a teller was refused with %d others in flight, the cap is one lower", p.flightCap, k)
+			p.trace("cap %d: a teller was refused with %d others in flight: the cap is %d", p.flightCap, k, max(k, 1))
 		}
 		p.flightCap = max(k, 1)
 	}

@@ -309,12 +309,8 @@ func (t Ticket) tellShared(ctx context.Context, answer Answer, now time.Time) {
 // tellWithdrawn tells the store that the turn, which was to tell its
 // answer, was never sent. A store that fails is left to its own timeout.
 func (t Ticket) tellWithdrawn() {
-	k := t.fleet.key
-	ceiling := sharedCeiling(t.scope.cfg.Load(), &Told{})
-	withdrawn := []store.Outcome{{Seq: t.seq, Kind: store.Withdrawn}}
-	if a, err := k.store.Learn(context.Background(), k.storeKey, &store.LearnAsk{Outcomes: withdrawn, Ceiling: ceiling}); err == nil {
-		k.note(&a)
-	}
+	withdrawn := store.Outcome{Seq: t.seq, Kind: store.Withdrawn}
+	t.scope.tellOutcome(context.Background(), t.fleet.key, withdrawn, sharedCeiling(t.scope.cfg.Load(), &Told{}))
 }
 
 // verdictKind is the outcome that tells the store a blind test's verdict;
@@ -352,7 +348,7 @@ func (s *Scope) tellStoreUnpaced(r *Request, key string, st *State, an learn.Ans
 	if !r.Told.On && an.Remaining < 0 && s.trialRefusal(key, k, an.Hint, passed) {
 		return true // held back: tried first
 	}
-	return s.tellRefused(r.Ctx(), k, k.unpacedRefusal(an, passed), sharedCeiling(s.cfg.Load(), &r.Told))
+	return s.tellOutcome(r.Ctx(), k, k.unpacedRefusal(an, passed), sharedCeiling(s.cfg.Load(), &r.Told))
 }
 
 // unpacedRefusal is the outcome that tells the store the refusal an of
@@ -367,10 +363,11 @@ func (k *sharedKey) unpacedRefusal(an learn.Answer, passed int) store.Outcome {
 	return refused
 }
 
-// tellRefused tells the store the refusal of a request no pace let go,
-// and reports whether it took it.
-func (s *Scope) tellRefused(ctx context.Context, k *sharedKey, refused store.Outcome, ceiling float64) bool {
-	ask := store.LearnAsk{Outcomes: []store.Outcome{refused}, Ceiling: ceiling}
+// tellOutcome tells the store one outcome outside a turn's ask (the
+// refusal of a request no pace let go, a turn withdrawn), and reports
+// whether it took it.
+func (s *Scope) tellOutcome(ctx context.Context, k *sharedKey, o store.Outcome, ceiling float64) bool {
+	ask := store.LearnAsk{Outcomes: []store.Outcome{o}, Ceiling: ceiling}
 	a, err := k.store.Learn(context.WithoutCancel(ctx), k.storeKey, &ask)
 	if err != nil {
 		return false
@@ -445,7 +442,7 @@ func (s *Scope) tellTrialRefusal(ctx context.Context, k *sharedKey, ceiling floa
 		refused.Passed = k.trialPassed
 		k.mu.Unlock()
 	}
-	return s.tellRefused(ctx, k, refused, ceiling)
+	return s.tellOutcome(ctx, k, refused, ceiling)
 }
 
 // Trials reports whether a trial of a refusal held back from the store
@@ -583,7 +580,7 @@ func (s *Scope) handBack(ctx context.Context, st *State, a *learn.Pacer, an lear
 	st.mu.Lock()
 	passed := st.start.Passed()
 	st.mu.Unlock()
-	if !s.tellRefused(ctx, k, k.unpacedRefusal(an, passed), sharedCeiling(s.cfg.Load(), &Told{})) {
+	if !s.tellOutcome(ctx, k, k.unpacedRefusal(an, passed), sharedCeiling(s.cfg.Load(), &Told{})) {
 		return false
 	}
 	if s.Trace != nil {
